@@ -1,0 +1,734 @@
+"""ZoneIndex: build, write and read ``bloomfilter.lance``, commit it into a Lance dataset.
+
+The file is Lance's BLOOMFILTER index file, byte-compatible in content (``../shared/FACTS.md``
+section 1): one row per zone with the columns
+
+=====================  =======  ==================================================
+``fragment_id``        uint64   fragment (Lance) or file (Parquet) holding the zone
+``zone_start``         uint64   physical offset of the zone's first live row
+``zone_length``        uint64   span of the zone in physical rows
+``has_null``           bool     any null in the zone
+``bloom_filter_data``  binary   the zone's SBBF (see :mod:`pruner.sbbf`)
+=====================  =======  ==================================================
+
+and the schema metadata ``bloomfilter_item`` / ``bloomfilter_probability`` (and
+``null_bitmap``: the index of a global buffer with the exact null row offsets per fragment).
+
+Where the index lives:
+
+- **Lance dataset**: ``<dataset>/_indices/<uuid>/bloomfilter.lance``, committed with
+  ``LanceOperation.CreateIndex`` so Lance's own scanner uses it; indexes Lance built are
+  found the same way (:func:`list_bloom_indexes`).
+- **Directory of Parquet files**: ``<dir>/_pruner/<column>/bloomfilter.lance`` (a folder
+  whose name starts with ``_``, which ``*.parquet`` globs, Spark and pyarrow skip). The files
+  it covers (path, size, modification time) are kept in the schema metadata under
+  ``pruner_files``; Lance ignores keys it does not know.
+
+Writes are atomic: a file is written beside its destination and renamed over it, and a Lance
+index becomes visible only when its manifest commits.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import quote
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyroaring import BitMap
+
+from pruner import sbbf
+from pruner.errors import IndexFormatError, IndexNotFoundError, InvalidParameterError
+from pruner.hashing import hash_array, hash_input_width
+from pruner.zones import FragmentZones, lance_fragment_zones, parquet_file_zones
+
+__all__ = [
+    "DEFAULT_ITEMS",
+    "DEFAULT_PROBABILITY",
+    "INDEX_FILE_NAME",
+    "INDEX_SCHEMA",
+    "FragmentFile",
+    "ProgressCallback",
+    "ZoneIndex",
+    "build_index",
+    "build_lance_index",
+    "build_parquet_index",
+    "commit_lance_index",
+    "format_probability",
+    "list_bloom_indexes",
+    "load_index",
+    "parquet_index_path",
+    "read_index_file",
+    "write_index_file",
+]
+
+INDEX_FILE_NAME = "bloomfilter.lance"
+DEFAULT_ITEMS = 8192
+DEFAULT_PROBABILITY = 0.00057
+PARQUET_INDEX_DIR = "_pruner"
+BLOOM_INDEX_DETAILS = "/lance.index.pb.BloomFilterIndexDetails"
+
+META_ITEMS = "bloomfilter_item"
+META_PROBABILITY = "bloomfilter_probability"
+META_NULL_BITMAP = "null_bitmap"
+META_FILES = "pruner_files"
+META_COLUMN = "pruner_column"
+
+INDEX_SCHEMA = pa.schema(
+    [
+        pa.field("fragment_id", pa.uint64(), nullable=False),
+        pa.field("zone_start", pa.uint64(), nullable=False),
+        pa.field("zone_length", pa.uint64(), nullable=False),
+        pa.field("has_null", pa.bool_(), nullable=False),
+        pa.field("bloom_filter_data", pa.binary(), nullable=False),
+    ]
+)
+# Filter bytes per written batch: keeps every Binary column chunk far below the 2 GiB
+# offset limit (Lance issues #6522, #7753).
+_WRITE_BATCH_BYTES = 256 << 20
+_LANCE_MAGIC = b"LANC"
+
+ProgressCallback = Callable[[int, int], None]
+"""Called as ``progress(rows_done, rows_total)`` after each fragment is indexed."""
+
+
+def format_probability(probability: float) -> str:
+    """The probability as Lance writes it (Rust's f64 Display: never an exponent).
+
+    >>> format_probability(1e-7), format_probability(0.00057)
+    ('0.0000001', '0.00057')
+    """
+    return np.format_float_positional(probability, unique=True, trim="-")
+
+
+@dataclass(frozen=True, slots=True)
+class FragmentFile:
+    """A Parquet file covered by an index, and what identifies its content."""
+
+    fragment_id: int
+    path: str  # relative to the indexed directory, '/'-separated
+    size: int
+    mtime_ns: int
+    rows: int
+
+
+@dataclass(eq=False)
+class ZoneIndex:
+    """The zone bloom index of one column: one row per zone, in file order.
+
+    ``filters`` holds every zone's SBBF as one row of a (zones, bytes) array; an index whose
+    zones have filters of different sizes (only older Lance versions wrote those) keeps each
+    size in its own group, see :meth:`filter_groups`.
+    """
+
+    column: str
+    items: int
+    probability: float
+    fragment_id: np.ndarray
+    zone_start: np.ndarray
+    zone_length: np.ndarray
+    has_null: np.ndarray
+    filter_data: list[bytes] | np.ndarray
+    null_rows: dict[int, np.ndarray] | None = None
+    files: list[FragmentFile] | None = None
+    _groups: list[tuple[np.ndarray, np.ndarray]] | None = field(default=None, repr=False)
+
+    @property
+    def num_zones(self) -> int:
+        return len(self.fragment_id)
+
+    @property
+    def num_rows(self) -> int:
+        """Rows spanned by all zones (deleted rows inside a zone's span included)."""
+        return int(self.zone_length.sum())
+
+    def filter_bytes(self, zone: int) -> bytes:
+        """The serialized SBBF of zone ``zone`` (file order)."""
+        return bytes(self.filter_data[zone])
+
+    def filter_groups(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """``[(zone numbers, (n, bytes) uint8 filters)]``, one entry per filter size."""
+        if self._groups is None:
+            data = self.filter_data
+            if isinstance(data, np.ndarray):
+                self._groups = [(np.arange(self.num_zones), data)]
+            else:
+                lengths = np.array([len(d) for d in data], dtype=np.int64)
+                groups = []
+                for size in np.unique(lengths):
+                    zones = np.flatnonzero(lengths == size)
+                    joined = b"".join(data[z] for z in zones)
+                    groups.append((zones, np.frombuffer(joined, np.uint8).reshape(-1, int(size))))
+                self._groups = groups
+        return self._groups
+
+    def might_contain(self, hashes: np.ndarray) -> np.ndarray:
+        """(K, zones) bool: ``False`` proves value k (by hash) is absent from zone z."""
+        result = np.empty((len(hashes), self.num_zones), dtype=bool)
+        for zones, filters in self.filter_groups():
+            result[:, zones] = sbbf.check(filters, hashes)
+        return result
+
+    def zone_mask(self, hashes: np.ndarray) -> np.ndarray:
+        """(zones,) bool: zones that may hold any of the hashed values."""
+        return self.might_contain(hashes).any(axis=0)
+
+
+# --------------------------------------------------------------------------- building
+
+
+@dataclass(frozen=True, slots=True)
+class _FragmentColumn:
+    fragment_id: int
+    values: pa.Array | pa.ChunkedArray  # live rows, physical order
+    zones: FragmentZones
+    live_offsets: np.ndarray  # physical offset of each live row
+
+
+def _check_params(items: int, probability: float) -> int:
+    """Validate the build parameters; return the filter size in bytes."""
+    return sbbf.optimal_num_bytes(items, probability)
+
+
+def _build(
+    column: str,
+    fragments: Iterator[_FragmentColumn],
+    items: int,
+    probability: float,
+    total_rows: int,
+    progress: ProgressCallback | None,
+) -> ZoneIndex:
+    num_bytes = _check_params(items, probability)
+    fragment_ids, starts, lengths, has_nulls, filters = [], [], [], [], []
+    null_rows: dict[int, np.ndarray] = {}
+    done = 0
+    for part in fragments:
+        zones = part.zones
+        if zones.num_zones == 0:
+            continue
+        hashes, valid = hash_array(part.values)
+        if valid is None:
+            zone_filters = sbbf.insert(hashes, zones.row_zone, zones.num_zones, num_bytes)
+            has_nulls.append(np.zeros(zones.num_zones, dtype=bool))
+        else:
+            zone_filters = sbbf.insert(
+                hashes[valid], zones.row_zone[valid], zones.num_zones, num_bytes
+            )
+            is_null = ~valid
+            has_nulls.append(np.logical_or.reduceat(is_null, zones.first_row))
+            if is_null.any():
+                null_rows[part.fragment_id] = part.live_offsets[is_null].astype(np.uint32)
+        fragment_ids.append(np.full(zones.num_zones, part.fragment_id, dtype=np.uint64))
+        starts.append(zones.zone_start)
+        lengths.append(zones.zone_length)
+        filters.append(zone_filters)
+        done += len(part.values)
+        if progress is not None:
+            progress(done, total_rows)
+
+    def cat(arrays: list[np.ndarray], dtype: type) -> np.ndarray:
+        return np.concatenate(arrays) if arrays else np.zeros(0, dtype=dtype)
+
+    return ZoneIndex(
+        column=column,
+        items=items,
+        probability=probability,
+        fragment_id=cat(fragment_ids, np.uint64),
+        zone_start=cat(starts, np.uint64),
+        zone_length=cat(lengths, np.uint64),
+        has_null=cat(has_nulls, np.bool_),
+        filter_data=np.concatenate(filters)
+        if filters
+        else np.zeros((0, num_bytes), dtype=np.uint8),
+        null_rows=null_rows,
+    )
+
+
+def _column_type(schema: pa.Schema, column: str, where: str) -> pa.DataType:
+    if column not in schema.names:
+        raise InvalidParameterError(
+            f"column {column!r} is not in {where}; its columns are {', '.join(schema.names)}"
+        )
+    arrow_type = schema.field(column).type
+    hash_input_width(arrow_type)  # raises UnsupportedTypeError with advice
+    return arrow_type
+
+
+def build_lance_index(
+    dataset: object,
+    column: str,
+    *,
+    items: int = DEFAULT_ITEMS,
+    probability: float = DEFAULT_PROBABILITY,
+    progress: ProgressCallback | None = None,
+) -> ZoneIndex:
+    """Build the zone bloom index of ``column`` over a Lance dataset, fragment by fragment.
+
+    Memory is bounded by one fragment's column. The result equals the index Lance builds
+    with ``IndexConfig(index_type="bloomfilter", parameters={"number_of_items": items,
+    "probability": probability})``.
+    """
+    ds = _open_lance(dataset)
+    _column_type(ds.schema, column, f"Lance dataset {ds.uri}")
+    _check_params(items, probability)
+    fragments = ds.get_fragments()
+    total = sum(f.count_rows() for f in fragments)
+
+    def parts() -> Iterator[_FragmentColumn]:
+        for fragment in fragments:
+            table = fragment.to_table(columns=[column], with_row_address=True)
+            addresses = table.column("_rowaddr").to_numpy()
+            offsets = (addresses & np.uint64(0xFFFFFFFF)).astype(np.int64)
+            yield _FragmentColumn(
+                fragment.fragment_id,
+                table.column(column),
+                lance_fragment_zones(offsets, items),
+                offsets,
+            )
+
+    return _build(column, parts(), items, probability, total, progress)
+
+
+def _parquet_files(directory: Path) -> list[Path]:
+    """Every ``*.parquet`` under ``directory``, skipping ``_`` and ``.`` folders and files."""
+    found = []
+    for path in directory.rglob("*.parquet"):
+        parts = path.relative_to(directory).parts
+        if any(p.startswith(("_", ".")) for p in parts):
+            continue
+        if path.is_file():
+            found.append(path)
+    return sorted(found, key=lambda p: p.relative_to(directory).as_posix())
+
+
+def _assign_fragment_ids(relative_paths: list[str], previous: list[FragmentFile]) -> list[int]:
+    """Keep the id a file had in the previous index; new files get ids above every old one."""
+    known = {f.path: f.fragment_id for f in previous}
+    next_id = max(known.values(), default=-1) + 1
+    ids = []
+    for path in relative_paths:
+        if path in known:
+            ids.append(known[path])
+        else:
+            ids.append(next_id)
+            next_id += 1
+    return ids
+
+
+def build_parquet_index(
+    directory: str | os.PathLike[str],
+    column: str,
+    *,
+    items: int = DEFAULT_ITEMS,
+    probability: float = DEFAULT_PROBABILITY,
+    progress: ProgressCallback | None = None,
+) -> ZoneIndex:
+    """Build the zone bloom index of ``column`` over a directory of Parquet files.
+
+    Each file is a fragment; zones never straddle a row group. Fragment ids stay stable
+    across rebuilds (a file keeps the id the previous index gave it).
+    """
+    root = Path(directory)
+    if not root.is_dir():
+        raise InvalidParameterError(
+            f"{root} is not a directory; pass a directory of Parquet files or a Lance dataset"
+        )
+    paths = _parquet_files(root)
+    if not paths:
+        raise InvalidParameterError(f"no *.parquet files under {root}")
+    metas = [pq.ParquetFile(p) for p in paths]
+    _column_type(metas[0].schema_arrow, column, f"Parquet file {paths[0]}")
+    _check_params(items, probability)
+    relative = [p.relative_to(root).as_posix() for p in paths]
+    try:
+        previous = load_index(root, column).files or []
+    except (IndexNotFoundError, IndexFormatError):
+        previous = []
+    ids = _assign_fragment_ids(relative, previous)
+    files: list[FragmentFile] = []
+    for path, rel, fid, meta in zip(paths, relative, ids, metas, strict=True):
+        stat = path.stat()
+        files.append(FragmentFile(fid, rel, stat.st_size, stat.st_mtime_ns, meta.metadata.num_rows))
+    total = sum(f.rows for f in files)
+
+    def parts() -> Iterator[_FragmentColumn]:
+        for path, file, meta in zip(paths, files, metas, strict=True):
+            _column_type(meta.schema_arrow, column, f"Parquet file {path}")
+            group_rows = [meta.metadata.row_group(i).num_rows for i in range(meta.num_row_groups)]
+            values = meta.read(columns=[column]).column(column)
+            yield _FragmentColumn(
+                file.fragment_id,
+                values,
+                parquet_file_zones(group_rows, items),
+                np.arange(file.rows, dtype=np.int64),
+            )
+
+    index = _build(column, parts(), items, probability, total, progress)
+    index.files = files
+    return index
+
+
+# --------------------------------------------------------------------- file write / read
+
+
+def _encode_null_bitmap(null_rows: dict[int, np.ndarray]) -> bytes:
+    """u32 count, then per fragment ascending: u32 id, u32 byte length, portable Roaring."""
+    parts = [struct.pack("<I", len(null_rows))]
+    for fragment_id in sorted(null_rows):
+        serialized = BitMap(null_rows[fragment_id]).serialize()
+        parts.append(struct.pack("<II", fragment_id, len(serialized)))
+        parts.append(serialized)
+    return b"".join(parts)
+
+
+def _decode_null_bitmap(data: bytes, where: str) -> dict[int, np.ndarray]:
+    try:
+        (count,) = struct.unpack_from("<I", data, 0)
+        position = 4
+        result: dict[int, np.ndarray] = {}
+        for _ in range(count):
+            fragment_id, length = struct.unpack_from("<II", data, position)
+            position += 8
+            if position + length > len(data):
+                raise ValueError("bitmap runs past the end of the buffer")
+            chunk = data[position : position + length]
+            position += length
+            result[fragment_id] = (
+                np.array(BitMap.deserialize(chunk), dtype=np.uint32)
+                if length
+                else np.zeros(0, dtype=np.uint32)
+            )
+        return result
+    except (struct.error, ValueError, OverflowError) as err:
+        raise IndexFormatError(f"{where}: the null_bitmap buffer is damaged ({err})") from err
+
+
+def _binary_array(filters: np.ndarray) -> pa.Array:
+    """A zero-copy Binary array over the rows of a (zones, bytes) uint8 array."""
+    count, width = filters.shape
+    offsets = np.arange(0, (count + 1) * width, width, dtype=np.int32)
+    data = np.ascontiguousarray(filters).reshape(-1)
+    return pa.Array.from_buffers(
+        pa.binary(), count, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+    )
+
+
+def write_index_file(index: ZoneIndex, path: str | os.PathLike[str]) -> int:
+    """Write ``index`` as a Lance BLOOMFILTER index file, atomically; return its size."""
+    from lance.file import LanceFileWriter
+
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = target.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp")
+    try:
+        writer = LanceFileWriter(str(temporary), INDEX_SCHEMA)
+        for zones, filters in index.filter_groups():
+            per_batch = max(1, _WRITE_BATCH_BYTES // max(1, filters.shape[1]))
+            for start in range(0, len(zones), per_batch):
+                rows = zones[start : start + per_batch]
+                batch = pa.record_batch(
+                    [
+                        pa.array(index.fragment_id[rows], pa.uint64()),
+                        pa.array(index.zone_start[rows], pa.uint64()),
+                        pa.array(index.zone_length[rows], pa.uint64()),
+                        pa.array(index.has_null[rows], pa.bool_()),
+                        _binary_array(filters[start : start + per_batch]),
+                    ],
+                    schema=INDEX_SCHEMA,
+                )
+                writer.write_batch(batch)
+        writer.add_schema_metadata(META_ITEMS, str(index.items))
+        writer.add_schema_metadata(META_PROBABILITY, format_probability(index.probability))
+        if index.null_rows:
+            buffer_index = writer.add_global_buffer(_encode_null_bitmap(index.null_rows))
+            writer.add_schema_metadata(META_NULL_BITMAP, str(buffer_index))
+        if index.files is not None:
+            writer.add_schema_metadata(META_COLUMN, index.column)
+            writer.add_schema_metadata(
+                META_FILES,
+                json.dumps(
+                    [
+                        [f.fragment_id, f.path, f.size, f.mtime_ns, f.rows]
+                        for f in index.files
+                    ]
+                ),
+            )
+        writer.close()
+        os.replace(temporary, target)
+    finally:
+        temporary.unlink(missing_ok=True)
+    return target.stat().st_size
+
+
+def _panic_types() -> tuple[type[BaseException], ...]:
+    """Rust panics inside pylance surface as ``PanicException`` (a BaseException)."""
+    try:
+        from pyo3_runtime import PanicException  # type: ignore[import-not-found]
+    except ImportError:
+        return (Exception,)
+    return (Exception, PanicException)
+
+
+def _parse_metadata(metadata: dict[bytes, bytes], where: str) -> tuple[int, float]:
+    def get(key: str) -> str:
+        raw = metadata.get(key.encode())
+        if raw is None:
+            raise IndexFormatError(
+                f"{where} has no {key!r} schema metadata: it is not a Lance BLOOMFILTER "
+                "index file (or it is damaged); rebuild it with `pruner index build`"
+            )
+        return raw.decode("utf-8", errors="replace")
+
+    items_text, probability_text = get(META_ITEMS), get(META_PROBABILITY)
+    try:
+        items = int(items_text)
+        probability = float(probability_text)
+    except ValueError as err:
+        raise IndexFormatError(
+            f"{where}: schema metadata {META_ITEMS}={items_text!r}, "
+            f"{META_PROBABILITY}={probability_text!r} are not numbers; rebuild the index"
+        ) from err
+    if items < 1 or not 0.0 <= probability < 1.0:
+        raise IndexFormatError(
+            f"{where}: {META_ITEMS}={items} must be >= 1 and {META_PROBABILITY}={probability} "
+            "in [0, 1); rebuild the index"
+        )
+    return items, probability
+
+
+def read_index_file(path: str | os.PathLike[str], column: str = "") -> ZoneIndex:
+    """Read a Lance BLOOMFILTER index file, whoever wrote it, validating it fully.
+
+    Raises:
+        IndexFormatError: the file is missing pieces, damaged, or not such an index.
+    """
+    from lance.file import LanceFileReader
+
+    where = f"bloom index file {path}"
+    target = Path(path)
+    if not target.is_file():
+        kind = "a directory" if target.is_dir() else "missing"
+        raise IndexFormatError(f"{where} is {kind}; rebuild the index with `pruner index build`")
+    size = target.stat().st_size
+    with target.open("rb") as handle:
+        if size >= len(_LANCE_MAGIC):
+            handle.seek(size - len(_LANCE_MAGIC))
+        tail = handle.read(len(_LANCE_MAGIC))
+    if size < 64 or tail != _LANCE_MAGIC:
+        raise IndexFormatError(
+            f"{where} is not a complete Lance file ({size} bytes, no trailing magic): it was "
+            "truncated or overwritten; rebuild the index with `pruner index build`"
+        )
+    try:
+        reader = LanceFileReader(str(target))
+        table = reader.read_all().to_table()
+        metadata = dict(table.schema.metadata or {})
+        null_buffer_text = metadata.get(META_NULL_BITMAP.encode())
+        null_buffer = (
+            bytes(reader.read_global_buffer(int(null_buffer_text)))
+            if null_buffer_text is not None
+            else None
+        )
+    except _panic_types() as err:
+        raise IndexFormatError(
+            f"{where} cannot be read by Lance ({type(err).__name__}: {err}); rebuild the index"
+        ) from err
+    got = table.schema.remove_metadata()
+    expected_columns = [(f.name, f.type) for f in INDEX_SCHEMA]
+    if [(f.name, f.type) for f in got] != expected_columns:
+        raise IndexFormatError(
+            f"{where} has columns {got.to_string(show_schema_metadata=False)!r} but a bloom "
+            f"filter index has {', '.join(f'{n}: {t}' for n, t in expected_columns)}"
+        )
+    if table.num_rows and any(table.column(i).null_count for i in range(table.num_columns)):
+        raise IndexFormatError(f"{where} has nulls in a non-nullable column; rebuild the index")
+    items, probability = _parse_metadata(metadata, where)
+    filter_data = table.column("bloom_filter_data").to_pylist()
+    for zone, data in enumerate(filter_data):
+        sbbf.validate_filter_length(len(data), f"{where}: zone {zone}'s bloom filter")
+    zone_length = table.column("zone_length").to_numpy()
+    if (zone_length == 0).any():
+        raise IndexFormatError(f"{where} has a zone of length 0; rebuild the index")
+    lengths = {len(d) for d in filter_data}
+    filters: list[bytes] | np.ndarray = filter_data
+    if len(lengths) <= 1:
+        width = lengths.pop() if lengths else 32
+        filters = np.frombuffer(b"".join(filter_data), dtype=np.uint8).reshape(-1, width)
+    files = None
+    files_text = metadata.get(META_FILES.encode())
+    if files_text is not None:
+        try:
+            files = [FragmentFile(int(a), str(b), int(c), int(d), int(e))
+                     for a, b, c, d, e in json.loads(files_text)]
+        except (ValueError, TypeError) as err:
+            raise IndexFormatError(f"{where}: {META_FILES} metadata is damaged ({err})") from err
+        column = column or metadata.get(META_COLUMN.encode(), b"").decode()
+    return ZoneIndex(
+        column=column,
+        items=items,
+        probability=probability,
+        fragment_id=table.column("fragment_id").to_numpy(),
+        zone_start=table.column("zone_start").to_numpy(),
+        zone_length=zone_length,
+        has_null=table.column("has_null").to_numpy(zero_copy_only=False),
+        filter_data=filters,
+        null_rows=_decode_null_bitmap(null_buffer, where) if null_buffer is not None else None,
+        files=files,
+    )
+
+
+# ------------------------------------------------------------------ Lance integration
+
+
+def _open_lance(dataset: object) -> lance.LanceDataset:  # type: ignore[name-defined] # noqa: F821
+    import lance
+
+    if isinstance(dataset, lance.LanceDataset):
+        return dataset
+    return lance.dataset(str(dataset))
+
+
+@dataclass(frozen=True, slots=True)
+class BloomIndexInfo:
+    """A BLOOMFILTER index committed in a Lance dataset."""
+
+    name: str
+    uuid: str
+    column: str
+    fragment_ids: frozenset[int]
+    path: Path
+
+
+def list_bloom_indexes(dataset: object) -> list[BloomIndexInfo]:
+    """Every single-column BLOOMFILTER index in a Lance dataset, whoever built it."""
+    ds = _open_lance(dataset)
+    found = []
+    for entry in ds.list_indices():
+        if entry.get("type") != "BloomFilter" or len(entry.get("fields", [])) != 1:
+            continue
+        if entry.get("base_id") is not None:
+            continue  # stored under another base path: not readable here
+        found.append(
+            BloomIndexInfo(
+                name=entry["name"],
+                uuid=entry["uuid"],
+                column=entry["fields"][0],
+                fragment_ids=frozenset(int(f) for f in entry["fragment_ids"]),
+                path=Path(ds.uri) / "_indices" / entry["uuid"] / INDEX_FILE_NAME,
+            )
+        )
+    return found
+
+
+def commit_lance_index(dataset: object, index: ZoneIndex, name: str | None = None) -> str:
+    """Commit ``index`` into the Lance dataset as a real BLOOMFILTER index; return its uuid.
+
+    An existing bloom index on the same column is replaced in the same commit, so readers
+    see the old index or the new one, never neither.
+    """
+    from lance.dataset import Index, IndexFile, LanceDataset, LanceOperation
+
+    ds = _open_lance(dataset)
+    field_id = ds.lance_schema.field(index.column).id()
+    index_uuid = str(uuid.uuid4())
+    path = Path(ds.uri) / "_indices" / index_uuid / INDEX_FILE_NAME
+    size = write_index_file(index, path)
+    removed = []
+    for entry in ds.list_indices():
+        if entry.get("type") == "BloomFilter" and entry.get("fields") == [index.column]:
+            removed.append(
+                Index(
+                    uuid=entry["uuid"],
+                    name=entry["name"],
+                    fields=[field_id],
+                    dataset_version=entry["version"],
+                    fragment_ids=entry["fragment_ids"],
+                    index_version=0,
+                )
+            )
+    new = Index(
+        uuid=index_uuid,
+        name=name or f"{index.column}_idx",
+        fields=[field_id],
+        dataset_version=ds.version,
+        fragment_ids={int(f) for f in np.unique(index.fragment_id)},
+        index_version=0,
+        files=[IndexFile(path=INDEX_FILE_NAME, size_bytes=size)],
+        index_details=(BLOOM_INDEX_DETAILS, b""),
+    )
+    LanceDataset.commit(
+        ds.uri,
+        LanceOperation.CreateIndex(new_indices=[new], removed_indices=removed),
+        read_version=ds.version,
+    )
+    return index_uuid
+
+
+# ------------------------------------------------------------------------ entry points
+
+
+def _is_lance_dataset(path: Path) -> bool:
+    return path.is_dir() and (path / "_versions").is_dir()
+
+
+def parquet_index_path(directory: str | os.PathLike[str], column: str) -> Path:
+    """Where the index of ``column`` over a Parquet directory lives."""
+    return Path(directory) / PARQUET_INDEX_DIR / quote(column, safe="") / INDEX_FILE_NAME
+
+
+def build_index(
+    source: str | os.PathLike[str],
+    column: str,
+    *,
+    items: int = DEFAULT_ITEMS,
+    probability: float = DEFAULT_PROBABILITY,
+    progress: ProgressCallback | None = None,
+) -> ZoneIndex:
+    """Build and store the zone bloom index of ``column`` for a Lance dataset or Parquet dir.
+
+    A Lance dataset gets a committed BLOOMFILTER index (Lance's scanner uses it); a Parquet
+    directory gets ``_pruner/<column>/bloomfilter.lance``.
+    """
+    path = Path(source)
+    if _is_lance_dataset(path):
+        index = build_lance_index(
+            path, column, items=items, probability=probability, progress=progress
+        )
+        commit_lance_index(path, index)
+        return index
+    index = build_parquet_index(
+        path, column, items=items, probability=probability, progress=progress
+    )
+    write_index_file(index, parquet_index_path(path, column))
+    return index
+
+
+def load_index(source: str | os.PathLike[str], column: str) -> ZoneIndex:
+    """Load the bloom index of ``column`` stored with a Lance dataset or Parquet directory.
+
+    Raises:
+        IndexNotFoundError: there is none; build one with ``pruner index build``.
+        IndexFormatError: there is one, but it is damaged.
+    """
+    path = Path(source)
+    if _is_lance_dataset(path):
+        for info in list_bloom_indexes(path):
+            if info.column == column:
+                return read_index_file(info.path, column)
+        location = f"Lance dataset {path}"
+    else:
+        index_path = parquet_index_path(path, column)
+        if index_path.exists():
+            return read_index_file(index_path, column)
+        location = f"Parquet directory {path}"
+    raise IndexNotFoundError(
+        f"no bloom index on column {column!r} in {location}; "
+        f"build one with `pruner index build {path} --column {column}`"
+    )

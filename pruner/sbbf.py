@@ -1,0 +1,238 @@
+"""Split Block Bloom Filters (SBBF) on NumPy, in Lance's byte layout.
+
+The filter is the one Parquet specifies
+(https://github.com/apache/parquet-format/blob/master/BloomFilter.md) and Lance's
+BLOOMFILTER index stores per zone (``../shared/seeds/lance_bloom_filter_index.md``)::
+
+    filter = [block 0][block 1] ... [block B-1]            B = len(bytes) / 32
+    block  = [word 0][word 1] ... [word 7]                 8 x uint32, little-endian
+
+    h      = xxHash64(value bytes, seed 0)
+    block  = ((h >> 32) * B) >> 32                          multiply-shift, any B works
+    word i = bit ((lo32(h) * SALT[i]) mod 2**32) >> 27      one bit in each of the 8 words
+
+A value may be present when all 8 of its bits are set in its block; a missing bit proves it
+absent. Insert sets the 8 bits; nothing is ever removed.
+
+Sizing follows Lance exactly: the false-positive probability of B blocks holding ``ndv``
+values is Putze et al.'s equation 3 (a Poisson mixture over the number of values per block,
+750 terms), and the size is the smallest power of two of bytes, found by binary search over
+log2(bytes), whose probability is at most the target, clamped to 32 B .. 128 MiB.
+
+The batch kernels work on many zones at once (one filter per zone, all the same size):
+``insert`` scatters the 8 bits of every value into a byte-per-bit image of a batch of zones
+(a conflict-free assignment: duplicates write the same 1) and packs it; ``check`` gathers one
+whole 32-byte block per (value, zone) with a single ``take``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from pruner.errors import IndexFormatError, InvalidParameterError
+
+__all__ = [
+    "BLOCK_BYTES",
+    "MAX_BYTES",
+    "MIN_BYTES",
+    "SALT",
+    "block_of",
+    "check",
+    "fpp_at",
+    "insert",
+    "min_log2_bytes",
+    "optimal_num_bytes",
+    "validate_filter_length",
+]
+
+# Spec: "a block is 256 bits, broken into eight contiguous 32-bit words".
+BLOCK_BYTES = 32
+WORDS_PER_BLOCK = 8
+BITS_PER_BLOCK = BLOCK_BYTES * 8
+# Lance clamps log2(bytes) to [5, 27]: one block .. 128 MiB.
+MIN_LOG2_BYTES = 5
+MAX_LOG2_BYTES = 27
+MIN_BYTES = 1 << MIN_LOG2_BYTES
+MAX_BYTES = 1 << MAX_LOG2_BYTES
+# Spec: the eight odd salt constants, one per word.
+SALT = np.array(
+    [
+        0x47B6137B,
+        0x44974D91,
+        0x8824AD5B,
+        0xA2B7289D,
+        0x705495C7,
+        0x2DF1424B,
+        0x9EFC4947,
+        0x5C6BFB31,
+    ],
+    dtype=np.uint32,
+)
+# Putze's sum is truncated at this many Poisson terms, as in Lance.
+_POISSON_TERMS = 750
+# Bits of the per-batch bit image: a batch covers at most this many bits (4 MiB of uint8).
+_INSERT_BATCH_BITS = 1 << 22
+
+_U64 = np.uint64
+
+
+def fpp_at(ndv: float, num_bytes: float) -> float:
+    """False-positive probability of a ``num_bytes`` filter holding ``ndv`` distinct values.
+
+    Putze et al., "Cache-, hash- and space-efficient bloom filters", equation 3, with 256-bit
+    blocks and 8 one-bit-per-word probes:
+    ``sum_i Poisson(i; lam) * (1 - (31/32)**i)**8``, ``lam = 256 * ndv / bits``.
+
+    >>> round(fpp_at(8192, 32768), 7)
+    3.59e-05
+    """
+    if ndv == 0:
+        return 0.0
+    bits = num_bytes * 8
+    if bits <= 0 or ndv / bits > 2:
+        # Too few bits per value for the truncated sum to hold its Poisson mass.
+        return 1.0
+    lam = BITS_PER_BLOCK / (bits / ndv)
+    log_lam = math.log(lam)
+    total = 0.0
+    for i in range(_POISSON_TERMS - 1, 0, -1):
+        log_block_fpp = WORDS_PER_BLOCK * math.log(1.0 - (31.0 / 32.0) ** i)
+        total += math.exp(i * log_lam - lam - math.lgamma(i + 1) + log_block_fpp)
+    return min(total, 1.0)
+
+
+def optimal_num_bytes(ndv: int, fpp: float) -> int:
+    """Filter size in bytes Lance chooses for ``ndv`` values at false-positive rate ``fpp``.
+
+    Raises:
+        InvalidParameterError: ``ndv`` < 1 or ``fpp`` outside [0, 1).
+
+    >>> optimal_num_bytes(8192, 0.00057)
+    32768
+    """
+    if isinstance(ndv, bool) or not isinstance(ndv, int | np.integer) or ndv < 1:
+        raise InvalidParameterError(
+            f"number of items per zone must be an integer >= 1, got {ndv!r}"
+        )
+    if not (isinstance(fpp, float | int) and 0.0 <= fpp < 1.0) or math.isnan(fpp):
+        raise InvalidParameterError(
+            f"false-positive probability must be in [0, 1), got {fpp!r} (the default is 0.00057)"
+        )
+    return 1 << min(max(min_log2_bytes(ndv, fpp), MIN_LOG2_BYTES), MAX_LOG2_BYTES)
+
+
+def min_log2_bytes(ndv: int, fpp: float) -> int:
+    """Smallest log2(bytes) whose Putze probability is at most ``fpp`` (not clamped).
+
+    >>> min_log2_bytes(1000, 0.01)
+    11
+    """
+    # Lance's search keeps ``low`` strictly below the answer, so log2 = 0 is never chosen.
+    low, high = 0, 64
+    while high - low > 1:
+        mid = (low + high) // 2
+        if fpp_at(ndv, 2.0**mid) <= fpp:
+            high = mid
+        else:
+            low = mid
+    return high
+
+
+def validate_filter_length(num_bytes: int, where: str = "bloom filter") -> None:
+    """Raise IndexFormatError unless ``num_bytes`` is a positive multiple of 32."""
+    if num_bytes <= 0 or num_bytes % BLOCK_BYTES:
+        raise IndexFormatError(
+            f"{where} has {num_bytes} bytes: an SBBF is a positive multiple of {BLOCK_BYTES} "
+            "bytes; the index file is damaged, rebuild it with `pruner index build`"
+        )
+
+
+def block_of(hashes: np.ndarray, num_blocks: int) -> np.ndarray:
+    """Block index of each hash in a filter of ``num_blocks`` blocks (int64)."""
+    block = (hashes >> _U64(32)) * _U64(num_blocks)
+    block >>= _U64(32)
+    return block.astype(np.int64)
+
+
+def _bit_positions(hashes: np.ndarray) -> np.ndarray:
+    """(n, 8) uint32: for each hash, the bit (0..31) it sets in each of the 8 words."""
+    low = hashes.astype(np.uint32)  # keeps the low 32 bits
+    positions = low[:, None] * SALT[None, :]
+    positions >>= np.uint32(27)
+    return positions
+
+
+def _masks(hashes: np.ndarray) -> np.ndarray:
+    """(n, 8) uint32: for each hash, its one-bit mask in each of the 8 words."""
+    return np.left_shift(np.uint32(1), _bit_positions(hashes))
+
+
+def insert(
+    hashes: np.ndarray, zone_ids: np.ndarray, num_zones: int, num_bytes: int
+) -> np.ndarray:
+    """Build ``num_zones`` filters of ``num_bytes`` each from hashes tagged with their zone.
+
+    Args:
+        hashes: uint64 xxHash64 of the values to insert.
+        zone_ids: int, same length, nondecreasing zone index (0 .. num_zones-1) of each hash.
+        num_zones: how many filters to build.
+        num_bytes: bytes per filter (a positive multiple of 32).
+
+    Returns:
+        (num_zones, num_bytes) uint8: filter ``z`` is row ``z``, in Lance's byte layout.
+    """
+    validate_filter_length(num_bytes)
+    num_blocks = num_bytes // BLOCK_BYTES
+    filters = np.zeros((num_zones, num_bytes), dtype=np.uint8)
+    if len(hashes) == 0:
+        return filters
+    bits_per_zone = num_bytes * 8
+    zones_per_batch = max(1, _INSERT_BATCH_BITS // bits_per_zone)
+    zone_bounds = np.searchsorted(zone_ids, np.arange(0, num_zones + zones_per_batch, zones_per_batch))
+    word_base = (np.arange(WORDS_PER_BLOCK, dtype=np.int64) * 32)[None, :]
+    for batch, first_zone in enumerate(range(0, num_zones, zones_per_batch)):
+        lo, hi = int(zone_bounds[batch]), int(zone_bounds[batch + 1])
+        if lo == hi:
+            continue
+        batch_zones = min(zones_per_batch, num_zones - first_zone)
+        batch_hashes = hashes[lo:hi]
+        block_base = (zone_ids[lo:hi] - first_zone) * num_blocks + block_of(
+            batch_hashes, num_blocks
+        )
+        bit_index = _bit_positions(batch_hashes).astype(np.int64)
+        bit_index += word_base
+        bit_index += (block_base * BITS_PER_BLOCK)[:, None]
+        image = np.zeros(batch_zones * bits_per_zone, dtype=np.uint8)
+        image[bit_index.ravel()] = 1
+        filters[first_zone : first_zone + batch_zones] = np.packbits(
+            image, bitorder="little"
+        ).reshape(batch_zones, num_bytes)
+    return filters
+
+
+def check(filters: np.ndarray, hashes: np.ndarray) -> np.ndarray:
+    """Which (value, zone) pairs may hold a match.
+
+    Args:
+        filters: (num_zones, num_bytes) uint8, every zone's filter, all the same size.
+        hashes: uint64 hashes of the K values probed.
+
+    Returns:
+        (K, num_zones) bool: ``False`` proves value k is not in zone z.
+    """
+    num_zones, num_bytes = filters.shape
+    validate_filter_length(num_bytes)
+    num_blocks = num_bytes // BLOCK_BYTES
+    result = np.empty((len(hashes), num_zones), dtype=bool)
+    if len(hashes) == 0 or num_zones == 0:
+        return result
+    words = np.ascontiguousarray(filters).view("<u4").reshape(num_zones, num_blocks, WORDS_PER_BLOCK)
+    blocks = block_of(hashes, num_blocks)
+    masks = _masks(hashes)
+    for k in range(len(hashes)):
+        block_words = words[:, blocks[k], :]
+        missing = np.bitwise_and(~block_words, masks[k])
+        result[k] = ~missing.any(axis=1)
+    return result
