@@ -382,7 +382,8 @@ def _encode_null_bitmap(null_rows: dict[int, np.ndarray]) -> bytes:
     """u32 count, then per fragment ascending: u32 id, u32 byte length, portable Roaring."""
     parts = [struct.pack("<I", len(null_rows))]
     for fragment_id in sorted(null_rows):
-        serialized = BitMap(null_rows[fragment_id]).serialize()
+        # Lance (roaring-rs) writes array and bitmap containers only, never run containers.
+        serialized = BitMap(null_rows[fragment_id], optimize=False).serialize()
         parts.append(struct.pack("<II", fragment_id, len(serialized)))
         parts.append(serialized)
     return b"".join(parts)
@@ -446,7 +447,8 @@ def write_index_file(index: ZoneIndex, path: str | os.PathLike[str]) -> int:
                 writer.write_batch(batch)
         writer.add_schema_metadata(META_ITEMS, str(index.items))
         writer.add_schema_metadata(META_PROBABILITY, format_probability(index.probability))
-        if index.null_rows:
+        if index.null_rows is not None:
+            # Lance writes the buffer even when no row is null.
             buffer_index = writer.add_global_buffer(_encode_null_bitmap(index.null_rows))
             writer.add_schema_metadata(META_NULL_BITMAP, str(buffer_index))
         if index.files is not None:
