@@ -72,8 +72,9 @@ SALT = np.array(
 )
 # Putze's sum is truncated at this many Poisson terms, as in Lance.
 _POISSON_TERMS = 750
-# Bits of the per-batch bit image: a batch covers at most this many bits (4 MiB of uint8).
-_INSERT_BATCH_BITS = 1 << 22
+# Bits of the per-batch bit image, one byte per bit: 512 KiB stays in the L2 cache, where the
+# scattered writes of insert are cheap (measured: 4 MiB images were 1.5x slower).
+_INSERT_BATCH_BITS = 1 << 19
 
 _U64 = np.uint64
 
@@ -190,24 +191,40 @@ def insert(
         return filters
     bits_per_zone = num_bytes * 8
     zones_per_batch = max(1, _INSERT_BATCH_BITS // bits_per_zone)
-    zone_bounds = np.searchsorted(zone_ids, np.arange(0, num_zones + zones_per_batch, zones_per_batch))
-    word_base = (np.arange(WORDS_PER_BLOCK, dtype=np.int64) * 32)[None, :]
-    for batch, first_zone in enumerate(range(0, num_zones, zones_per_batch)):
-        lo, hi = int(zone_bounds[batch]), int(zone_bounds[batch + 1])
+    batch_firsts = np.arange(0, num_zones + zones_per_batch, zones_per_batch)
+    value_bounds = np.searchsorted(zone_ids, batch_firsts)
+    word_offsets = (np.arange(WORDS_PER_BLOCK, dtype=np.int64) * 32)[:, None]
+    # Buffers reused by every batch: fresh large arrays would page-fault on first touch
+    # (measured: that alone doubled the cost of insert).
+    most = int(np.diff(value_bounds).max())
+    positions_buffer = np.empty(WORDS_PER_BLOCK * most, dtype=np.uint32)
+    bit_index_buffer = np.empty(WORDS_PER_BLOCK * most, dtype=np.int64)
+    image = np.empty(zones_per_batch * bits_per_zone, dtype=np.uint8)
+    for batch, first_zone in enumerate(batch_firsts[:-1].tolist()):
+        lo, hi = int(value_bounds[batch]), int(value_bounds[batch + 1])
         if lo == hi:
             continue
         batch_zones = min(zones_per_batch, num_zones - first_zone)
         batch_hashes = hashes[lo:hi]
-        block_base = (zone_ids[lo:hi] - first_zone) * num_blocks + block_of(
-            batch_hashes, num_blocks
-        )
-        bit_index = _bit_positions(batch_hashes).astype(np.int64)
-        bit_index += word_base
-        bit_index += (block_base * BITS_PER_BLOCK)[:, None]
-        image = np.zeros(batch_zones * bits_per_zone, dtype=np.uint8)
-        image[bit_index.ravel()] = 1
+        # Bit number in the batch image of word 0 of each value's block.
+        block_bit = block_of(batch_hashes, num_blocks)
+        block_bit += (zone_ids[lo:hi] - first_zone) * num_blocks
+        block_bit <<= 8
+        # Word-major (8, n) layout: every step is a contiguous pass, no broadcasting.
+        low = batch_hashes.astype(np.uint32)
+        count = hi - lo
+        positions = positions_buffer[: WORDS_PER_BLOCK * count].reshape(WORDS_PER_BLOCK, count)
+        for word in range(WORDS_PER_BLOCK):
+            np.multiply(low, SALT[word], out=positions[word])
+        positions >>= np.uint32(27)
+        bit_index = bit_index_buffer[: WORDS_PER_BLOCK * count].reshape(WORDS_PER_BLOCK, count)
+        np.add(positions, block_bit, out=bit_index)
+        bit_index += word_offsets
+        batch_image = image[: batch_zones * bits_per_zone]
+        batch_image.fill(0)
+        batch_image[bit_index.ravel()] = 1
         filters[first_zone : first_zone + batch_zones] = np.packbits(
-            image, bitorder="little"
+            batch_image, bitorder="little"
         ).reshape(batch_zones, num_bytes)
     return filters
 
