@@ -181,21 +181,29 @@ def xxh64_bytes_array(offsets: np.ndarray, data: np.ndarray) -> np.ndarray:
         chunk_offsets = offsets[chunk_start : chunk_start + CHUNK_VALUES + 1].astype(np.int64)
         starts = chunk_offsets[:-1] - base
         lengths = np.diff(chunk_offsets)
-        if lengths.min() == lengths.max():
-            order: np.ndarray | None = None
-            groups = [(int(lengths[0]), 0, len(lengths))]
-        else:
-            order = np.argsort(lengths, kind="stable")
-            sorted_lengths = lengths[order]
-            cuts = np.flatnonzero(np.diff(sorted_lengths)) + 1
-            bounds = np.concatenate(([0], cuts, [len(lengths)]))
-            groups = [
-                (int(sorted_lengths[a]), int(a), int(b))
-                for a, b in zip(bounds[:-1], bounds[1:], strict=True)
-            ]
         chunk_out = out[chunk_start : chunk_start + len(lengths)]
-        for length, a, b in groups:
-            members = slice(a, b) if order is None else order[a:b]
+        if lengths.min() == lengths.max():
+            # Same-length values lie back to back: each lane is a strided (unaligned) view.
+            length, first = int(lengths[0]), int(starts[0])
+            raw = words.view(np.uint8)
+
+            def read_strided(pos: int, length: int = length, first: int = first) -> np.ndarray:
+                return np.ndarray(
+                    (len(lengths),),
+                    dtype="<u8",
+                    buffer=raw,
+                    offset=first + pos,
+                    strides=(length,),
+                )
+
+            chunk_out[:] = _xxh64_same_length(read_strided, length, len(lengths))
+            continue
+        order = np.argsort(lengths, kind="stable")
+        sorted_lengths = lengths[order]
+        cuts = np.flatnonzero(np.diff(sorted_lengths)) + 1
+        bounds = np.concatenate(([0], cuts, [len(lengths)])).tolist()
+        for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+            members = order[a:b]
             group_starts = starts[members]
 
             def read_lane(pos: int, group_starts: np.ndarray = group_starts) -> np.ndarray:
@@ -207,7 +215,7 @@ def xxh64_bytes_array(offsets: np.ndarray, data: np.ndarray) -> np.ndarray:
                 high = (words[word_index + 1] << _U64(1)) << (_U64(63) - shift)
                 return low | high
 
-            chunk_out[members] = _xxh64_same_length(read_lane, length, b - a)
+            chunk_out[members] = _xxh64_same_length(read_lane, int(sorted_lengths[a]), b - a)
     return out
 
 
@@ -304,8 +312,10 @@ def hash_array(array: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarra
     chunks = array.chunks if isinstance(array, pa.ChunkedArray) else [array]
     if not chunks:
         return np.zeros(0, dtype=np.uint64), None
-    hashes = np.concatenate([_hash_chunk(c) for c in chunks]) if len(chunks) > 1 else (
-        _hash_chunk(chunks[0])
+    hashes = (
+        np.concatenate([_hash_chunk(c) for c in chunks])
+        if len(chunks) > 1
+        else (_hash_chunk(chunks[0]))
     )
     if array.null_count == 0:
         return hashes, None

@@ -400,7 +400,9 @@ def build_parquet_index(
         files.append(FragmentFile(fid, rel, stat.st_size, stat.st_mtime_ns, meta.metadata.num_rows))
     total = sum(f.rows for f in files)
 
-    def reader(path: Path, file: FragmentFile, meta: pq.ParquetFile) -> Callable[[], _FragmentColumn]:
+    def reader(
+        path: Path, file: FragmentFile, meta: pq.ParquetFile
+    ) -> Callable[[], _FragmentColumn]:
         def read() -> _FragmentColumn:
             _column_type(meta.schema_arrow, column, f"Parquet file {path}")
             group_rows = [meta.metadata.row_group(i).num_rows for i in range(meta.num_row_groups)]
@@ -501,10 +503,7 @@ def write_index_file(index: ZoneIndex, path: str | os.PathLike[str]) -> int:
             writer.add_schema_metadata(
                 META_FILES,
                 json.dumps(
-                    [
-                        [f.fragment_id, f.path, f.size, f.mtime_ns, f.rows]
-                        for f in index.files
-                    ]
+                    [[f.fragment_id, f.path, f.size, f.mtime_ns, f.rows] for f in index.files]
                 ),
             )
         writer.close()
@@ -612,8 +611,10 @@ def read_index_file(path: str | os.PathLike[str], column: str = "") -> ZoneIndex
     files_text = metadata.get(META_FILES.encode())
     if files_text is not None:
         try:
-            files = [FragmentFile(int(a), str(b), int(c), int(d), int(e))
-                     for a, b, c, d, e in json.loads(files_text)]
+            files = [
+                FragmentFile(int(a), str(b), int(c), int(d), int(e))
+                for a, b, c, d, e in json.loads(files_text)
+            ]
         except (ValueError, TypeError) as err:
             raise IndexFormatError(f"{where}: {META_FILES} metadata is damaged ({err})") from err
         column = column or metadata.get(META_COLUMN.encode(), b"").decode()

@@ -170,9 +170,7 @@ def _masks(hashes: np.ndarray) -> np.ndarray:
     return np.left_shift(np.uint32(1), _bit_positions(hashes))
 
 
-def insert(
-    hashes: np.ndarray, zone_ids: np.ndarray, num_zones: int, num_bytes: int
-) -> np.ndarray:
+def insert(hashes: np.ndarray, zone_ids: np.ndarray, num_zones: int, num_bytes: int) -> np.ndarray:
     """Build ``num_zones`` filters of ``num_bytes`` each from hashes tagged with their zone.
 
     Args:
@@ -245,7 +243,9 @@ def check(filters: np.ndarray, hashes: np.ndarray) -> np.ndarray:
     result = np.empty((len(hashes), num_zones), dtype=bool)
     if len(hashes) == 0 or num_zones == 0:
         return result
-    words = np.ascontiguousarray(filters).view("<u4").reshape(num_zones, num_blocks, WORDS_PER_BLOCK)
+    words = (
+        np.ascontiguousarray(filters).view("<u4").reshape(num_zones, num_blocks, WORDS_PER_BLOCK)
+    )
     blocks = block_of(hashes, num_blocks)
     masks = _masks(hashes)
     for k in range(len(hashes)):

@@ -131,3 +131,12 @@ def test_lance_hash_vectors(vectors: Path) -> None:
         assert int(hashes[0]) == entry["xxh64_seed0"], entry
     empty, _ = hash_array(pa.array([""]))
     assert int(empty[0]) == 17241709254077376921, "xxh64 of the empty string"
+
+
+@pytest.mark.parametrize("length", [0, 1, 4, 7, 8, 20, 32, 36, 71])
+def test_same_length_values_take_the_strided_path(length: int) -> None:
+    rng = np.random.default_rng(length)
+    raw = [bytes(rng.integers(0, 256, length, dtype=np.uint8)) for _ in range(70_000)]
+    array = pa.array(raw, pa.binary())
+    hashes, _ = hash_array(array.slice(5))
+    assert hashes.tolist() == [xxhash.xxh64_intdigest(b) for b in raw[5:]]
