@@ -38,6 +38,7 @@ aligned words of a zero-padded copy of the Arrow data buffer.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 
 import numpy as np
@@ -148,12 +149,43 @@ def _xxh64_same_length(read_lane: LaneReader, length: int, count: int) -> np.nda
     return _avalanche(h, scratch)
 
 
+def _constant_reader(lanes: np.ndarray) -> LaneReader:
+    """Fixed-width values: the whole value is lane 0 (upper bytes zero)."""
+    return lambda _pos: lanes
+
+
+def _strided_reader(raw: np.ndarray, first: int, length: int, count: int) -> LaneReader:
+    """Same-length values back to back from byte ``first``: each lane is a strided view."""
+
+    def read(pos: int) -> np.ndarray:
+        return np.ndarray((count,), dtype="<u8", buffer=raw, offset=first + pos, strides=(length,))
+
+    return read
+
+
+def _gather_reader(words: np.ndarray, starts: np.ndarray) -> LaneReader:
+    """Values at arbitrary byte ``starts``: each lane from two aligned words."""
+
+    def read(pos: int) -> np.ndarray:
+        byte_pos = starts + pos
+        word_index = byte_pos >> 3
+        shift = ((byte_pos & 7) << 3).astype(np.uint64)
+        low = words[word_index] >> shift
+        # (w << 1) << (63 - s) is w << (64 - s) without the undefined shift by 64.
+        high = (words[word_index + 1] << _U64(1)) << (_U64(63) - shift)
+        return low | high
+
+    return read
+
+
 def _xxh64_fixed_width(values: np.ndarray, width: int) -> np.ndarray:
     """xxHash64 of each element of an unsigned integer array, ``width`` bytes each."""
     out = np.empty(len(values), dtype=np.uint64)
     for start in range(0, len(values), CHUNK_VALUES):
         lanes = values[start : start + CHUNK_VALUES].astype(np.uint64)
-        out[start : start + len(lanes)] = _xxh64_same_length(lambda _pos: lanes, width, len(lanes))
+        out[start : start + len(lanes)] = _xxh64_same_length(
+            _constant_reader(lanes), width, len(lanes)
+        )
     return out
 
 
@@ -177,45 +209,25 @@ def xxh64_bytes_array(offsets: np.ndarray, data: np.ndarray) -> np.ndarray:
         return out
     base = int(offsets[0])
     words = _padded_words(data[base : int(offsets[-1])])
+    raw = words.view(np.uint8)
     for chunk_start in range(0, count, CHUNK_VALUES):
         chunk_offsets = offsets[chunk_start : chunk_start + CHUNK_VALUES + 1].astype(np.int64)
         starts = chunk_offsets[:-1] - base
         lengths = np.diff(chunk_offsets)
         chunk_out = out[chunk_start : chunk_start + len(lengths)]
         if lengths.min() == lengths.max():
-            # Same-length values lie back to back: each lane is a strided (unaligned) view.
-            length, first = int(lengths[0]), int(starts[0])
-            raw = words.view(np.uint8)
-
-            def read_strided(pos: int, length: int = length, first: int = first) -> np.ndarray:
-                return np.ndarray(
-                    (len(lengths),),
-                    dtype="<u8",
-                    buffer=raw,
-                    offset=first + pos,
-                    strides=(length,),
-                )
-
-            chunk_out[:] = _xxh64_same_length(read_strided, length, len(lengths))
+            length = int(lengths[0])
+            reader = _strided_reader(raw, int(starts[0]), length, len(lengths))
+            chunk_out[:] = _xxh64_same_length(reader, length, len(lengths))
             continue
         order = np.argsort(lengths, kind="stable")
         sorted_lengths = lengths[order]
         cuts = np.flatnonzero(np.diff(sorted_lengths)) + 1
         bounds = np.concatenate(([0], cuts, [len(lengths)])).tolist()
-        for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+        for a, b in itertools.pairwise(bounds):
             members = order[a:b]
-            group_starts = starts[members]
-
-            def read_lane(pos: int, group_starts: np.ndarray = group_starts) -> np.ndarray:
-                byte_pos = group_starts + pos
-                word_index = byte_pos >> 3
-                shift = ((byte_pos & 7) << 3).astype(np.uint64)
-                low = words[word_index] >> shift
-                # (w << 1) << (63 - s) is w << (64 - s) without the undefined shift by 64.
-                high = (words[word_index + 1] << _U64(1)) << (_U64(63) - shift)
-                return low | high
-
-            chunk_out[members] = _xxh64_same_length(read_lane, int(sorted_lengths[a]), b - a)
+            reader = _gather_reader(words, starts[members])
+            chunk_out[members] = _xxh64_same_length(reader, int(sorted_lengths[a]), b - a)
     return out
 
 

@@ -178,9 +178,36 @@ class ZoneIndex:
             result[:, zones] = sbbf.check(filters, hashes)
         return result
 
+    @classmethod
+    def concat(cls, parts: list[ZoneIndex]) -> ZoneIndex:
+        """One index over the zones of several (e.g. the segments of a Lance index)."""
+        if len(parts) == 1:
+            return parts[0]
+        first = parts[0]
+        filters: list[bytes] = [p.filter_bytes(z) for p in parts for z in range(p.num_zones)]
+        widths = {len(f) for f in filters}
+        null_rows: dict[int, np.ndarray] | None = None
+        if any(p.null_rows is not None for p in parts):
+            null_rows = {}
+            for p in parts:
+                null_rows.update(p.null_rows or {})
+        return cls(
+            column=first.column,
+            items=first.items,
+            probability=first.probability,
+            fragment_id=np.concatenate([p.fragment_id for p in parts]),
+            zone_start=np.concatenate([p.zone_start for p in parts]),
+            zone_length=np.concatenate([p.zone_length for p in parts]),
+            has_null=np.concatenate([p.has_null for p in parts]),
+            filter_data=np.frombuffer(b"".join(filters), np.uint8).reshape(-1, widths.pop())
+            if len(widths) == 1
+            else filters,
+            null_rows=null_rows,
+        )
+
     def zone_mask(self, hashes: np.ndarray) -> np.ndarray:
         """(zones,) bool: zones that may hold any of the hashed values."""
-        return self.might_contain(hashes).any(axis=0)
+        return np.asarray(self.might_contain(hashes).any(axis=0), dtype=bool)
 
 
 # --------------------------------------------------------------------------- building
@@ -513,13 +540,15 @@ def write_index_file(index: ZoneIndex, path: str | os.PathLike[str]) -> int:
     return target.stat().st_size
 
 
-def _panic_types() -> tuple[type[BaseException], ...]:
-    """Rust panics inside pylance surface as ``PanicException`` (a BaseException)."""
-    try:
-        from pyo3_runtime import PanicException  # type: ignore[import-not-found]
-    except ImportError:
-        return (Exception,)
-    return (Exception, PanicException)
+def _is_lance_failure(err: BaseException) -> bool:
+    """True for errors pylance raises on a bad file, including Rust panics.
+
+    A panic inside pylance surfaces as ``pyo3_runtime.PanicException``, which derives from
+    BaseException and cannot be imported by name.
+    """
+    if isinstance(err, KeyboardInterrupt | SystemExit | GeneratorExit):
+        return False
+    return isinstance(err, Exception) or type(err).__name__ == "PanicException"
 
 
 def _parse_metadata(metadata: dict[bytes, bytes], where: str) -> tuple[int, float]:
@@ -582,7 +611,9 @@ def read_index_file(path: str | os.PathLike[str], column: str = "") -> ZoneIndex
             if null_buffer_text is not None
             else None
         )
-    except _panic_types() as err:
+    except BaseException as err:
+        if not _is_lance_failure(err):
+            raise
         raise IndexFormatError(
             f"{where} cannot be read by Lance ({type(err).__name__}: {err}); rebuild the index"
         ) from err
@@ -645,42 +676,52 @@ def _open_lance(dataset: object) -> lance.LanceDataset:  # type: ignore[name-def
 
 @dataclass(frozen=True, slots=True)
 class BloomIndexInfo:
-    """A BLOOMFILTER index committed in a Lance dataset."""
+    """One segment of a BLOOMFILTER index committed in a Lance dataset.
+
+    An index may have several segments (``optimize_indices`` after an append adds one for
+    the new fragments); each has its own ``bloomfilter.lance``.
+    """
 
     name: str
     uuid: str
     column: str
+    field_id: int
     fragment_ids: frozenset[int]
+    dataset_version: int
     path: Path
 
 
 def list_bloom_indexes(dataset: object) -> list[BloomIndexInfo]:
-    """Every single-column BLOOMFILTER index in a Lance dataset, whoever built it."""
+    """Every segment of every single-column BLOOMFILTER index in a Lance dataset."""
     ds = _open_lance(dataset)
     found = []
-    for entry in ds.list_indices():
-        if entry.get("type") != "BloomFilter" or len(entry.get("fields", [])) != 1:
+    for description in ds.describe_indices():
+        if description.type_url != BLOOM_INDEX_DETAILS or len(description.field_names) != 1:
             continue
-        if entry.get("base_id") is not None:
-            continue  # stored under another base path: not readable here
-        found.append(
-            BloomIndexInfo(
-                name=entry["name"],
-                uuid=entry["uuid"],
-                column=entry["fields"][0],
-                fragment_ids=frozenset(int(f) for f in entry["fragment_ids"]),
-                path=Path(ds.uri) / "_indices" / entry["uuid"] / INDEX_FILE_NAME,
+        for segment in description.segments:
+            if segment.base_id is not None:
+                continue  # stored under another base path: not readable here
+            found.append(
+                BloomIndexInfo(
+                    name=description.name,
+                    uuid=segment.uuid,
+                    column=description.field_names[0],
+                    field_id=int(description.fields[0]),
+                    fragment_ids=frozenset(int(f) for f in segment.fragment_ids),
+                    dataset_version=int(segment.dataset_version_at_last_update),
+                    path=Path(ds.uri) / "_indices" / segment.uuid / INDEX_FILE_NAME,
+                )
             )
-        )
     return found
 
 
 def commit_lance_index(dataset: object, index: ZoneIndex, name: str | None = None) -> str:
     """Commit ``index`` into the Lance dataset as a real BLOOMFILTER index; return its uuid.
 
-    An existing bloom index on the same column is replaced in the same commit, so readers
-    see the old index or the new one, never neither.
+    Existing bloom index segments on the same column are replaced in the same commit, so
+    readers see the old index or the new one, never neither.
     """
+    from lance.bitmap import Bitmap
     from lance.dataset import Index, IndexFile, LanceDataset, LanceOperation
 
     ds = _open_lance(dataset)
@@ -688,25 +729,24 @@ def commit_lance_index(dataset: object, index: ZoneIndex, name: str | None = Non
     index_uuid = str(uuid.uuid4())
     path = Path(ds.uri) / "_indices" / index_uuid / INDEX_FILE_NAME
     size = write_index_file(index, path)
-    removed = []
-    for entry in ds.list_indices():
-        if entry.get("type") == "BloomFilter" and entry.get("fields") == [index.column]:
-            removed.append(
-                Index(
-                    uuid=entry["uuid"],
-                    name=entry["name"],
-                    fields=[field_id],
-                    dataset_version=entry["version"],
-                    fragment_ids=entry["fragment_ids"],
-                    index_version=0,
-                )
-            )
+    old = [info for info in list_bloom_indexes(ds) if info.column == index.column]
+    removed = [
+        Index(
+            uuid=info.uuid,
+            name=info.name,
+            fields=[info.field_id],
+            dataset_version=info.dataset_version,
+            fragment_ids=Bitmap(sorted(info.fragment_ids)),
+            index_version=0,
+        )
+        for info in old
+    ]
     new = Index(
         uuid=index_uuid,
-        name=name or f"{index.column}_idx",
+        name=name or (old[0].name if old else f"{index.column}_idx"),
         fields=[field_id],
         dataset_version=ds.version,
-        fragment_ids={int(f) for f in np.unique(index.fragment_id)},
+        fragment_ids=Bitmap(np.unique(index.fragment_id).tolist()),
         index_version=0,
         files=[IndexFile(path=INDEX_FILE_NAME, size_bytes=size)],
         index_details=(BLOOM_INDEX_DETAILS, b""),
@@ -767,9 +807,9 @@ def load_index(source: str | os.PathLike[str], column: str) -> ZoneIndex:
     """
     path = Path(source)
     if _is_lance_dataset(path):
-        for info in list_bloom_indexes(path):
-            if info.column == column:
-                return read_index_file(info.path, column)
+        segments = [info for info in list_bloom_indexes(path) if info.column == column]
+        if segments:
+            return ZoneIndex.concat([read_index_file(info.path, column) for info in segments])
         location = f"Lance dataset {path}"
     else:
         index_path = parquet_index_path(path, column)

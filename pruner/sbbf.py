@@ -87,7 +87,7 @@ def fpp_at(ndv: float, num_bytes: float) -> float:
     ``sum_i Poisson(i; lam) * (1 - (31/32)**i)**8``, ``lam = 256 * ndv / bits``.
 
     >>> round(fpp_at(8192, 32768), 7)
-    3.59e-05
+    3.61e-05
     """
     if ndv == 0:
         return 0.0

@@ -36,8 +36,9 @@ INDEXABLE_TYPES: dict[str, pa.DataType] = {
 }
 
 
-def random_column(arrow_type: pa.DataType, rows: int, rng: np.random.Generator,
-                  null_fraction: float) -> pa.Array:
+def random_column(
+    arrow_type: pa.DataType, rows: int, rng: np.random.Generator, null_fraction: float
+) -> pa.Array:
     """Values with duplicates, nulls, and the awkward ones (NaN, -0.0, empty strings)."""
     keys = rng.integers(0, max(2, rows // 3), rows)
     nulls = rng.random(rows) < null_fraction
@@ -59,17 +60,28 @@ def random_column(arrow_type: pa.DataType, rows: int, rng: np.random.Generator,
         array = pa.array(pool[keys % len(pool)], arrow_type)
     else:
         storage = pa.int32() if arrow_type.bit_width == 32 else pa.int64()
-        limit = 86_399 if arrow_type == pa.time32("s") else 86_399_000 if arrow_type == pa.time32(
-            "ms") else 10**9
+        limit = (
+            86_399
+            if arrow_type == pa.time32("s")
+            else 86_399_000
+            if arrow_type == pa.time32("ms")
+            else 10**9
+        )
         array = pa.array(keys % limit, storage).cast(storage).view(arrow_type)
     if not nulls.any():
         return array
     return pc.if_else(pa.array(nulls), pa.scalar(None, arrow_type), array)
 
 
-def write_random_dataset(path: Path, rows: int, rows_per_fragment: int, seed: int,
-                         null_fraction: float = 0.1, delete_fraction: float = 0.1,
-                         columns: dict[str, pa.DataType] | None = None) -> None:
+def write_random_dataset(
+    path: Path,
+    rows: int,
+    rows_per_fragment: int,
+    seed: int,
+    null_fraction: float = 0.1,
+    delete_fraction: float = 0.1,
+    columns: dict[str, pa.DataType] | None = None,
+) -> None:
     """A Lance dataset of several fragments with random rows deleted."""
     import lance
 

@@ -31,7 +31,9 @@ INT_TYPES = [
 def test_integers_hash_their_little_endian_bytes(arrow_type: pa.DataType, fmt: str) -> None:
     info = np.iinfo(arrow_type.to_pandas_dtype())
     rng = np.random.default_rng(1)
-    values = rng.integers(info.min, info.max, 2000, dtype=arrow_type.to_pandas_dtype(), endpoint=True)
+    values = rng.integers(
+        info.min, info.max, 2000, dtype=arrow_type.to_pandas_dtype(), endpoint=True
+    )
     values[:2] = [info.min, info.max]
     hashes, valid = hash_array(pa.array(values, arrow_type))
     assert valid is None
@@ -69,7 +71,9 @@ def test_variable_width_values_of_every_length(arrow_type: pa.DataType) -> None:
 
 
 def test_chunked_arrays_and_nulls() -> None:
-    chunked = pa.chunked_array([pa.array([1, None, 3], pa.int64()), pa.array([None, 5], pa.int64())])
+    chunked = pa.chunked_array(
+        [pa.array([1, None, 3], pa.int64()), pa.array([None, 5], pa.int64())]
+    )
     hashes, valid = hash_array(chunked)
     assert valid is not None and valid.tolist() == [True, False, True, False, True]
     assert hashes[[0, 2, 4]].tolist() == [
@@ -102,8 +106,14 @@ def test_temporal_types_hash_at_their_physical_width() -> None:
 
 @pytest.mark.parametrize(
     "arrow_type",
-    [pa.bool_(), pa.decimal128(10, 2), pa.float16(), pa.binary(16), pa.list_(pa.int64()),
-     pa.dictionary(pa.int32(), pa.string())],
+    [
+        pa.bool_(),
+        pa.decimal128(10, 2),
+        pa.float16(),
+        pa.binary(16),
+        pa.list_(pa.int64()),
+        pa.dictionary(pa.int32(), pa.string()),
+    ],
     ids=str,
 )
 def test_types_lance_refuses_raise_a_clear_error(arrow_type: pa.DataType) -> None:

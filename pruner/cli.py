@@ -1,0 +1,168 @@
+"""The ``pruner`` command.
+
+``pruner index build PATH --column COL``   build (and commit/store) zone bloom indexes
+``pruner index list PATH [--json]``        the bloom indexes of a dataset
+``pruner demo``                            generate events data, index it, show pruning
+
+Errors are one clear line on stderr and exit status 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from pruner.errors import PrunerError
+from pruner.index import (
+    DEFAULT_ITEMS,
+    DEFAULT_PROBABILITY,
+    ProgressCallback,
+    ZoneIndex,
+    build_index,
+    list_bloom_indexes,
+    load_index,
+    read_index_file,
+)
+
+__all__ = ["main"]
+
+console = Console(stderr=True)
+
+
+@contextmanager
+def _progress_bar(label: str) -> Iterator[ProgressCallback]:
+    """A rich progress bar on a terminal; silent otherwise."""
+    progress = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed:,}/{task.total:,} rows"),
+        TimeElapsedColumn(),
+        console=console,
+        disable=not console.is_terminal,
+        transient=False,
+    )
+    with progress:
+        task = progress.add_task(label, total=None)
+
+        def update(done: int, total: int) -> None:
+            progress.update(task, completed=done, total=total)
+
+        yield update
+
+
+def _summary(index: ZoneIndex) -> dict[str, object]:
+    filter_bytes = sorted({len(index.filter_bytes(z)) for z in range(min(index.num_zones, 1))})
+    return {
+        "column": index.column,
+        "zones": index.num_zones,
+        "fragments": len(np.unique(index.fragment_id)),
+        "rows_spanned": index.num_rows,
+        "items": index.items,
+        "probability": index.probability,
+        "filter_bytes": filter_bytes[0] if filter_bytes else 0,
+        "zones_with_nulls": int(index.has_null.sum()),
+    }
+
+
+def _cmd_index_build(args: argparse.Namespace) -> int:
+    for column in args.column:
+        started = time.perf_counter()
+        with _progress_bar(f"indexing {column}") as progress:
+            index = build_index(
+                args.path,
+                column,
+                items=args.items,
+                probability=args.probability,
+                progress=progress,
+            )
+        seconds = time.perf_counter() - started
+        info = _summary(index)
+        print(
+            f"{column}: {info['zones']:,} zones over {info['fragments']} fragments, "
+            f"{info['filter_bytes']:,} B per filter, built in {seconds:.2f} s"
+        )
+    return 0
+
+
+def _cmd_index_list(args: argparse.Namespace) -> int:
+    path = Path(args.path)
+    rows: list[dict[str, object]] = []
+    if (path / "_versions").is_dir():
+        for column in sorted({info.column for info in list_bloom_indexes(path)}):
+            rows.append(_summary(load_index(path, column)))
+    else:
+        for index_file in sorted((path / "_pruner").glob("*/bloomfilter.lance")):
+            rows.append(_summary(read_index_file(index_file)))
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    if not rows:
+        print(f"no bloom indexes in {path}")
+        return 0
+    table = Table(*rows[0].keys())
+    for row in rows:
+        table.add_row(*(f"{v:,}" if isinstance(v, int) else str(v) for v in row.values()))
+    Console().print(table)
+    return 0
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from pruner.demo import run_demo
+
+    return run_demo(Path(args.directory), rows=args.rows, fragments=args.fragments)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="pruner", description="Zone bloom indexes for Lance and Parquet"
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    index = commands.add_parser("index", help="build and inspect bloom indexes")
+    index_commands = index.add_subparsers(dest="index_command", required=True)
+    build = index_commands.add_parser("build", help="build a zone bloom index")
+    build.add_argument("path", help="a Lance dataset or a directory of Parquet files")
+    build.add_argument("--column", action="append", required=True, help="column to index")
+    build.add_argument("--items", type=int, default=DEFAULT_ITEMS, help="rows per zone")
+    build.add_argument(
+        "--probability", type=float, default=DEFAULT_PROBABILITY, help="false-positive rate"
+    )
+    build.set_defaults(run=_cmd_index_build)
+    listing = index_commands.add_parser("list", help="list the bloom indexes of a dataset")
+    listing.add_argument("path")
+    listing.add_argument("--json", action="store_true")
+    listing.set_defaults(run=_cmd_index_list)
+
+    demo = commands.add_parser("demo", help="generate data, build indexes, show pruning")
+    demo.add_argument("--directory", default="demo_data")
+    demo.add_argument("--rows", type=int, default=2_000_000)
+    demo.add_argument("--fragments", type=int, default=20)
+    demo.set_defaults(run=_cmd_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``pruner`` command; returns the exit status."""
+    args = _parser().parse_args(argv)
+    if getattr(args, "path", None) is not None and not Path(args.path).exists():
+        print(f"pruner: error: {args.path} does not exist", file=sys.stderr)
+        return 2
+    try:
+        return int(args.run(args))
+    except PrunerError as err:
+        print(f"pruner: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

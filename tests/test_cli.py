@@ -1,0 +1,58 @@
+"""The ``pruner`` command, run as a user runs it, and the core's independence of engines."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import lance
+import numpy as np
+import pyarrow as pa
+
+PRUNER = [sys.executable, "-m", "pruner.cli"]
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*PRUNER, *args], capture_output=True, text=True, timeout=120)
+
+
+def test_index_build_and_list(tmp_path: Path) -> None:
+    path = tmp_path / "t.lance"
+    ids = np.random.default_rng(0).permutation(5000).astype(np.int64)
+    lance.write_dataset(
+        pa.table({"id": ids, "s": ids.astype(str)}), str(path), max_rows_per_file=2000
+    )
+    built = run("index", "build", str(path), "--column", "id", "--column", "s", "--items", "500")
+    assert built.returncode == 0, built.stderr
+    assert "id: 10 zones over 3 fragments" in built.stdout
+    listed = run("index", "list", str(path), "--json")
+    assert listed.returncode == 0, listed.stderr
+    rows = {row["column"]: row for row in json.loads(listed.stdout)}
+    assert set(rows) == {"id", "s"}
+    assert rows["id"]["zones"] == 10 and rows["id"]["items"] == 500
+
+
+def test_errors_are_one_line_and_exit_2(tmp_path: Path) -> None:
+    missing = run("index", "build", str(tmp_path / "nope"), "--column", "id")
+    assert missing.returncode == 2 and "does not exist" in missing.stderr
+    assert "Traceback" not in missing.stderr
+    path = tmp_path / "t.lance"
+    lance.write_dataset(pa.table({"id": [1, 2, 3]}), str(path))
+    bad_column = run("index", "build", str(path), "--column", "idd")
+    assert bad_column.returncode == 2, bad_column.stderr
+    assert "column 'idd' is not in" in bad_column.stderr
+    assert len(bad_column.stderr.strip().splitlines()) <= 2, bad_column.stderr
+
+
+def test_core_imports_without_any_engine() -> None:
+    code = (
+        "import sys\n"
+        "for name in ('duckdb', 'datafusion', 'pyspark'):\n"
+        "    sys.modules[name] = None\n"
+        "import pruner, pruner.index, pruner.cli, pruner.adapters\n"
+        "print('ok')\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr

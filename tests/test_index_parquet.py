@@ -1,0 +1,121 @@
+"""Zone indexes over a directory of Parquet files."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from pruner.errors import IndexNotFoundError, InvalidParameterError
+from pruner.hashing import hash_array
+from pruner.index import (
+    build_index,
+    build_parquet_index,
+    load_index,
+    parquet_index_path,
+    read_index_file,
+)
+from pruner.zones import lance_fragment_zones, parquet_file_zones
+
+
+def test_zones_never_straddle_a_row_group() -> None:
+    zones = parquet_file_zones([10, 3, 25], 8)
+    spans = list(zip(zones.zone_start.tolist(), zones.zone_length.tolist(), strict=True))
+    assert spans == [(0, 8), (8, 2), (10, 3), (13, 8), (21, 8), (29, 8), (37, 1)]
+    assert zones.row_zone.tolist()[:11] == [0] * 8 + [1] * 2 + [2]
+
+
+def test_lance_zones_span_deleted_rows() -> None:
+    zones = lance_fragment_zones(np.array([3, 4, 9, 10, 11, 20]), 4)
+    assert zones.zone_start.tolist() == [3, 11]
+    assert zones.zone_length.tolist() == [8, 10], "span includes the deleted rows 5-8"
+
+
+@pytest.fixture
+def parquet_dir(tmp_path: Path) -> Path:
+    rng = np.random.default_rng(9)
+    root = tmp_path / "events"
+    (root / "day=2").mkdir(parents=True)
+    for i, sub in enumerate(["a.parquet", "b.parquet", "day=2/c.parquet"]):
+        ids = rng.permutation(3000).astype(np.int64) + i * 3000
+        keys = pa.array([None if v % 13 == 0 else f"k{v}" for v in ids], pa.string())
+        pq.write_table(pa.table({"id": ids, "key": keys}), root / sub, row_group_size=700)
+    return root
+
+
+def test_build_store_and_load(parquet_dir: Path) -> None:
+    index = build_index(parquet_dir, "id", items=256, probability=0.01)
+    stored = parquet_index_path(parquet_dir, "id")
+    assert stored.is_file() and stored.parent.parent.name == "_pruner"
+    assert not list(parquet_dir.glob("*.parquet")) or all(
+        "_pruner" not in p.parts for p in parquet_dir.rglob("*.parquet")
+    ), "nothing pruner writes matches a *.parquet glob"
+    loaded = load_index(parquet_dir, "id")
+    assert loaded.zone_start.tolist() == index.zone_start.tolist()
+    assert [f.path for f in loaded.files or []] == ["a.parquet", "b.parquet", "day=2/c.parquet"]
+    assert [f.rows for f in loaded.files or []] == [3000, 3000, 3000]
+    # every zone lies inside one row group of 700 rows
+    starts, lengths = loaded.zone_start.astype(int), loaded.zone_length.astype(int)
+    assert ((starts // 700) == ((starts + lengths - 1) // 700)).all()
+
+
+def test_every_value_probes_present_in_its_zone(parquet_dir: Path) -> None:
+    index = build_parquet_index(parquet_dir, "key", items=256, probability=0.01)
+    by_id = {f.fragment_id: f for f in index.files or []}
+    for zone in range(index.num_zones):
+        file = by_id[int(index.fragment_id[zone])]
+        start, length = int(index.zone_start[zone]), int(index.zone_length[zone])
+        values = pq.read_table(parquet_dir / file.path).column("key").slice(start, length)
+        hashes, valid = hash_array(values)
+        present = hashes if valid is None else hashes[valid]
+        assert index.might_contain(present)[:, zone].all(), f"false negative in zone {zone}"
+        assert bool(index.has_null[zone]) == (values.null_count > 0)
+
+
+def test_fragment_ids_are_stable_across_rebuilds(parquet_dir: Path) -> None:
+    build_index(parquet_dir, "id", items=256, probability=0.01)
+    first = {f.path: f.fragment_id for f in load_index(parquet_dir, "id").files or []}
+    os.remove(parquet_dir / "a.parquet")
+    pq.write_table(
+        pa.table({"id": pa.array([1, 2], pa.int64()), "key": ["x", "y"]}),
+        parquet_dir / "0new.parquet",
+    )
+    build_index(parquet_dir, "id", items=256, probability=0.01)
+    second = {f.path: f.fragment_id for f in load_index(parquet_dir, "id").files or []}
+    assert second["b.parquet"] == first["b.parquet"]
+    assert second["day=2/c.parquet"] == first["day=2/c.parquet"]
+    assert second["0new.parquet"] == max(first.values()) + 1, "a new file gets a fresh id"
+
+
+def test_index_records_file_identity(parquet_dir: Path) -> None:
+    build_index(parquet_dir, "id", items=256, probability=0.01)
+    index = read_index_file(parquet_index_path(parquet_dir, "id"))
+    assert index.column == "id"
+    for file in index.files or []:
+        stat = (parquet_dir / file.path).stat()
+        assert (file.size, file.mtime_ns) == (stat.st_size, stat.st_mtime_ns)
+
+
+def test_missing_index_and_bad_input_are_clear(parquet_dir: Path, tmp_path: Path) -> None:
+    with pytest.raises(IndexNotFoundError, match="pruner index build"):
+        load_index(parquet_dir, "key")
+    with pytest.raises(InvalidParameterError, match=r"no \*\.parquet files"):
+        build_parquet_index(
+            tmp_path / "empty" if (tmp_path / "empty").mkdir() is None else tmp_path, "id"
+        )
+    with pytest.raises(InvalidParameterError, match="column 'nope'"):
+        build_parquet_index(parquet_dir, "nope")
+
+
+def test_column_names_that_are_not_path_safe(tmp_path: Path) -> None:
+    root = tmp_path / "odd"
+    root.mkdir()
+    column = "we/ird col'ümn"
+    pq.write_table(pa.table({column: pa.array([1, 2, 3], pa.int32())}), root / "x.parquet")
+    build_index(root, column, items=2, probability=0.01)
+    assert parquet_index_path(root, column).parent.parent == root / "_pruner"
+    assert load_index(root, column).num_zones == 2
