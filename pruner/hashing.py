@@ -44,6 +44,7 @@ from collections.abc import Callable
 import numpy as np
 import pyarrow as pa
 
+from pruner.buffers import scratch
 from pruner.errors import UnsupportedTypeError
 
 __all__ = ["hash_array", "hash_input_width", "is_indexable", "xxh64_bytes_array"]
@@ -65,6 +66,11 @@ _BYTE = _U64(0xFF)
 CHUNK_VALUES = 1 << 15
 
 LaneReader = Callable[[int], np.ndarray]
+
+
+def _workspace(count: int) -> list[np.ndarray]:
+    """Seven uint64 temporaries of ``count`` values, reused by every call in this thread."""
+    return [scratch(f"xxh64-{i}", count, np.uint64) for i in range(7)]
 
 
 def _rotl_mul(x: np.ndarray, r: int, prime: np.uint64, scratch: np.ndarray) -> None:
@@ -97,19 +103,18 @@ def _xxh64_same_length(read_lane: LaneReader, length: int, count: int) -> np.nda
 
     ``read_lane(pos)`` returns, for every input, the 8 bytes starting at byte ``pos`` as a
     little-endian uint64 (bytes past the end of an input may hold anything: they are masked
-    off here). The returned array may be overwritten by the caller of this function.
+    off here). The result lives in this thread's workspace: copy it out before the next call.
     """
-    scratch = np.empty(count, dtype=np.uint64)
-    lane_hash = np.empty(count, dtype=np.uint64)
+    scratch, lane_hash, h, *accs = _workspace(count)
     pos = 0
     if length >= 32:
-        accs = [np.full(count, init, dtype=np.uint64) for init in (_ACC1_INIT, PRIME2)]
-        accs += [np.zeros(count, dtype=np.uint64), np.full(count, _ACC4_INIT, dtype=np.uint64)]
+        for acc, init in zip(accs, (_ACC1_INIT, PRIME2, _U64(0), _ACC4_INIT), strict=True):
+            acc.fill(init)
         while pos + 32 <= length:
             for i, acc in enumerate(accs):
                 _round(acc, read_lane(pos + 8 * i), scratch)
             pos += 32
-        h = np.zeros(count, dtype=np.uint64)
+        h.fill(0)
         for acc, r in zip(accs, (1, 7, 12, 18), strict=True):
             np.right_shift(acc, _U64(64 - r), out=scratch)
             np.left_shift(acc, _U64(r), out=lane_hash)
@@ -123,7 +128,7 @@ def _xxh64_same_length(read_lane: LaneReader, length: int, count: int) -> np.nda
             np.add(h, PRIME4, out=h)
         h += _U64(length)
     else:
-        h = np.full(count, _U64((int(PRIME5) + length) & _MASK64), dtype=np.uint64)
+        h.fill(_U64((int(PRIME5) + length) & _MASK64))
     while pos + 8 <= length:
         np.multiply(read_lane(pos), PRIME2, out=lane_hash)
         _rotl_mul(lane_hash, 31, PRIME1, scratch)
@@ -178,11 +183,16 @@ def _gather_reader(words: np.ndarray, starts: np.ndarray) -> LaneReader:
     return read
 
 
-def _xxh64_fixed_width(values: np.ndarray, width: int) -> np.ndarray:
+def _xxh64_fixed_width(values: np.ndarray, width: int, out: np.ndarray) -> np.ndarray:
     """xxHash64 of each element of an unsigned integer array, ``width`` bytes each."""
-    out = np.empty(len(values), dtype=np.uint64)
+    widened = None if values.dtype == np.uint64 else scratch("widened", CHUNK_VALUES, np.uint64)
     for start in range(0, len(values), CHUNK_VALUES):
-        lanes = values[start : start + CHUNK_VALUES].astype(np.uint64)
+        chunk = values[start : start + CHUNK_VALUES]
+        if widened is None:
+            lanes = chunk
+        else:
+            lanes = widened[: len(chunk)]
+            np.copyto(lanes, chunk)
         out[start : start + len(lanes)] = _xxh64_same_length(
             _constant_reader(lanes), width, len(lanes)
         )
@@ -196,15 +206,19 @@ def _padded_words(data: np.ndarray) -> np.ndarray:
     return words
 
 
-def xxh64_bytes_array(offsets: np.ndarray, data: np.ndarray) -> np.ndarray:
+def xxh64_bytes_array(
+    offsets: np.ndarray, data: np.ndarray, out: np.ndarray | None = None
+) -> np.ndarray:
     """xxHash64 of each variable-length value ``data[offsets[i]:offsets[i+1]]``.
 
     Args:
         offsets: int32 or int64 Arrow offsets (``n + 1`` entries).
         data: the uint8 data buffer the offsets point into.
+        out: where to write the ``n`` hashes (a new array when omitted).
     """
     count = len(offsets) - 1
-    out = np.empty(count, dtype=np.uint64)
+    if out is None:
+        out = np.empty(count, dtype=np.uint64)
     if count == 0:
         return out
     base = int(offsets[0])
@@ -286,13 +300,13 @@ def is_indexable(arrow_type: pa.DataType) -> bool:
 _UINT_OF_WIDTH = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
-def _hash_chunk(array: pa.Array) -> np.ndarray:
+def _hash_chunk(array: pa.Array, out: np.ndarray) -> np.ndarray:
     width = hash_input_width(array.type)
     buffers = array.buffers()
     if width:
         dtype = _UINT_OF_WIDTH[width]
         raw = np.frombuffer(buffers[1], dtype=dtype, count=array.offset + len(array))
-        return _xxh64_fixed_width(raw[array.offset :], width)
+        return _xxh64_fixed_width(raw[array.offset :], width, out)
     large = pa.types.is_large_string(array.type) or pa.types.is_large_binary(array.type)
     offset_type = np.int64 if large else np.int32
     offsets = np.frombuffer(buffers[1], dtype=offset_type, count=array.offset + len(array) + 1)
@@ -303,11 +317,17 @@ def _hash_chunk(array: pa.Array) -> np.ndarray:
         if data_buffer is not None
         else np.zeros(0, dtype=np.uint8)
     )
-    return xxh64_bytes_array(offsets, data)
+    return xxh64_bytes_array(offsets, data, out)
 
 
-def hash_array(array: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray | None]:
+def hash_array(
+    array: pa.Array | pa.ChunkedArray, out: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray | None]:
     """Hash every value of an Arrow array the way Lance's bloom filter index does.
+
+    Args:
+        array: the values; any type :func:`hash_input_width` accepts.
+        out: optional uint64 array of ``len(array)`` to write the hashes into.
 
     Returns:
         ``(hashes, valid)``: one uint64 per position (the hash of a null is meaningless) and
@@ -322,13 +342,11 @@ def hash_array(array: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarra
     """
     hash_input_width(array.type)
     chunks = array.chunks if isinstance(array, pa.ChunkedArray) else [array]
-    if not chunks:
-        return np.zeros(0, dtype=np.uint64), None
-    hashes = (
-        np.concatenate([_hash_chunk(c) for c in chunks])
-        if len(chunks) > 1
-        else (_hash_chunk(chunks[0]))
-    )
+    hashes = np.empty(len(array), dtype=np.uint64) if out is None else out[: len(array)]
+    position = 0
+    for chunk in chunks:
+        _hash_chunk(chunk, hashes[position : position + len(chunk)])
+        position += len(chunk)
     if array.null_count == 0:
         return hashes, None
     valid = np.concatenate(

@@ -47,9 +47,15 @@ import pyarrow.parquet as pq
 from pyroaring import BitMap
 
 from pruner import sbbf
+from pruner.buffers import scratch
 from pruner.errors import IndexFormatError, IndexNotFoundError, InvalidParameterError
 from pruner.hashing import hash_array, hash_input_width
-from pruner.zones import FragmentZones, lance_fragment_zones, parquet_file_zones
+from pruner.zones import (
+    FragmentZones,
+    contiguous_zones,
+    lance_fragment_zones,
+    parquet_file_zones,
+)
 
 __all__ = [
     "DEFAULT_ITEMS",
@@ -218,7 +224,7 @@ class _FragmentColumn:
     fragment_id: int
     values: pa.Array | pa.ChunkedArray  # live rows, physical order
     zones: FragmentZones
-    live_offsets: np.ndarray  # physical offset of each live row
+    live_offsets: np.ndarray | None  # physical offset of each live row; None: 0, 1, 2, ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,17 +247,21 @@ def _check_params(items: int, probability: float) -> int:
 
 def _index_fragment(part: _FragmentColumn, num_bytes: int) -> _FragmentZoneRows:
     zones = part.zones
-    hashes, valid = hash_array(part.values)
+    hashes, valid = hash_array(part.values, scratch("fragment-hashes", len(part.values), np.uint64))
     null_offsets = None
     if valid is None:
-        filters = sbbf.insert(hashes, zones.row_zone, zones.num_zones, num_bytes)
+        filters = sbbf.insert(hashes, zones.first_row, num_bytes)
         has_null = np.zeros(zones.num_zones, dtype=bool)
     else:
-        filters = sbbf.insert(hashes[valid], zones.row_zone[valid], zones.num_zones, num_bytes)
-        is_null = ~valid
-        has_null = np.logical_or.reduceat(is_null, zones.first_row)
-        if is_null.any():
-            null_offsets = part.live_offsets[is_null].astype(np.uint32)
+        # Zone bounds among the non-null values: count the valid rows of each zone.
+        valid_per_zone = np.add.reduceat(valid, zones.first_row[:-1], dtype=np.int64)
+        valid_bounds = np.concatenate(([0], np.cumsum(valid_per_zone)))
+        filters = sbbf.insert(hashes[valid], valid_bounds, num_bytes)
+        has_null = valid_per_zone < np.diff(zones.first_row)
+        null_rows = np.flatnonzero(~valid)
+        if len(null_rows):
+            offsets = null_rows if part.live_offsets is None else part.live_offsets[null_rows]
+            null_offsets = offsets.astype(np.uint32)
     return _FragmentZoneRows(
         part.fragment_id,
         zones.zone_start,
@@ -345,11 +355,15 @@ def build_lance_index(
         def read() -> _FragmentColumn:
             if fragment.metadata.deletion_file is None:
                 table = fragment.to_table(columns=[column])
-                offsets = np.arange(table.num_rows, dtype=np.int64)
-            else:
-                table = fragment.to_table(columns=[column], with_row_address=True)
-                addresses = table.column("_rowaddr").to_numpy()
-                offsets = (addresses & np.uint64(0xFFFFFFFF)).astype(np.int64)
+                return _FragmentColumn(
+                    fragment.fragment_id,
+                    table.column(column),
+                    contiguous_zones(table.num_rows, items),
+                    None,
+                )
+            table = fragment.to_table(columns=[column], with_row_address=True)
+            addresses = table.column("_rowaddr").to_numpy()
+            offsets = (addresses & np.uint64(0xFFFFFFFF)).astype(np.int64)
             return _FragmentColumn(
                 fragment.fragment_id,
                 table.column(column),
@@ -438,7 +452,7 @@ def build_parquet_index(
                 file.fragment_id,
                 values,
                 parquet_file_zones(group_rows, items),
-                np.arange(file.rows, dtype=np.int64),
+                None,
             )
 
         return read

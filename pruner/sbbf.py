@@ -31,6 +31,7 @@ import math
 
 import numpy as np
 
+from pruner.buffers import scratch
 from pruner.errors import IndexFormatError, InvalidParameterError
 
 __all__ = [
@@ -170,47 +171,53 @@ def _masks(hashes: np.ndarray) -> np.ndarray:
     return np.left_shift(np.uint32(1), _bit_positions(hashes))
 
 
-def insert(hashes: np.ndarray, zone_ids: np.ndarray, num_zones: int, num_bytes: int) -> np.ndarray:
-    """Build ``num_zones`` filters of ``num_bytes`` each from hashes tagged with their zone.
+def insert(hashes: np.ndarray, zone_bounds: np.ndarray, num_bytes: int) -> np.ndarray:
+    """Build one filter per zone from hashes grouped by zone.
 
     Args:
-        hashes: uint64 xxHash64 of the values to insert.
-        zone_ids: int, same length, nondecreasing zone index (0 .. num_zones-1) of each hash.
-        num_zones: how many filters to build.
+        hashes: uint64 xxHash64 of the values to insert, zone after zone.
+        zone_bounds: ``num_zones + 1`` nondecreasing positions in ``hashes``: zone ``z`` holds
+            ``hashes[zone_bounds[z]:zone_bounds[z + 1]]``.
         num_bytes: bytes per filter (a positive multiple of 32).
 
     Returns:
         (num_zones, num_bytes) uint8: filter ``z`` is row ``z``, in Lance's byte layout.
     """
     validate_filter_length(num_bytes)
+    num_zones = len(zone_bounds) - 1
     num_blocks = num_bytes // BLOCK_BYTES
     filters = np.zeros((num_zones, num_bytes), dtype=np.uint8)
-    if len(hashes) == 0:
+    if len(hashes) == 0 or num_zones == 0:
         return filters
     bits_per_zone = num_bytes * 8
     zones_per_batch = max(1, _INSERT_BATCH_BITS // bits_per_zone)
-    batch_firsts = np.arange(0, num_zones + zones_per_batch, zones_per_batch)
-    value_bounds = np.searchsorted(zone_ids, batch_firsts)
-    word_offsets = (np.arange(WORDS_PER_BLOCK, dtype=np.int64) * 32)[:, None]
-    # Buffers reused by every batch: fresh large arrays would page-fault on first touch
+    bounds = np.asarray(zone_bounds, dtype=np.int64).tolist()
+    most = max(
+        bounds[min(z + zones_per_batch, num_zones)] - bounds[z]
+        for z in range(0, num_zones, zones_per_batch)
+    )
+    # Buffers reused by every batch and call: fresh large arrays page-fault on first touch
     # (measured: that alone doubled the cost of insert).
-    most = int(np.diff(value_bounds).max())
-    positions_buffer = np.empty(WORDS_PER_BLOCK * most, dtype=np.uint32)
-    bit_index_buffer = np.empty(WORDS_PER_BLOCK * most, dtype=np.int64)
-    image = np.empty(zones_per_batch * bits_per_zone, dtype=np.uint8)
-    for batch, first_zone in enumerate(batch_firsts[:-1].tolist()):
-        lo, hi = int(value_bounds[batch]), int(value_bounds[batch + 1])
+    positions_buffer = scratch("insert-positions", WORDS_PER_BLOCK * most, np.uint32)
+    bit_index_buffer = scratch("insert-bit-index", WORDS_PER_BLOCK * most, np.int64)
+    image = scratch("insert-image", zones_per_batch * bits_per_zone, np.uint8)
+    word_offsets = (np.arange(WORDS_PER_BLOCK, dtype=np.int64) * 32)[:, None]
+    for first_zone in range(0, num_zones, zones_per_batch):
+        batch_zones = min(zones_per_batch, num_zones - first_zone)
+        lo, hi = bounds[first_zone], bounds[first_zone + batch_zones]
         if lo == hi:
             continue
-        batch_zones = min(zones_per_batch, num_zones - first_zone)
         batch_hashes = hashes[lo:hi]
         # Bit number in the batch image of word 0 of each value's block.
         block_bit = block_of(batch_hashes, num_blocks)
-        block_bit += (zone_ids[lo:hi] - first_zone) * num_blocks
+        for zone in range(1, batch_zones):
+            block_bit[bounds[first_zone + zone] - lo : bounds[first_zone + zone + 1] - lo] += (
+                zone * num_blocks
+            )
         block_bit <<= 8
         # Word-major (8, n) layout: every step is a contiguous pass, no broadcasting.
-        low = batch_hashes.astype(np.uint32)
         count = hi - lo
+        low = batch_hashes.astype(np.uint32)
         positions = positions_buffer[: WORDS_PER_BLOCK * count].reshape(WORDS_PER_BLOCK, count)
         for word in range(WORDS_PER_BLOCK):
             np.multiply(low, SALT[word], out=positions[word])

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["FragmentZones", "lance_fragment_zones", "parquet_file_zones"]
+__all__ = ["FragmentZones", "contiguous_zones", "lance_fragment_zones", "parquet_file_zones"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,13 +31,12 @@ class FragmentZones:
     Attributes:
         zone_start: uint64, physical offset of each zone's first live row.
         zone_length: uint64, each zone's span in physical rows.
-        row_zone: int64 per live row (in physical order), its zone number in this fragment.
-        first_row: int64 per zone, index (among live rows) of the zone's first row.
+        first_row: int64, ``num_zones + 1`` bounds: zone ``z`` holds the live rows
+            ``first_row[z]:first_row[z + 1]`` (positions among the live rows).
     """
 
     zone_start: np.ndarray
     zone_length: np.ndarray
-    row_zone: np.ndarray
     first_row: np.ndarray
 
     @property
@@ -49,8 +48,8 @@ def lance_fragment_zones(live_offsets: np.ndarray, items: int) -> FragmentZones:
     """Zones of a Lance fragment whose live rows sit at ``live_offsets`` (ascending).
 
     >>> z = lance_fragment_zones(np.array([0, 1, 5, 6, 7]), 2)
-    >>> z.zone_start.tolist(), z.zone_length.tolist(), z.row_zone.tolist()
-    ([0, 5, 7], [2, 2, 1], [0, 0, 1, 1, 2])
+    >>> z.zone_start.tolist(), z.zone_length.tolist(), z.first_row.tolist()
+    ([0, 5, 7], [2, 2, 1], [0, 2, 4, 5])
     """
     offsets = np.asarray(live_offsets, dtype=np.int64)
     count = len(offsets)
@@ -58,9 +57,24 @@ def lance_fragment_zones(live_offsets: np.ndarray, items: int) -> FragmentZones:
     last_row = np.minimum(first_row + items, count) - 1
     zone_start = offsets[first_row]
     zone_length = offsets[last_row] - zone_start + 1
-    row_zone = np.arange(count, dtype=np.int64) // items
     return FragmentZones(
-        zone_start.astype(np.uint64), zone_length.astype(np.uint64), row_zone, first_row
+        zone_start.astype(np.uint64),
+        zone_length.astype(np.uint64),
+        np.append(first_row, count),
+    )
+
+
+def contiguous_zones(count: int, items: int) -> FragmentZones:
+    """Zones of a fragment of ``count`` rows with no deletions (``zone_start`` = live index).
+
+    >>> contiguous_zones(5, 2).zone_length.tolist()
+    [2, 2, 1]
+    """
+    first_row = np.arange(0, count, items, dtype=np.int64)
+    return FragmentZones(
+        first_row.astype(np.uint64),
+        (np.minimum(first_row + items, count) - first_row).astype(np.uint64),
+        np.append(first_row, count),
     )
 
 
@@ -81,9 +95,8 @@ def parquet_file_zones(row_group_rows: list[int] | np.ndarray, items: int) -> Fr
     zone_start = group_start[group_of_zone] + zone_in_group * items
     group_end = group_start[group_of_zone] + sizes[group_of_zone]
     zone_length = np.minimum(zone_start + items, group_end) - zone_start
-    total = int(sizes.sum())
-    row_zone = np.repeat(np.arange(len(zone_start), dtype=np.int64), zone_length)
-    assert len(row_zone) == total
     return FragmentZones(
-        zone_start.astype(np.uint64), zone_length.astype(np.uint64), row_zone, zone_start
+        zone_start.astype(np.uint64),
+        zone_length.astype(np.uint64),
+        np.append(zone_start, int(sizes.sum())),
     )

@@ -26,7 +26,7 @@ def test_zones_never_straddle_a_row_group() -> None:
     zones = parquet_file_zones([10, 3, 25], 8)
     spans = list(zip(zones.zone_start.tolist(), zones.zone_length.tolist(), strict=True))
     assert spans == [(0, 8), (8, 2), (10, 3), (13, 8), (21, 8), (29, 8), (37, 1)]
-    assert zones.row_zone.tolist()[:11] == [0] * 8 + [1] * 2 + [2]
+    assert zones.first_row.tolist() == [0, 8, 10, 13, 21, 29, 37, 38]
 
 
 def test_lance_zones_span_deleted_rows() -> None:

@@ -1,0 +1,34 @@
+"""Per-thread scratch arrays that are reused across calls.
+
+A fresh large NumPy array page-faults on first touch; on this kind of machine that costs
+~1.7 us per 4 KiB page, 0.4 ns per byte, as much as the hashing itself. The hot paths (hash,
+insert) take their temporaries from here instead: each thread keeps one growing array per
+name, and a call gets a view of the size it asks for. A view is valid until the same thread
+asks for the same name again.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+__all__ = ["scratch"]
+
+_local = threading.local()
+
+
+def scratch(name: str, count: int, dtype: type | np.dtype) -> np.ndarray:
+    """A 1-D array of ``count`` elements of ``dtype``, owned by this thread, contents undefined.
+
+    >>> a = scratch("doc", 10, np.int64); a.shape, a.dtype
+    ((10,), dtype('int64'))
+    """
+    arrays: dict[str, np.ndarray] = _local.__dict__.setdefault("arrays", {})
+    dtype = np.dtype(dtype)
+    nbytes = count * dtype.itemsize
+    held = arrays.get(name)
+    if held is None or held.nbytes < nbytes:
+        held = np.empty(max(nbytes, 1 << 16), dtype=np.uint8)
+        arrays[name] = held
+    return held[:nbytes].view(dtype)
