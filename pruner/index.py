@@ -30,6 +30,7 @@ index becomes visible only when its manifest commits.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import struct
@@ -63,6 +64,7 @@ __all__ = [
     "INDEX_FILE_NAME",
     "INDEX_SCHEMA",
     "FragmentFile",
+    "IndexFileWriter",
     "ProgressCallback",
     "ZoneIndex",
     "build_index",
@@ -281,11 +283,13 @@ def _build(
     total_rows: int,
     progress: ProgressCallback | None,
     threads: int | None,
+    sink: IndexFileWriter | None = None,
 ) -> ZoneIndex:
     """Index fragments in parallel threads; keep their zones in the readers' order.
 
     NumPy's array passes and Lance's reader release the GIL, so fragments build side by
     side (2 threads on 2 cores: 1.4x). Memory holds at most ``threads`` fragments' columns.
+    With a ``sink``, each fragment's zones are written while the next ones build.
     """
     num_bytes = _check_params(items, probability)
     results: list[_FragmentZoneRows] = []
@@ -296,6 +300,14 @@ def _build(
             done += rows.rows
             if rows.zone_start.size:
                 results.append(rows)
+                if sink is not None:
+                    sink.write_zones(
+                        np.full(len(rows.zone_start), rows.fragment_id, dtype=np.uint64),
+                        rows.zone_start,
+                        rows.zone_length,
+                        rows.has_null,
+                        rows.filters,
+                    )
             if progress is not None:
                 progress(done, total_rows)
 
@@ -338,6 +350,7 @@ def build_lance_index(
     probability: float = DEFAULT_PROBABILITY,
     progress: ProgressCallback | None = None,
     threads: int | None = None,
+    sink: IndexFileWriter | None = None,
 ) -> ZoneIndex:
     """Build the zone bloom index of ``column`` over a Lance dataset, fragment by fragment.
 
@@ -373,9 +386,8 @@ def build_lance_index(
 
         return read
 
-    return _build(
-        column, [reader(f) for f in fragments], items, probability, total, progress, threads
-    )
+    readers = [reader(f) for f in fragments]
+    return _build(column, readers, items, probability, total, progress, threads, sink)
 
 
 def _parquet_files(directory: Path) -> list[Path]:
@@ -412,6 +424,7 @@ def build_parquet_index(
     probability: float = DEFAULT_PROBABILITY,
     progress: ProgressCallback | None = None,
     threads: int | None = None,
+    sink: IndexFileWriter | None = None,
 ) -> ZoneIndex:
     """Build the zone bloom index of ``column`` over a directory of Parquet files.
 
@@ -458,7 +471,7 @@ def build_parquet_index(
         return read
 
     readers = [reader(*args) for args in zip(paths, files, metas, strict=True)]
-    index = _build(column, readers, items, probability, total, progress, threads)
+    index = _build(column, readers, items, probability, total, progress, threads, sink)
     index.files = files
     return index
 
@@ -509,49 +522,95 @@ def _binary_array(filters: np.ndarray) -> pa.Array:
     )
 
 
+class IndexFileWriter:
+    """Streams zone rows into a ``bloomfilter.lance``, renamed into place by :meth:`finish`.
+
+    A build hands each fragment's zones over as soon as they are ready, so writing overlaps
+    building. Until ``finish`` the file exists only under a temporary name beside the
+    target, so readers see the old index or the new one, never a partial file.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        from lance.file import LanceFileWriter
+
+        self.target = Path(path)
+        self._created_parent = not self.target.parent.exists()
+        self.target.parent.mkdir(parents=True, exist_ok=True)
+        self._temporary = self.target.with_name(f".{self.target.name}.{uuid.uuid4().hex}.tmp")
+        self._writer: Any = LanceFileWriter(str(self._temporary), INDEX_SCHEMA)
+
+    def write_zones(
+        self,
+        fragment_id: np.ndarray,
+        zone_start: np.ndarray,
+        zone_length: np.ndarray,
+        has_null: np.ndarray,
+        filters: np.ndarray,
+    ) -> None:
+        """Append zones; ``filters`` is (zones, bytes) uint8."""
+        per_batch = max(1, _WRITE_BATCH_BYTES // max(1, filters.shape[1]))
+        for start in range(0, len(filters), per_batch):
+            rows = slice(start, start + per_batch)
+            batch = pa.record_batch(
+                [
+                    pa.array(fragment_id[rows], pa.uint64()),
+                    pa.array(zone_start[rows], pa.uint64()),
+                    pa.array(zone_length[rows], pa.uint64()),
+                    pa.array(has_null[rows], pa.bool_()),
+                    _binary_array(filters[rows]),
+                ],
+                schema=INDEX_SCHEMA,
+            )
+            self._writer.write_batch(batch)
+
+    def finish(self, index: ZoneIndex) -> int:
+        """Write the metadata of ``index``, close, move into place; return the file size."""
+        writer = self._writer
+        if writer is None:
+            raise RuntimeError("IndexFileWriter.finish called after abort")
+        try:
+            writer.add_schema_metadata(META_ITEMS, str(index.items))
+            writer.add_schema_metadata(META_PROBABILITY, format_probability(index.probability))
+            if index.null_rows is not None:
+                # Lance writes the buffer even when no row is null.
+                buffer_index = writer.add_global_buffer(_encode_null_bitmap(index.null_rows))
+                writer.add_schema_metadata(META_NULL_BITMAP, str(buffer_index))
+            if index.files is not None:
+                writer.add_schema_metadata(META_COLUMN, index.column)
+                files = [[f.fragment_id, f.path, f.size, f.mtime_ns, f.rows] for f in index.files]
+                writer.add_schema_metadata(META_FILES, json.dumps(files))
+            writer.close()
+            os.replace(self._temporary, self.target)
+        finally:
+            self.abort()
+        return self.target.stat().st_size
+
+    def abort(self) -> None:
+        """Forget a write that will not finish (the target is untouched)."""
+        # Dropping pylance's writer removes the staging file it keeps beside the target.
+        self._writer = None
+        self._temporary.unlink(missing_ok=True)
+        if self._created_parent and not self.target.exists():
+            with contextlib.suppress(OSError):
+                self.target.parent.rmdir()
+
+
 def write_index_file(index: ZoneIndex, path: str | os.PathLike[str]) -> int:
     """Write ``index`` as a Lance BLOOMFILTER index file, atomically; return its size."""
-    from lance.file import LanceFileWriter
-
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    temporary = target.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp")
+    writer = IndexFileWriter(path)
     try:
-        writer = LanceFileWriter(str(temporary), INDEX_SCHEMA)
         for zones, filters in index.filter_groups():
-            per_batch = max(1, _WRITE_BATCH_BYTES // max(1, filters.shape[1]))
-            for start in range(0, len(zones), per_batch):
-                rows = zones[start : start + per_batch]
-                batch = pa.record_batch(
-                    [
-                        pa.array(index.fragment_id[rows], pa.uint64()),
-                        pa.array(index.zone_start[rows], pa.uint64()),
-                        pa.array(index.zone_length[rows], pa.uint64()),
-                        pa.array(index.has_null[rows], pa.bool_()),
-                        _binary_array(filters[start : start + per_batch]),
-                    ],
-                    schema=INDEX_SCHEMA,
-                )
-                writer.write_batch(batch)
-        writer.add_schema_metadata(META_ITEMS, str(index.items))
-        writer.add_schema_metadata(META_PROBABILITY, format_probability(index.probability))
-        if index.null_rows is not None:
-            # Lance writes the buffer even when no row is null.
-            buffer_index = writer.add_global_buffer(_encode_null_bitmap(index.null_rows))
-            writer.add_schema_metadata(META_NULL_BITMAP, str(buffer_index))
-        if index.files is not None:
-            writer.add_schema_metadata(META_COLUMN, index.column)
-            writer.add_schema_metadata(
-                META_FILES,
-                json.dumps(
-                    [[f.fragment_id, f.path, f.size, f.mtime_ns, f.rows] for f in index.files]
-                ),
+            writer.write_zones(
+                index.fragment_id[zones],
+                index.zone_start[zones],
+                index.zone_length[zones],
+                index.has_null[zones],
+                filters,
             )
-        writer.close()
-        os.replace(temporary, target)
-    finally:
-        temporary.unlink(missing_ok=True)
-    return target.stat().st_size
+    except BaseException:
+        writer.abort()
+        raise
+    return writer.finish(index)
 
 
 def _is_lance_failure(err: BaseException) -> bool:
@@ -735,14 +794,25 @@ def commit_lance_index(dataset: object, index: ZoneIndex, name: str | None = Non
     Existing bloom index segments on the same column are replaced in the same commit, so
     readers see the old index or the new one, never neither.
     """
+    ds = _open_lance(dataset)
+    index_uuid = str(uuid.uuid4())
+    size = write_index_file(index, _lance_index_path(ds, index_uuid))
+    _commit_index_file(ds, index, index_uuid, size, name)
+    return index_uuid
+
+
+def _lance_index_path(ds: Any, index_uuid: str) -> Path:
+    return Path(ds.uri) / "_indices" / index_uuid / INDEX_FILE_NAME
+
+
+def _commit_index_file(
+    ds: Any, index: ZoneIndex, index_uuid: str, size: int, name: str | None
+) -> None:
+    """Commit the already written ``_indices/<uuid>/bloomfilter.lance`` of ``index``."""
     from lance.bitmap import Bitmap
     from lance.dataset import Index, IndexFile, LanceDataset, LanceOperation
 
-    ds = _open_lance(dataset)
     field_id = ds.lance_schema.field(index.column).id()
-    index_uuid = str(uuid.uuid4())
-    path = Path(ds.uri) / "_indices" / index_uuid / INDEX_FILE_NAME
-    size = write_index_file(index, path)
     old = [info for info in list_bloom_indexes(ds) if info.column == index.column]
     removed = [
         Index(
@@ -770,7 +840,6 @@ def commit_lance_index(dataset: object, index: ZoneIndex, name: str | None = Non
         LanceOperation.CreateIndex(new_indices=[new], removed_indices=removed),
         read_version=ds.version,
     )
-    return index_uuid
 
 
 # ------------------------------------------------------------------------ entry points
@@ -800,15 +869,27 @@ def build_index(
     """
     path = Path(source)
     if _is_lance_dataset(path):
-        index = build_lance_index(
-            path, column, items=items, probability=probability, progress=progress
-        )
-        commit_lance_index(path, index)
+        ds = _open_lance(path)
+        index_uuid = str(uuid.uuid4())
+        sink = IndexFileWriter(_lance_index_path(ds, index_uuid))
+        try:
+            index = build_lance_index(
+                ds, column, items=items, probability=probability, progress=progress, sink=sink
+            )
+        except BaseException:
+            sink.abort()
+            raise
+        _commit_index_file(ds, index, index_uuid, sink.finish(index), None)
         return index
-    index = build_parquet_index(
-        path, column, items=items, probability=probability, progress=progress
-    )
-    write_index_file(index, parquet_index_path(path, column))
+    sink = IndexFileWriter(parquet_index_path(path, column))
+    try:
+        index = build_parquet_index(
+            path, column, items=items, probability=probability, progress=progress, sink=sink
+        )
+    except BaseException:
+        sink.abort()
+        raise
+    sink.finish(index)
     return index
 
 

@@ -119,3 +119,24 @@ def test_column_names_that_are_not_path_safe(tmp_path: Path) -> None:
     build_index(root, column, items=2, probability=0.01)
     assert parquet_index_path(root, column).parent.parent == root / "_pruner"
     assert load_index(root, column).num_zones == 2
+
+
+def test_a_failed_rebuild_leaves_the_old_index_whole(parquet_dir: Path) -> None:
+    build_index(parquet_dir, "id", items=256, probability=0.01)
+    before = load_index(parquet_dir, "id")
+    # A new file without the column makes the next build fail after streaming has begun.
+    pq.write_table(pa.table({"other": [1, 2]}), parquet_dir / "zz.parquet")
+    with pytest.raises(InvalidParameterError, match="column 'id' is not in Parquet file"):
+        build_index(parquet_dir, "id", items=256, probability=0.01)
+    after = load_index(parquet_dir, "id")
+    assert after.zone_start.tolist() == before.zone_start.tolist()
+    assert [f.path for f in after.files or []] == [f.path for f in before.files or []]
+    leftovers = [p.name for p in parquet_index_path(parquet_dir, "id").parent.iterdir()]
+    assert leftovers == ["bloomfilter.lance"], "no temporary file is left behind"
+
+
+def test_a_failed_first_build_leaves_nothing(parquet_dir: Path) -> None:
+    pq.write_table(pa.table({"other": [1, 2]}), parquet_dir / "zz.parquet")
+    with pytest.raises(InvalidParameterError):
+        build_index(parquet_dir, "key", items=256, probability=0.01)
+    assert not parquet_index_path(parquet_dir, "key").parent.exists()
