@@ -651,6 +651,29 @@ def _parse_metadata(metadata: dict[bytes, bytes], where: str) -> tuple[int, floa
     return items, probability
 
 
+def _filters_from_column(column: pa.ChunkedArray, where: str) -> list[bytes] | np.ndarray:
+    """The filters as one (zones, bytes) array straight from the Arrow buffers when they all
+    have one size (always, for files Lance or pruner write); else one ``bytes`` per zone."""
+    parts, lengths = [], []
+    for chunk in column.chunks:
+        offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int32)[
+            chunk.offset : chunk.offset + len(chunk) + 1
+        ]
+        data = np.frombuffer(chunk.buffers()[2] or b"", dtype=np.uint8)
+        parts.append(data[int(offsets[0]) : int(offsets[-1])])
+        lengths.append(np.diff(offsets))
+    sizes = np.concatenate(lengths) if lengths else np.zeros(0, dtype=np.int64)
+    bad = np.flatnonzero((sizes <= 0) | (sizes % sbbf.BLOCK_BYTES != 0))
+    if len(bad):
+        zone = int(bad[0])
+        sbbf.validate_filter_length(int(sizes[zone]), f"{where}: zone {zone}'s bloom filter")
+    if len(sizes) == 0 or (sizes == sizes[0]).all():
+        width = int(sizes[0]) if len(sizes) else sbbf.BLOCK_BYTES
+        joined = parts[0] if len(parts) == 1 else np.concatenate(parts or [np.zeros(0, np.uint8)])
+        return joined.reshape(-1, width)
+    return column.to_pylist()
+
+
 def read_index_file(path: str | os.PathLike[str], column: str = "") -> ZoneIndex:
     """Read a Lance BLOOMFILTER index file, whoever wrote it, validating it fully.
 
@@ -700,17 +723,10 @@ def read_index_file(path: str | os.PathLike[str], column: str = "") -> ZoneIndex
     if table.num_rows and any(table.column(i).null_count for i in range(table.num_columns)):
         raise IndexFormatError(f"{where} has nulls in a non-nullable column; rebuild the index")
     items, probability = _parse_metadata(metadata, where)
-    filter_data = table.column("bloom_filter_data").to_pylist()
-    for zone, data in enumerate(filter_data):
-        sbbf.validate_filter_length(len(data), f"{where}: zone {zone}'s bloom filter")
+    filters = _filters_from_column(table.column("bloom_filter_data"), where)
     zone_length = table.column("zone_length").to_numpy()
     if (zone_length == 0).any():
         raise IndexFormatError(f"{where} has a zone of length 0; rebuild the index")
-    lengths = {len(d) for d in filter_data}
-    filters: list[bytes] | np.ndarray = filter_data
-    if len(lengths) <= 1:
-        width = lengths.pop() if lengths else 32
-        filters = np.frombuffer(b"".join(filter_data), dtype=np.uint8).reshape(-1, width)
     files = None
     files_text = metadata.get(META_FILES.encode())
     if files_text is not None:

@@ -145,3 +145,30 @@ def test_an_index_with_no_zones_is_valid(tmp_path: Path) -> None:
     index = read_index_file(tmp_path / "e.lance")
     assert index.num_zones == 0
     assert index.zone_mask(np.array([1], dtype=np.uint64)).tolist() == []
+
+
+def test_filters_of_different_sizes_are_read_and_probed(tmp_path: Path) -> None:
+    """Older Lance sized filters by formula: a reader must take each size from its bytes."""
+    from pruner import sbbf
+    from pruner.hashing import hash_array
+
+    hashes, _ = hash_array(pa.array([7, 8, 9], pa.int64()))
+    small = sbbf.insert(hashes[:1], np.array([0, 1]), 32)[0].tobytes()
+    large = sbbf.insert(hashes[1:], np.array([0, 2]), 96)[0].tobytes()
+    columns = [
+        pa.array([0, 1], pa.uint64()),
+        pa.array([0, 0], pa.uint64()),
+        pa.array([1, 2], pa.uint64()),
+        pa.array([False, False]),
+        pa.array([small, large], pa.binary()),
+    ]
+    _write(tmp_path / "mixed.lance", INDEX_SCHEMA, columns, GOOD_META)
+    index = read_index_file(tmp_path / "mixed.lance")
+    assert [len(index.filter_bytes(z)) for z in range(2)] == [32, 96]
+    assert index.might_contain(hashes).tolist() == [
+        [True, False],
+        [False, True],
+        [False, True],
+    ] or (index.might_contain(hashes)[0, 0] and index.might_contain(hashes)[1:, 1].all()), (
+        "each value is found in the zone that holds it"
+    )
