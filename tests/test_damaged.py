@@ -165,10 +165,5 @@ def test_filters_of_different_sizes_are_read_and_probed(tmp_path: Path) -> None:
     _write(tmp_path / "mixed.lance", INDEX_SCHEMA, columns, GOOD_META)
     index = read_index_file(tmp_path / "mixed.lance")
     assert [len(index.filter_bytes(z)) for z in range(2)] == [32, 96]
-    assert index.might_contain(hashes).tolist() == [
-        [True, False],
-        [False, True],
-        [False, True],
-    ] or (index.might_contain(hashes)[0, 0] and index.might_contain(hashes)[1:, 1].all()), (
-        "each value is found in the zone that holds it"
-    )
+    found = index.might_contain(hashes)
+    assert found[0, 0] and found[1:, 1].all(), "each value is found in the zone that holds it"
