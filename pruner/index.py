@@ -585,6 +585,13 @@ class IndexFileWriter:
             self.abort()
         return self.target.stat().st_size
 
+    def __enter__(self) -> IndexFileWriter:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        """Leaving the block without :meth:`finish` (e.g. on an error) aborts the write."""
+        self.abort()
+
     def abort(self) -> None:
         """Forget a write that will not finish (the target is untouched)."""
         # Dropping pylance's writer removes the staging file it keeps beside the target.
@@ -597,8 +604,7 @@ class IndexFileWriter:
 
 def write_index_file(index: ZoneIndex, path: str | os.PathLike[str]) -> int:
     """Write ``index`` as a Lance BLOOMFILTER index file, atomically; return its size."""
-    writer = IndexFileWriter(path)
-    try:
+    with IndexFileWriter(path) as writer:
         for zones, filters in index.filter_groups():
             writer.write_zones(
                 index.fragment_id[zones],
@@ -607,10 +613,7 @@ def write_index_file(index: ZoneIndex, path: str | os.PathLike[str]) -> int:
                 index.has_null[zones],
                 filters,
             )
-    except BaseException:
-        writer.abort()
-        raise
-    return writer.finish(index)
+        return writer.finish(index)
 
 
 def _is_lance_failure(err: BaseException) -> bool:
@@ -887,25 +890,18 @@ def build_index(
     if _is_lance_dataset(path):
         ds = _open_lance(path)
         index_uuid = str(uuid.uuid4())
-        sink = IndexFileWriter(_lance_index_path(ds, index_uuid))
-        try:
+        with IndexFileWriter(_lance_index_path(ds, index_uuid)) as sink:
             index = build_lance_index(
                 ds, column, items=items, probability=probability, progress=progress, sink=sink
             )
-        except BaseException:
-            sink.abort()
-            raise
-        _commit_index_file(ds, index, index_uuid, sink.finish(index), None)
+            size = sink.finish(index)
+        _commit_index_file(ds, index, index_uuid, size, None)
         return index
-    sink = IndexFileWriter(parquet_index_path(path, column))
-    try:
+    with IndexFileWriter(parquet_index_path(path, column)) as sink:
         index = build_parquet_index(
             path, column, items=items, probability=probability, progress=progress, sink=sink
         )
-    except BaseException:
-        sink.abort()
-        raise
-    sink.finish(index)
+        sink.finish(index)
     return index
 
 
