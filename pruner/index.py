@@ -192,8 +192,12 @@ class ZoneIndex:
         if len(parts) == 1:
             return parts[0]
         first = parts[0]
-        filters: list[bytes] = [p.filter_bytes(z) for p in parts for z in range(p.num_zones)]
-        widths = {len(f) for f in filters}
+        arrays = [p.filter_data for p in parts if isinstance(p.filter_data, np.ndarray)]
+        filters: list[bytes] | np.ndarray
+        if len(arrays) == len(parts) and len({a.shape[1] for a in arrays}) == 1:
+            filters = np.concatenate(arrays)
+        else:
+            filters = [p.filter_bytes(z) for p in parts for z in range(p.num_zones)]
         null_rows: dict[int, np.ndarray] | None = None
         if any(p.null_rows is not None for p in parts):
             null_rows = {}
@@ -207,9 +211,7 @@ class ZoneIndex:
             zone_start=np.concatenate([p.zone_start for p in parts]),
             zone_length=np.concatenate([p.zone_length for p in parts]),
             has_null=np.concatenate([p.has_null for p in parts]),
-            filter_data=np.frombuffer(b"".join(filters), np.uint8).reshape(-1, widths.pop())
-            if len(widths) == 1
-            else filters,
+            filter_data=filters,
             null_rows=null_rows,
         )
 
@@ -234,17 +236,13 @@ class _FragmentZoneRows:
     """The index rows of one fragment (small: no column data)."""
 
     fragment_id: int
+    zone_fragment_id: np.ndarray  # the fragment id once per zone, as stored
     zone_start: np.ndarray
     zone_length: np.ndarray
     has_null: np.ndarray
     filters: np.ndarray
     null_offsets: np.ndarray | None
     rows: int
-
-
-def _check_params(items: int, probability: float) -> int:
-    """Validate the build parameters; return the filter size in bytes."""
-    return sbbf.optimal_num_bytes(items, probability)
 
 
 def _index_fragment(part: _FragmentColumn, num_bytes: int) -> _FragmentZoneRows:
@@ -266,6 +264,7 @@ def _index_fragment(part: _FragmentColumn, num_bytes: int) -> _FragmentZoneRows:
             null_offsets = offsets.astype(np.uint32)
     return _FragmentZoneRows(
         part.fragment_id,
+        np.full(zones.num_zones, part.fragment_id, dtype=np.uint64),
         zones.zone_start,
         zones.zone_length,
         has_null,
@@ -291,7 +290,7 @@ def _build(
     side (2 threads on 2 cores: 1.4x). Memory holds at most ``threads`` fragments' columns.
     With a ``sink``, each fragment's zones are written while the next ones build.
     """
-    num_bytes = _check_params(items, probability)
+    num_bytes = sbbf.optimal_num_bytes(items, probability)
     results: list[_FragmentZoneRows] = []
     workers = threads or os.cpu_count() or 1
     with ThreadPoolExecutor(max_workers=workers) as pool:
@@ -302,7 +301,7 @@ def _build(
                 results.append(rows)
                 if sink is not None:
                     sink.write_zones(
-                        np.full(len(rows.zone_start), rows.fragment_id, dtype=np.uint64),
+                        rows.zone_fragment_id,
                         rows.zone_start,
                         rows.zone_length,
                         rows.has_null,
@@ -318,10 +317,7 @@ def _build(
         column=column,
         items=items,
         probability=probability,
-        fragment_id=cat(
-            [np.full(len(r.zone_start), r.fragment_id, dtype=np.uint64) for r in results],
-            np.uint64,
-        ),
+        fragment_id=cat([r.zone_fragment_id for r in results], np.uint64),
         zone_start=cat([r.zone_start for r in results], np.uint64),
         zone_length=cat([r.zone_length for r in results], np.uint64),
         has_null=cat([r.has_null for r in results], np.bool_),
@@ -360,7 +356,7 @@ def build_lance_index(
     """
     ds = _open_lance(dataset)
     _column_type(ds.schema, column, f"Lance dataset {ds.uri}")
-    _check_params(items, probability)
+    sbbf.optimal_num_bytes(items, probability)
     fragments = ds.get_fragments()
     total = sum(f.count_rows() for f in fragments)
 
@@ -440,8 +436,18 @@ def build_parquet_index(
     if not paths:
         raise InvalidParameterError(f"no *.parquet files under {root}")
     metas = [pq.ParquetFile(p) for p in paths]
-    _column_type(metas[0].schema_arrow, column, f"Parquet file {paths[0]}")
-    _check_params(items, probability)
+    arrow_type = _column_type(metas[0].schema_arrow, column, f"Parquet file {paths[0]}")
+    for path, meta in zip(paths[1:], metas[1:], strict=True):
+        other = _column_type(meta.schema_arrow, column, f"Parquet file {path}")
+        if other != arrow_type:
+            # Values are hashed at their column's width: a probe at one width would miss
+            # every zone of a file stored at another, a wrong answer.
+            raise InvalidParameterError(
+                f"column {column!r} is {other} in {path} but {arrow_type} in {paths[0]}; "
+                "every file must store the column with one type: rewrite the odd files, "
+                "or keep them in a directory of their own"
+            )
+    sbbf.optimal_num_bytes(items, probability)
     relative = [p.relative_to(root).as_posix() for p in paths]
     try:
         previous = load_index(root, column).files or []
@@ -458,7 +464,6 @@ def build_parquet_index(
         path: Path, file: FragmentFile, meta: pq.ParquetFile
     ) -> Callable[[], _FragmentColumn]:
         def read() -> _FragmentColumn:
-            _column_type(meta.schema_arrow, column, f"Parquet file {path}")
             group_rows = [meta.metadata.row_group(i).num_rows for i in range(meta.num_row_groups)]
             values = meta.read(columns=[column]).column(column)
             return _FragmentColumn(

@@ -158,17 +158,12 @@ def block_of(hashes: np.ndarray, num_blocks: int) -> np.ndarray:
     return block.astype(np.int64)
 
 
-def _bit_positions(hashes: np.ndarray) -> np.ndarray:
-    """(n, 8) uint32: for each hash, the bit (0..31) it sets in each of the 8 words."""
+def _masks(hashes: np.ndarray) -> np.ndarray:
+    """(n, 8) uint32: for each hash, its one-bit mask in each of the 8 words."""
     low = hashes.astype(np.uint32)  # keeps the low 32 bits
     positions = low[:, None] * SALT[None, :]
     positions >>= np.uint32(27)
-    return positions
-
-
-def _masks(hashes: np.ndarray) -> np.ndarray:
-    """(n, 8) uint32: for each hash, its one-bit mask in each of the 8 words."""
-    return np.left_shift(np.uint32(1), _bit_positions(hashes))
+    return np.left_shift(np.uint32(1), positions)
 
 
 def insert(hashes: np.ndarray, zone_bounds: np.ndarray, num_bytes: int) -> np.ndarray:

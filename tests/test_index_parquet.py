@@ -124,7 +124,7 @@ def test_column_names_that_are_not_path_safe(tmp_path: Path) -> None:
 def test_a_failed_rebuild_leaves_the_old_index_whole(parquet_dir: Path) -> None:
     build_index(parquet_dir, "id", items=256, probability=0.01)
     before = load_index(parquet_dir, "id")
-    # A new file without the column makes the next build fail after streaming has begun.
+    # A new file without the column makes the next build fail once its file is open.
     pq.write_table(pa.table({"other": [1, 2]}), parquet_dir / "zz.parquet")
     with pytest.raises(InvalidParameterError, match="column 'id' is not in Parquet file"):
         build_index(parquet_dir, "id", items=256, probability=0.01)
@@ -140,3 +140,10 @@ def test_a_failed_first_build_leaves_nothing(parquet_dir: Path) -> None:
     with pytest.raises(InvalidParameterError):
         build_index(parquet_dir, "key", items=256, probability=0.01)
     assert not parquet_index_path(parquet_dir, "key").parent.exists()
+
+
+def test_files_that_disagree_on_the_column_type_are_refused(parquet_dir: Path) -> None:
+    """int32 in one file and int64 in another hash the same value differently: refuse."""
+    pq.write_table(pa.table({"id": pa.array([1, 2], pa.int32())}), parquet_dir / "zz.parquet")
+    with pytest.raises(InvalidParameterError, match=r"is int32 in .*zz\.parquet but int64"):
+        build_parquet_index(parquet_dir, "id", items=256, probability=0.01)
