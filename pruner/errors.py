@@ -11,6 +11,7 @@ __all__ = [
     "IndexNotFoundError",
     "InvalidParameterError",
     "PrunerError",
+    "SqlSyntaxError",
     "UnsupportedTypeError",
 ]
 
@@ -33,3 +34,7 @@ class IndexFormatError(PrunerError):
 
 class IndexNotFoundError(PrunerError, FileNotFoundError):
     """No bloom index exists for the requested dataset and column."""
+
+
+class SqlSyntaxError(PrunerError, ValueError):
+    """SQL text that does not parse; the message names the line and column."""

@@ -1,0 +1,759 @@
+"""SQL text -> one predicate per table scan, with sqlglot.
+
+For every place a query reads one of the known tables (each FROM / JOIN item, in every CTE,
+derived table, subquery and set-operation branch), the analyzer finds the conditions that
+every row it reads must satisfy to reach the result, and turns them into a
+:mod:`pruner.expressions` predicate over that table's columns. Anything it cannot prove is
+:class:`~pruner.expressions.Unknown` with a reason, so a query pruner does not understand
+prunes less, never wrongly.
+
+Which conditions may prune a scan of table ``s`` in a SELECT:
+
+* WHERE, and the ON of an INNER (or SEMI) join: these filter ``s``'s rows, unless ``s`` was
+  already null-extended by an outer join. Then only a condition that rejects the
+  null-extended rows (it cannot be TRUE when all of ``s``'s columns are NULL) may prune:
+  ``a LEFT JOIN b ... WHERE b.id = 5`` prunes ``b``; ``... WHERE b.id IS NULL`` must not.
+* The ON of an outer join prunes only the side it can null-extend: ``a LEFT JOIN b ON a.k =
+  b.k AND b.id = 5`` prunes ``b`` (a ``b`` row with another id never joins), never ``a``.
+* Conditions of an enclosing query, pushed into a CTE or derived table whose output column
+  is a plain column of ``s``, when that subquery has no LIMIT, window function or DISTINCT ON
+  (filters commute with projection, DISTINCT, set operations and GROUP BY on the key).
+
+>>> import pyarrow as pa
+>>> schemas = {"events": pa.schema([("user_id", pa.int64()), ("country", pa.string())])}
+>>> analysis = analyze("SELECT * FROM events e WHERE e.user_id IN (1, 2)", schemas)
+>>> [str(scan) for scan in analysis.scans]
+['events AS e: user_id IN (1, 2)']
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+import pyarrow as pa
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError, TokenError
+from sqlglot.optimizer.scope import Scope, build_scope
+
+from pruner.errors import SqlSyntaxError
+from pruner.expressions import (
+    AlwaysFalse,
+    AlwaysTrue,
+    And,
+    Equals,
+    In,
+    IsNull,
+    Literal,
+    NotEquals,
+    NotIn,
+    Or,
+    Predicate,
+    Unknown,
+    and_,
+    in_,
+    map_leaves,
+    not_,
+    or_,
+    rewrite_not,
+)
+from pruner.literals import literal_from_python
+
+__all__ = ["DIALECTS", "Analysis", "Scan", "analyze"]
+
+# pruner dialect -> sqlglot dialect. DataFusion parses with sqlparser-rs' generic dialect,
+# which reads SQL as PostgreSQL does (double-quoted identifiers, ::casts, $1 parameters).
+DIALECTS = {"duckdb": "duckdb", "spark": "spark", "datafusion": "postgres"}
+_PARAMETER_PREFIX = "__pruner_parameter_"
+_JOIN_SIDES = {"", "LEFT", "RIGHT", "FULL"}
+_JOIN_KINDS = {"", "INNER", "OUTER", "CROSS", "SEMI", "ANTI"}
+_INTEGER_WIDTHS = {
+    "TINYINT": (8, True),
+    "SMALLINT": (16, True),
+    "INT": (32, True),
+    "BIGINT": (64, True),
+    "HUGEINT": (128, True),
+    "UTINYINT": (8, False),
+    "USMALLINT": (16, False),
+    "UINT": (32, False),
+    "UBIGINT": (64, False),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Scan:
+    """One read of a known table: the conditions every row it reads must meet."""
+
+    table: str  # the name as given in the schemas mapping
+    alias: str
+    predicate: Predicate
+
+    def __str__(self) -> str:
+        name = self.table if self.alias == self.table else f"{self.table} AS {self.alias}"
+        return f"{name}: {self.predicate}"
+
+
+@dataclass(frozen=True, slots=True)
+class Analysis:
+    """What a statement says about each table it scans."""
+
+    sql: str
+    dialect: str
+    scans: tuple[Scan, ...]
+    parameters: tuple[str, ...] = ()  # parameter keys in the order they must be given
+
+    def bind(self, parameters: Sequence[object] | Mapping[str, object] = ()) -> Analysis:
+        """Substitute query parameters (``?``, ``$1``, ``:name``) by values."""
+        if isinstance(parameters, Mapping):
+            values = {str(key): value for key, value in parameters.items()}
+        else:
+            values = {str(position): value for position, value in enumerate(parameters)}
+            for position, value in enumerate(parameters):
+                values.setdefault(str(position + 1), value)
+        literals = {key: literal_from_python(value) for key, value in values.items()}
+
+        def substitute(literal: Literal) -> Literal:
+            if literal.kind != "parameter":
+                return literal
+            bound = literals.get(literal.text)
+            if bound is None:
+                return literal
+            return replace(bound, cast=literal.cast) if literal.cast else bound
+
+        def leaf(node: Predicate) -> Predicate:
+            if isinstance(node, Equals | NotEquals):
+                return replace(node, value=substitute(node.value))
+            if isinstance(node, In | NotIn):
+                return replace(node, values=tuple(substitute(v) for v in node.values))
+            return node
+
+        scans = tuple(replace(s, predicate=map_leaves(s.predicate, leaf)) for s in self.scans)
+        return replace(self, scans=scans)
+
+    def scans_of(self, table: str) -> list[Scan]:
+        return [scan for scan in self.scans if scan.table == table]
+
+
+# ------------------------------------------------------------------------------ parsing
+
+
+def _number_placeholders(sql: str, dialect: str) -> str:
+    """Give every ``?`` its position, so parameters bind in textual order."""
+    if "?" not in sql:
+        return sql
+    tokens = sqlglot.Dialect.get_or_raise(dialect).tokenize(sql)
+    pieces, position, count = [], 0, 0
+    for token in tokens:
+        if token.token_type == sqlglot.TokenType.PLACEHOLDER and token.text == "?":
+            pieces.append(sql[position : token.start])
+            pieces.append(f":{_PARAMETER_PREFIX}{count}")
+            position, count = token.end + 1, count + 1
+    pieces.append(sql[position:])
+    return "".join(pieces)
+
+
+def _parse(sql: str, dialect: str) -> list[exp.Expr]:
+    if dialect not in DIALECTS:
+        raise SqlSyntaxError(
+            f"unknown SQL dialect {dialect!r}; use one of {', '.join(sorted(DIALECTS))}"
+        )
+    read = DIALECTS[dialect]
+    try:
+        statements = sqlglot.parse(_number_placeholders(sql, read), read=read)
+    except ParseError as err:
+        first = err.errors[0] if err.errors else {}
+        where = f"line {first.get('line', '?')}, column {first.get('col', '?')}"
+        near = (first.get("highlight") or "").strip()
+        detail = first.get("description") or str(err)
+        raise SqlSyntaxError(
+            f"could not parse the SQL ({dialect}) at {where}: {detail}"
+            + (f" near {near!r}" if near else "")
+        ) from err
+    except TokenError as err:
+        raise SqlSyntaxError(f"could not read the SQL ({dialect}): {err}") from err
+    return [statement for statement in statements if statement is not None]
+
+
+# ------------------------------------------------------------------- condition -> predicate
+
+
+def _literal(node: exp.Expr) -> Literal | None:
+    """The constant ``node`` spells, or None when it is not a plain constant."""
+    if isinstance(node, exp.Paren):
+        return _literal(node.this)
+    if isinstance(node, exp.Literal):
+        return Literal.string(node.this) if node.is_string else Literal.number(node.this)
+    if isinstance(node, exp.Neg):
+        inner = _literal(node.this)
+        if inner is None or inner.kind != "number" or inner.cast:
+            return None
+        text = inner.text[1:] if inner.text.startswith("-") else "-" + inner.text
+        return replace(inner, text=text)
+    if isinstance(node, exp.Null):
+        return Literal("null", "NULL")
+    if isinstance(node, exp.Boolean):
+        return Literal("boolean", "true" if node.this else "false")
+    if isinstance(node, exp.HexString):
+        return Literal("bytes", str(node.this))
+    if isinstance(node, exp.Placeholder):
+        name = str(node.this or "")
+        if name.startswith(_PARAMETER_PREFIX):
+            return Literal("parameter", name[len(_PARAMETER_PREFIX) :])
+        return (
+            Literal("parameter", str(int(name) - 1) if name.isdigit() else name) if name else None
+        )
+    if isinstance(node, exp.Parameter) and isinstance(node.this, exp.Literal):
+        text = str(node.this.this)
+        return Literal("parameter", str(int(text) - 1)) if text.isdigit() else None
+    if isinstance(node, exp.Cast) and isinstance(node.to, exp.DataType):
+        inner = _literal(node.this)
+        if inner is None or inner.cast:
+            return None
+        return replace(inner, cast=_type_name(node.to))
+    return None
+
+
+def _type_name(data_type: exp.DataType) -> str:
+    name = data_type.this.name if hasattr(data_type.this, "name") else str(data_type.this)
+    if data_type.expressions:
+        name += "(" + ", ".join(e.sql() for e in data_type.expressions) + ")"
+    return name
+
+
+def _preserves_values(column_type: pa.DataType, cast: str) -> bool:
+    """Is ``CAST(column AS cast)`` one-to-one on the column's values (so = on it is = on them)?"""
+    if pa.types.is_integer(column_type) and cast in _INTEGER_WIDTHS:
+        width, signed = _INTEGER_WIDTHS[cast]
+        source_width, source_signed = column_type.bit_width, pa.types.is_signed_integer(column_type)
+        if signed:
+            return width > source_width or (width == source_width and source_signed)
+        return not source_signed and width >= source_width
+    if cast == "DOUBLE":
+        return column_type == pa.float32() or (
+            pa.types.is_integer(column_type) and column_type.bit_width <= 32
+        )
+    same = {"VARCHAR": pa.types.is_string, "TEXT": pa.types.is_string, "DATE": pa.types.is_date32}
+    check = same.get(cast)
+    return bool(check and check(column_type))
+
+
+@dataclass
+class _Source:
+    """A FROM / JOIN item of one SELECT: a known table, or a CTE / derived table."""
+
+    alias: str
+    node: exp.Expr
+    table: str | None = None  # key in the schemas mapping, for known tables
+    schema: pa.Schema | None = None
+    scope: Scope | None = None  # for CTEs and derived tables
+    outputs: dict[str, tuple[str, str]] | None = None  # derived: output -> (alias, column)
+    columns: dict[str, str] = field(default_factory=dict)  # lower-case name -> real name
+    prunable: bool = True
+
+
+class _Analyzer:
+    def __init__(self, schemas: Mapping[str, pa.Schema], dialect: str) -> None:
+        self.schemas = {name.lower(): (name, schema) for name, schema in schemas.items()}
+        self.dialect = dialect
+        self.scans: list[Scan] = []
+        self.visited: set[int] = set()  # ids of exp.Table nodes analysed
+        self.active: list[int] = []  # scopes being visited (recursive CTEs)
+        self.seen_scopes: set[int] = set()
+        self.pushdown = True
+        self.budget = 10_000
+
+    # ---------------------------------------------------------------- statements
+
+    def statement(self, statement: exp.Expr) -> None:
+        if any(w.args.get("recursive") for w in statement.find_all(exp.With)):
+            # Pushing a filter into a recursive CTE would cut the recursion short.
+            self.pushdown = False
+        queries = [statement] if isinstance(statement, exp.Query) else []
+        if not queries:
+            queries = [q for q in statement.find_all(exp.Query) if _outermost(q)]
+        for query in queries:
+            root = build_scope(query)
+            if root is not None:
+                self.visit(root, None)
+        self.unanalysed(statement)
+
+    def unanalysed(self, statement: exp.Expr) -> None:
+        """Known tables read where the analyzer did not look are read whole."""
+        for table in statement.find_all(exp.Table):
+            known = self.known_table(table)
+            if known and id(table) not in self.visited:
+                reason = "read where pruner cannot analyse the query"
+                self.scans.append(
+                    Scan(known, table.alias_or_name, Unknown(reason, table.sql(self.dialect)))
+                )
+
+    def known_table(self, table: exp.Table) -> str | None:
+        if not isinstance(table.this, exp.Identifier) or table.args.get("db"):
+            return None
+        entry = self.schemas.get(table.name.lower())
+        return entry[0] if entry else None
+
+    # ---------------------------------------------------------------- scopes
+
+    def visit(self, scope: Scope, pushed: Predicate | None) -> None:
+        self.budget -= 1
+        if self.budget < 0 or id(scope) in self.active:
+            pushed = None
+            if self.budget < -100_000:
+                return
+        self.active.append(id(scope))
+        self.seen_scopes.add(id(scope))
+        try:
+            self._visit(scope, pushed if self.pushdown else None)
+        finally:
+            self.active.pop()
+
+    def _visit(self, scope: Scope, pushed: Predicate | None) -> None:
+        query = scope.expression
+        for sub in scope.subquery_scopes + scope.udtf_scopes:
+            self.visit(sub, None)
+        if isinstance(query, exp.SetOperation):
+            self.set_operation(scope, pushed)
+            return
+        if not isinstance(query, exp.Select):
+            self.unreferenced(scope.derived_table_scopes + scope.cte_scopes)
+            return
+        if pushed is not None and not _accepts_pushdown(query):
+            pushed = None
+        self.select(scope, query, pushed)
+
+    def set_operation(self, scope: Scope, pushed: Predicate | None) -> None:
+        query = scope.expression
+        if pushed is not None and (query.args.get("limit") or query.args.get("offset")):
+            pushed = None
+        branches = scope.set_operation_scopes
+        names = _output_names(branches[0].expression) if branches else None
+        for branch in branches:
+            branch_pushed = None
+            branch_names = _output_names(branch.expression)
+            if pushed is not None and names and branch_names and len(names) == len(branch_names):
+                branch_pushed = _rename(pushed, dict(zip(names, branch_names, strict=True)))
+            self.visit(branch, branch_pushed)
+        self.unreferenced(scope.cte_scopes)
+
+    def unreferenced(self, scopes: list[Scope]) -> None:
+        """CTEs and derived tables not read as a FROM item are analysed on their own."""
+        for child in scopes:
+            if id(child) not in self.seen_scopes:
+                self.visit(child, None)
+
+    def sources(self, scope: Scope, query: exp.Select) -> list[_Source]:
+        items: list[exp.Expr] = []
+        from_ = query.args.get("from_") or query.args.get("from")
+        if from_ is not None:
+            items.append(from_.this)
+            items.extend(from_.expressions or [])
+        items.extend(join.this for join in query.args.get("joins") or [])
+        result = []
+        for item in items:
+            alias = item.alias_or_name if isinstance(item, exp.Expr) else ""
+            source = _Source(alias=alias, node=item)
+            target = scope.sources.get(alias)
+            if isinstance(item, exp.Table) and isinstance(target, exp.Table):
+                known = self.known_table(item)
+                if known:
+                    schema = self.schemas[known.lower()][1]
+                    source.table, source.schema = known, schema
+                    source.columns = {n.lower(): n for n in schema.names}
+                    if item.args.get("sample") or item.args.get("version"):
+                        source.prunable = False
+            elif isinstance(target, Scope):
+                source.scope = target
+            result.append(source)
+        return result
+
+    def select(self, scope: Scope, query: exp.Select, pushed: Predicate | None) -> None:
+        sources = self.sources(scope, query)
+        for source in sources:
+            if source.scope is not None:
+                source.outputs = self.derived_outputs(source.scope)
+                source.columns = {name: name for name in source.outputs or {}}
+        resolver = _Resolver(scope, sources, self.dialect)
+        constraints: dict[str, list[Predicate]] = {s.alias: [] for s in sources}
+        null_extended: set[str] = set()
+        safe_joins = True
+        seen: list[str] = [sources[0].alias] if sources else []
+        from_ = query.args.get("from_") or query.args.get("from")
+        extra_from = len(from_.expressions) if from_ is not None and from_.expressions else 0
+        seen.extend(s.alias for s in sources[1 : 1 + extra_from])
+
+        for join, source in zip(
+            query.args.get("joins") or [], sources[1 + extra_from :], strict=False
+        ):
+            side = (join.args.get("side") or "").upper()
+            kind = (join.args.get("kind") or "").upper()
+            method = (join.args.get("method") or "").upper()
+            if side not in _JOIN_SIDES or kind not in _JOIN_KINDS or method not in ("", "NATURAL"):
+                safe_joins = False
+            if kind == "SEMI":
+                prunes = [*seen, source.alias]
+            elif kind == "ANTI" or side == "LEFT":
+                prunes = [source.alias]
+            elif side == "RIGHT":
+                prunes = list(seen)
+            elif side == "FULL":
+                prunes = []
+            else:
+                prunes = [*seen, source.alias]
+            on = join.args.get("on")
+            if on is not None:
+                for alias in [s.alias for s in sources if s.alias in [*seen, source.alias]]:
+                    part = rewrite_not(resolver.predicate(on, alias))
+                    if alias not in prunes:
+                        part = _refused(part, f"the {side or kind} JOIN keeps {alias}'s rows")
+                    elif alias in null_extended and _can_be_true_on_nulls(part):
+                        part = _refused(part, f"outer join may null-extend {alias}")
+                    constraints[alias].append(part)
+            if side == "LEFT":
+                null_extended.add(source.alias)
+            elif side == "RIGHT":
+                null_extended.update(seen)
+            elif side == "FULL":
+                null_extended.update([*seen, source.alias])
+            seen.append(source.alias)
+
+        where = query.args.get("where")
+        for source in sources:
+            parts = []
+            if where is not None:
+                parts.append(resolver.predicate(where.this, source.alias))
+            if pushed is not None:
+                parts.append(_translate(pushed, resolver.outputs(query), source.alias))
+            if not parts:
+                continue
+            part = rewrite_not(and_(*parts))
+            if source.alias in null_extended and _can_be_true_on_nulls(part):
+                part = _refused(part, f"outer join may null-extend {source.alias}")
+            constraints[source.alias].append(part)
+
+        for source in sources:
+            predicate = and_(*constraints[source.alias])
+            if not safe_joins:
+                predicate = _refused(
+                    predicate, "a join pruner does not understand (ASOF, POSITIONAL, ...)"
+                )
+            if not source.prunable:
+                predicate = _refused(predicate, "TABLESAMPLE or time travel on the table")
+            if source.table is not None:
+                self.visited.add(id(source.node))
+                self.scans.append(Scan(source.table, source.alias, predicate))
+            elif source.scope is not None:
+                self.visit(source.scope, predicate if safe_joins else None)
+        self.unreferenced(scope.cte_scopes + scope.derived_table_scopes)
+
+    def derived_outputs(self, scope: Scope) -> dict[str, tuple[str, str]] | None:
+        """The output column names of a CTE / derived table (None when not known)."""
+        query = scope.expression
+        while isinstance(query, exp.SetOperation):
+            query = query.this
+        names = _output_names(query)
+        if names is None and isinstance(query, exp.Select) and not query.args.get("joins"):
+            stars = [s for s in query.expressions if isinstance(s, exp.Star)]
+            from_ = query.args.get("from_") or query.args.get("from")
+            item = from_.this if from_ is not None else None
+            if len(stars) == len(query.expressions) == 1 and isinstance(item, exp.Table):
+                known = self.known_table(item)
+                target = scope.sources.get(item.alias_or_name)
+                if known and isinstance(target, exp.Table):
+                    names = [n.lower() for n in self.schemas[known.lower()][1].names]
+        return {name: ("", name) for name in names} if names else None
+
+
+def _outermost(query: exp.Query) -> bool:
+    parent = query.parent
+    while parent is not None:
+        if isinstance(parent, exp.Query):
+            return False
+        parent = parent.parent
+    return True
+
+
+def _accepts_pushdown(query: exp.Select) -> bool:
+    """May an enclosing query's filter on this SELECT's output columns reach its scans?"""
+    if any(query.args.get(key) for key in ("limit", "offset", "fetch", "qualify", "sample")):
+        return False
+    distinct = query.args.get("distinct")
+    if distinct is not None and distinct.args.get("on"):
+        return False
+    if any(select.find(exp.Window) for select in query.expressions):
+        return False
+    group = query.args.get("group")
+    grouping_sets = ("rollup", "cube", "grouping_sets", "all")
+    return group is None or not any(group.args.get(key) for key in grouping_sets)
+
+
+def _output_names(query: exp.Expr) -> list[str] | None:
+    if not isinstance(query, exp.Select):
+        return None
+    names = []
+    for select in query.expressions:
+        if isinstance(select, exp.Star) or (
+            isinstance(select, exp.Column) and isinstance(select.this, exp.Star)
+        ):
+            return None
+        names.append(select.alias_or_name.lower())
+    return names
+
+
+def _rename(node: Predicate, renames: dict[str, str]) -> Predicate:
+    def leaf(part: Predicate) -> Predicate:
+        column = getattr(part, "column", None)
+        if column is None:
+            return part
+        target = renames.get(column)
+        if target is None:
+            return Unknown("not a plain column of the subquery", str(part))
+        return replace(part, column=target)  # type: ignore[type-var]
+
+    return map_leaves(node, leaf)
+
+
+def _translate(pushed: Predicate, outputs: dict[str, tuple[str, str]], alias: str) -> Predicate:
+    """An enclosing query's filter on this SELECT's outputs, as a filter on ``alias``."""
+
+    def leaf(part: Predicate) -> Predicate:
+        column = getattr(part, "column", None)
+        if column is None:
+            return part
+        origin = outputs.get(column)
+        if origin is None or origin[0] != alias:
+            return Unknown("not a plain column of this table", str(part))
+        return replace(part, column=origin[1])  # type: ignore[type-var]
+
+    return map_leaves(pushed, leaf)
+
+
+def _refused(predicate: Predicate, reason: str) -> Predicate:
+    """``predicate`` may not prune this scan: each term stays visible in explain, with why."""
+
+    def leaf(part: Predicate) -> Predicate:
+        if isinstance(part, Unknown | AlwaysTrue):
+            return part
+        return Unknown(reason, str(part))
+
+    return map_leaves(predicate, leaf)
+
+
+def _can_be_true_on_nulls(predicate: Predicate) -> bool:
+    """Could the predicate be TRUE for a row whose columns (of this table) are all NULL?"""
+    if isinstance(predicate, And):
+        return all(_can_be_true_on_nulls(child) for child in predicate.children)
+    if isinstance(predicate, Or):
+        return any(_can_be_true_on_nulls(child) for child in predicate.children)
+    # col = v, col IN (..), col != v, col NOT IN (..) are NULL on a NULL column, and
+    # IS NOT NULL is FALSE; IS NULL is TRUE; anything unknown may be TRUE.
+    return isinstance(predicate, IsNull | Unknown | AlwaysTrue)
+
+
+class _Resolver:
+    """Resolves the columns of one SELECT's conditions to its FROM / JOIN items."""
+
+    def __init__(self, scope: Scope, sources: list[_Source], dialect: str) -> None:
+        self.scope = scope
+        self.sources = {s.alias.lower(): s for s in sources}
+        self.dialect = dialect
+        self._outputs: dict[str, tuple[str, str]] | None = None
+
+    def outputs(self, query: exp.Select) -> dict[str, tuple[str, str]]:
+        """Output name -> (alias, column) for outputs that are plain columns of one item."""
+        if self._outputs is not None:
+            return self._outputs
+        outputs: dict[str, tuple[str, str]] = {}
+        group = query.args.get("group")
+        grouped = None
+        if group is not None:
+            grouped = {self.column(e) for e in group.expressions if isinstance(e, exp.Column)}
+        for select in query.expressions:
+            if isinstance(select, exp.Star) and len(self.sources) == 1 and grouped is None:
+                (source,) = self.sources.values()
+                for lower, real in source.columns.items():
+                    outputs[lower] = (source.alias, real)
+                continue
+            target = select.this if isinstance(select, exp.Alias) else select
+            if isinstance(target, exp.Column) and not isinstance(target.this, exp.Star):
+                resolved = self.column(target)
+                if resolved is not None and (grouped is None or resolved in grouped):
+                    outputs[select.alias_or_name.lower()] = resolved
+        self._outputs = outputs
+        return outputs
+
+    def column(self, node: exp.Column) -> tuple[str, str] | None:
+        """(alias, real column name), or None when it is not a column of one item here."""
+        name = node.name.lower()
+        qualifier = node.table.lower() if node.table else ""
+        if node.args.get("db") or node.args.get("catalog"):
+            return None
+        if qualifier:
+            source = self.sources.get(qualifier)
+            if source is None or name not in source.columns:
+                return None
+            return source.alias, source.columns[name]
+        owners = [s for s in self.sources.values() if name in s.columns]
+        unknown = [s for s in self.sources.values() if s.table is None and s.outputs is None]
+        if len(owners) == 1 and not unknown:
+            return owners[0].alias, owners[0].columns[name]
+        return None
+
+    def predicate(self, node: exp.Expr, alias: str) -> Predicate:
+        """What ``node`` (a condition of this SELECT) says about the rows of item ``alias``."""
+        return self._convert(node, alias)
+
+    def _convert(self, node: exp.Expr, alias: str) -> Predicate:
+        if isinstance(node, exp.Paren):
+            return self._convert(node.this, alias)
+        if isinstance(node, exp.And):
+            return and_(*(self._convert(part, alias) for part in node.flatten()))
+        if isinstance(node, exp.Or):
+            return or_(*(self._convert(part, alias) for part in node.flatten()))
+        if isinstance(node, exp.Not):
+            return not_(self._convert(node.this, alias))
+        if isinstance(node, exp.Boolean):
+            return AlwaysTrue() if node.this else AlwaysFalse("FALSE")
+        if isinstance(node, exp.Null):
+            return AlwaysFalse("NULL is never true")
+        if isinstance(node, exp.EQ | exp.NullSafeEQ | exp.NEQ | exp.NullSafeNEQ):
+            null_safe = isinstance(node, exp.NullSafeEQ | exp.NullSafeNEQ)
+            equal = self._equality(node, alias, null_safe)
+            return equal if isinstance(node, exp.EQ | exp.NullSafeEQ) else not_(equal)
+        if isinstance(node, exp.In):
+            return self._in(node, alias)
+        if isinstance(node, exp.Is):
+            target = self._column(node.this, alias)
+            if isinstance(target, str) and isinstance(node.expression, exp.Null):
+                return IsNull(target)
+            if isinstance(target, Unknown):
+                return target
+            return Unknown("IS other than IS NULL cannot use a bloom filter", self.sql(node))
+        return Unknown(_why_not(node), self.sql(node))
+
+    def sql(self, node: exp.Expr) -> str:
+        text = node.sql(self.dialect)
+        return text if len(text) <= 200 else text[:197] + "..."
+
+    def _column(self, node: exp.Expr, alias: str) -> str | Unknown | None:
+        """The real column name when ``node`` is a column of ``alias`` (maybe cast losslessly);
+        an Unknown with the reason when it involves one but cannot be used; None otherwise."""
+        while isinstance(node, exp.Paren):
+            node = node.this
+        if isinstance(node, exp.Cast) and isinstance(node.to, exp.DataType):
+            inner = self._column(node.this, alias)
+            if not isinstance(inner, str):
+                return inner
+            source = self.sources[alias.lower()]
+            cast = _type_name(node.to)
+            column_type = source.schema.field(inner).type if source.schema else None
+            if column_type is not None and _preserves_values(column_type, cast):
+                return inner
+            return Unknown(f"cast of {inner} to {cast} changes its values", node.sql(self.dialect))
+        if isinstance(node, exp.Column):
+            resolved = self.column(node)
+            if resolved is None:
+                if node.table or any(node.name.lower() in s.columns for s in self.sources.values()):
+                    return None
+                return Unknown(f"cannot resolve column {node.sql(self.dialect)}", node.sql())
+            if resolved[0].lower() == alias.lower():
+                return resolved[1]
+        return None
+
+    def _equality(self, node: exp.Expr, alias: str, null_safe: bool) -> Predicate:
+        left, right = node.this, node.expression
+        for column_node, value_node in ((left, right), (right, left)):
+            column = self._column(column_node, alias)
+            if column is None:
+                continue
+            if isinstance(column, Unknown):
+                return Unknown(column.reason, self.sql(node))
+            literal = _literal(value_node)
+            if literal is None:
+                return Unknown(_why_not_value(value_node), self.sql(node))
+            if null_safe and literal.kind == "null":
+                return IsNull(column)
+            return Equals(column, literal)
+        return Unknown(_why_not_here(left, right, alias), self.sql(node))
+
+    def _in(self, node: exp.In, alias: str) -> Predicate:
+        column = self._column(node.this, alias)
+        if column is None:
+            return Unknown(f"not a condition on {alias}", self.sql(node))
+        if isinstance(column, Unknown):
+            return column
+        if node.args.get("query") or node.args.get("unnest") or node.args.get("field"):
+            return Unknown("IN (subquery) is not a list of constants", self.sql(node))
+        values = [_literal(value) for value in node.expressions]
+        if any(value is None for value in values):
+            return Unknown("IN list holds something other than constants", self.sql(node))
+        return in_(column, [v for v in values if v is not None])
+
+
+def _why_not(node: exp.Expr) -> str:
+    if isinstance(node, exp.GT | exp.GTE | exp.LT | exp.LTE | exp.Between):
+        return "a range cannot use a bloom filter"
+    if isinstance(node, exp.Like | exp.ILike | exp.RegexpLike):
+        return "a pattern match cannot use a bloom filter"
+    if isinstance(node, exp.Exists):
+        return "EXISTS (subquery) is analysed on its own"
+    if isinstance(node, exp.Column):
+        return "a boolean column cannot use a bloom filter"
+    return f"{type(node).__name__.upper()} cannot use a bloom filter"
+
+
+def _why_not_value(node: exp.Expr) -> str:
+    if isinstance(node, exp.Column):
+        return "compares two columns"
+    if isinstance(node, exp.Subquery | exp.Select):
+        return "compares with a subquery"
+    return "compares with an expression, not a constant"
+
+
+def _why_not_here(left: exp.Expr, right: exp.Expr, alias: str) -> str:
+    if isinstance(left, exp.Column) and isinstance(right, exp.Column):
+        return "compares two columns (a join condition)"
+    return f"not a condition on {alias}"
+
+
+@functools.lru_cache(maxsize=256)
+def _analyze_cached(
+    sql: str, dialect: str, schema_key: tuple[tuple[str, pa.Schema], ...]
+) -> Analysis:
+    analyzer = _Analyzer(dict(schema_key), dialect)
+    for statement in _parse(sql, dialect):
+        analyzer.statement(statement)
+    parameters = sorted(
+        {text for scan in analyzer.scans for text in _parameter_keys(scan.predicate)},
+        key=lambda key: (not key.isdigit(), int(key) if key.isdigit() else 0, key),
+    )
+    return Analysis(sql, dialect, tuple(analyzer.scans), tuple(parameters))
+
+
+def _parameter_keys(predicate: Predicate) -> Iterator[str]:
+    from pruner.expressions import leaves
+
+    for leaf in leaves(predicate):
+        values = getattr(leaf, "values", None) or (
+            (leaf.value,) if isinstance(leaf, Equals | NotEquals) else ()
+        )
+        for value in values:
+            if value.kind == "parameter":
+                yield value.text
+
+
+def analyze(sql: str, schemas: Mapping[str, pa.Schema], dialect: str = "duckdb") -> Analysis:
+    """One predicate per scan of a known table in ``sql``.
+
+    Args:
+        sql: the statement(s), in ``dialect``.
+        schemas: table name (as the SQL names it, case-insensitive) -> Arrow schema.
+        dialect: ``duckdb`` (default), ``spark`` or ``datafusion``.
+
+    Raises:
+        SqlSyntaxError: the SQL does not parse; the message names the position.
+    """
+    key = tuple(sorted(schemas.items(), key=lambda item: item[0]))
+    return _analyze_cached(sql, dialect, key)

@@ -1,0 +1,410 @@
+"""SQL literal -> the column values an equality can match, coerced as the engines do it.
+
+An index probe hashes values at the *column's* width and type, so ``int8_col = 5`` must probe
+the 1-byte value 5 and ``ts_col = '2024-01-01'`` the 8-byte count of the column's unit. The
+rule everywhere: a literal either coerces *exactly* to a set of column values (usually one;
+``0.0`` gives both zeros), or provably matches no value of the column (``int_col = 1.5``),
+or pruner says it cannot tell and the term selects everything. Where the engines disagree
+or depend on session settings, pruner cannot tell. Measured in DuckDB 2.0 (the cases that
+forced a rule):
+
+* ``float32_col = 0.1`` compares in FLOAT (0.1f and its float32 neighbours of 0.1 match),
+  Spark compares in DOUBLE (nothing matches): a float32 probe is only exact when the literal
+  is exactly a float32.
+* ``int64_col = 9007199254740992e0`` compares in DOUBLE and matches 9007199254740993: a
+  float-typed literal at or beyond 2**53 cannot be coerced to one integer.
+* ``int_col = '1.5'`` matches (the string is cast and rounded): only integer-looking strings
+  coerce to integer columns.
+* ``timestamp_s_col = '... 00:00:01.5'`` matches 00:00:01 (the literal is truncated to the
+  column's unit): sub-unit fractions cannot be coerced.
+* A zone-less literal on a zoned timestamp column (or the reverse) depends on the session
+  time zone: not coerced.
+
+NaN has many bit patterns and engines compare NaNs as equal; probing one pattern could miss
+rows, so NaN never prunes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import re
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from pruner.expressions import Literal
+
+__all__ = ["Coercion", "coerce", "literal_from_python"]
+
+_EXACT_DOUBLE = 2**53
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+_NUMBER = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+_INFINITY = re.compile(r"([+-]?)inf(inity)?", re.IGNORECASE)
+_NAN = re.compile(r"[+-]?nan", re.IGNORECASE)
+_DATE = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})")
+_TIME = r"([0-9]{2}):([0-9]{2})(?::([0-9]{2})(?:\.([0-9]{1,9}))?)?"
+_TIMESTAMP = re.compile(
+    r"([0-9]{4})-([0-9]{2})-([0-9]{2})(?:[T ]" + _TIME + r")?\s*(Z|[+-][0-9]{2}(?::?[0-9]{2})?)?"
+)
+_TIME_OF_DAY = re.compile(_TIME)
+_UNIT_NANOS = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}
+_DAY_NANOS = 86_400 * 10**9
+_EPOCH = dt.date(1970, 1, 1)
+_INT64 = (-(2**63), 2**63 - 1)
+
+_INTEGER_CASTS = {"TINYINT", "SMALLINT", "INT", "BIGINT", "UTINYINT", "USMALLINT", "UINT"}
+_INTEGER_CASTS |= {"UBIGINT", "HUGEINT", "UHUGEINT", "INT128", "UINT128", "MEDIUMINT"}
+_DOUBLE_CASTS = {"DOUBLE", "FLOAT", "REAL", "DOUBLE PRECISION"}
+_STRING_CASTS = {"VARCHAR", "TEXT", "STRING", "CHAR", "NVARCHAR", "NCHAR"}
+_TIMESTAMP_CASTS = {"TIMESTAMP", "TIMESTAMPNTZ", "DATETIME", "TIMESTAMP_S", "TIMESTAMP_MS"}
+_TIMESTAMP_CASTS |= {"TIMESTAMP_NS", "DATETIME2"}
+_ZONED_TIMESTAMP_CASTS = {"TIMESTAMPTZ", "TIMESTAMPLTZ"}
+
+
+@dataclass(frozen=True, slots=True)
+class Coercion:
+    """What ``column = literal`` can match.
+
+    ``values`` (of the column's Arrow type) when the literal coerces exactly; ``None`` with
+    ``no_match`` when no value can match; ``None`` otherwise (pruner cannot tell), with
+    ``reason`` saying why.
+    """
+
+    values: pa.Array | None
+    no_match: bool = False
+    reason: str = ""
+
+
+def _unknown(reason: str) -> Coercion:
+    return Coercion(None, False, reason)
+
+
+def _none(reason: str) -> Coercion:
+    return Coercion(None, True, reason)
+
+
+@dataclass(frozen=True, slots=True)
+class _Timestamp:
+    nanos: int  # since the epoch; UTC when ``zoned``, wall-clock otherwise
+    zoned: bool
+    fraction_digits: int
+
+
+# --------------------------------------------------------------------- literal -> typed value
+
+
+def _parse_timestamp(text: str) -> _Timestamp | None:
+    match = _TIMESTAMP.fullmatch(text.strip())
+    if not match:
+        return None
+    year, month, day, hour, minute, second, fraction, zone = match.groups()
+    try:
+        days = (dt.date(int(year), int(month), int(day)) - _EPOCH).days
+    except ValueError:
+        return None
+    if int(hour or 0) > 23 or int(minute or 0) > 59 or int(second or 0) > 59:
+        return None
+    clock = (int(hour or 0) * 60 + int(minute or 0)) * 60 + int(second or 0)
+    digits = fraction or ""
+    nanos = (days * 86_400 + clock) * 10**9 + int((digits + "0" * 9)[:9])
+    if zone and zone != "Z":
+        sign = -1 if zone[0] == "-" else 1
+        hours, minutes = int(zone[1:3]), int(zone[-2:]) if len(zone) > 3 else 0
+        nanos -= sign * (hours * 3600 + minutes * 60) * 10**9
+    return _Timestamp(nanos, zone is not None, len(digits.rstrip("0")))
+
+
+def _parse_time(text: str) -> tuple[int, int] | None:
+    """Nanoseconds since midnight and the significant fraction digits."""
+    match = _TIME_OF_DAY.fullmatch(text.strip())
+    if not match:
+        return None
+    hour, minute, second, fraction = match.groups()
+    if int(hour) > 23 or int(minute) > 59 or int(second or 0) > 59:
+        return None
+    digits = fraction or ""
+    nanos = ((int(hour) * 60 + int(minute)) * 60 + int(second or 0)) * 10**9
+    return nanos + int((digits + "0" * 9)[:9]), len(digits.rstrip("0"))
+
+
+def _number(text: str, double: bool) -> tuple[str, Any]:
+    """("int", int) | ("decimal", Decimal) | ("double", float) for a numeric spelling."""
+    if _INTEGER.fullmatch(text) and not double:
+        return "int", int(text)
+    if double:
+        return "double", float(text)
+    return "decimal", Decimal(text)
+
+
+def _typed(literal: Literal, dialect: str) -> tuple[str, Any]:
+    """The literal as (kind, value) after its own CAST, before meeting the column."""
+    kind, text = literal.kind, literal.text
+    value: tuple[str, Any]
+    if kind == "null":
+        return "null", None
+    if kind == "boolean":
+        value = ("bool", text.lower() == "true")
+    elif kind == "bytes":
+        try:
+            value = ("bytes", bytes.fromhex(text))
+        except ValueError:
+            return "unknown", f"{text!r} is not hexadecimal"
+    elif kind == "string":
+        value = ("string", text)
+    elif kind == "number":
+        if not _NUMBER.fullmatch(text):
+            return "unknown", f"{text!r} is not a number pruner can read"
+        float_typed = literal.double or "e" in text.lower()
+        # DataFusion parses 1.5 as a DOUBLE, DuckDB and Spark as an exact DECIMAL.
+        float_typed = float_typed or (dialect == "datafusion" and "." in text)
+        value = _number(text, float_typed)
+    else:
+        return "unknown", f"unbound parameter {literal}"
+    if literal.cast is None:
+        return value
+    return _apply_cast(value, literal.cast.upper(), literal)
+
+
+def _apply_cast(value: tuple[str, Any], cast: str, literal: Literal) -> tuple[str, Any]:
+    kind, raw = value
+    base = cast.split("(")[0].strip()
+    if base in _STRING_CASTS and kind == "string":
+        return value
+    if base in _INTEGER_CASTS:
+        if kind == "int":
+            return value
+        if kind == "string" and _INTEGER.fullmatch(raw.strip()):
+            return "int", int(raw.strip())
+    elif base in _DOUBLE_CASTS:
+        if base in ("FLOAT", "REAL"):
+            return "unknown", f"{literal} is FLOAT in some engines and REAL in others"
+        if kind in ("int", "decimal", "double"):
+            return "double", float(raw)
+        if kind == "string":
+            text = raw.strip()
+            if _NUMBER.fullmatch(text) or _INFINITY.fullmatch(text):
+                return "double", float(text)
+            if _NAN.fullmatch(text):
+                return "nan", None
+    elif base == "DECIMAL" and kind in ("int", "decimal", "string"):
+        try:
+            number = Decimal(str(raw).strip())
+        except InvalidOperation:
+            return "unknown", f"{literal} is not a decimal"
+        if "," in cast or "(" not in cast:
+            return "decimal", number
+    elif base == "DATE" and kind == "string":
+        match = _DATE.fullmatch(raw.strip())
+        if match:
+            try:
+                return "date", dt.date(*(int(part) for part in match.groups()))
+            except ValueError:
+                return "unknown", f"{raw!r} is not a valid date"
+    elif base in _TIMESTAMP_CASTS | _ZONED_TIMESTAMP_CASTS and kind == "string":
+        stamp = _parse_timestamp(raw)
+        if stamp is not None:
+            zoned = base in _ZONED_TIMESTAMP_CASTS
+            if stamp.zoned != zoned:
+                return "unknown", f"{literal} depends on the session time zone"
+            return "timestamp", stamp
+    elif base == "TIME" and kind == "string":
+        parsed = _parse_time(raw)
+        if parsed is not None:
+            return "time", parsed
+    elif base in ("BLOB", "BINARY", "VARBINARY", "BYTEA") and kind in ("bytes", "string"):
+        return ("bytes", raw) if kind == "bytes" else ("string_as_bytes", raw)
+    return "unknown", f"pruner does not evaluate {literal}"
+
+
+# -------------------------------------------------------------------- typed value -> column
+
+
+def _integer_column(kind: str, raw: Any, arrow_type: pa.DataType, shown: str) -> Coercion:
+    info = np.iinfo(arrow_type.to_pandas_dtype())
+    if kind == "string":
+        if not _INTEGER.fullmatch(raw.strip()):
+            return _unknown(f"{shown} cast to {arrow_type} may round")
+        kind, raw = "int", int(raw.strip())
+    if kind == "double":
+        if not math.isfinite(raw) or abs(raw) >= _EXACT_DOUBLE:
+            return _unknown(f"{shown} is a DOUBLE: several {arrow_type} values compare equal")
+        if not raw.is_integer():
+            return _none(f"{shown} can never equal an integer")
+        kind, raw = "int", int(raw)
+    if kind == "decimal":
+        if raw != raw.to_integral_value():
+            return _none(f"{shown} can never equal an integer")
+        kind, raw = "int", int(raw)
+    if kind != "int":
+        return _unknown(f"cannot compare {shown} with {arrow_type}")
+    if info.min <= raw <= info.max:
+        return Coercion(pa.array([raw], arrow_type))
+    if abs(raw) < _EXACT_DOUBLE:
+        return _none(f"{shown} is out of range of {arrow_type}")
+    return _unknown(f"{shown} is out of range of {arrow_type}; engines compare it differently")
+
+
+def _float_column(kind: str, raw: Any, arrow_type: pa.DataType, shown: str) -> Coercion:
+    if kind == "string":
+        text = raw.strip()
+        if _NAN.fullmatch(text):
+            kind = "nan"
+        elif _NUMBER.fullmatch(text) or _INFINITY.fullmatch(text):
+            kind, raw = "double", float(text)
+        else:
+            return _unknown(f"{shown} is not a number")
+    if kind == "nan":
+        return _unknown("NaN has many bit patterns and engines compare NaNs as equal")
+    if kind not in ("int", "decimal", "double"):
+        return _unknown(f"cannot compare {shown} with {arrow_type}")
+    number = float(raw)
+    if arrow_type == pa.float32() and float(np.float32(number)) != number:
+        return _unknown(f"{shown} is not exactly a float32; engines round it differently")
+    # 0.0 = -0.0 in SQL, but the two have different bits: probe both.
+    values = [0.0, -0.0] if number == 0 else [number]
+    return Coercion(pa.array(values, arrow_type))
+
+
+def _timestamp_column(
+    kind: str, raw: Any, arrow_type: pa.DataType, shown: str, dialect: str
+) -> Coercion:
+    zoned_column = arrow_type.tz is not None
+    if dialect == "spark" and not zoned_column:
+        return _unknown("Spark compares zone-less timestamps in the session time zone")
+    if kind == "string":
+        stamp = _parse_timestamp(raw)
+        if stamp is None:
+            return _unknown(f"{shown} is not a timestamp pruner can read")
+        if stamp.zoned != zoned_column:
+            return _unknown(f"{shown} on {arrow_type} depends on the session time zone")
+    elif kind == "timestamp":
+        stamp = raw
+        if stamp.zoned != zoned_column:
+            return _unknown(f"{shown} on {arrow_type} depends on the session time zone")
+    elif kind == "date" and not zoned_column:
+        stamp = _Timestamp((raw - _EPOCH).days * _DAY_NANOS, False, 0)
+    else:
+        return _unknown(f"cannot compare {shown} with {arrow_type}")
+    unit = _UNIT_NANOS[arrow_type.unit]
+    if stamp.nanos % unit:
+        return _unknown(f"{shown} is finer than the column's unit ({arrow_type.unit})")
+    value = stamp.nanos // unit
+    if not _INT64[0] <= value <= _INT64[1]:
+        return _unknown(f"{shown} is out of range of {arrow_type}")
+    return Coercion(pa.array([value], pa.int64()).cast(arrow_type))
+
+
+def _date_column(kind: str, raw: Any, arrow_type: pa.DataType, shown: str) -> Coercion:
+    if arrow_type == pa.date64():
+        return _unknown("date64 values may carry a time of day; engines convert them differently")
+    if kind == "string":
+        match = _DATE.fullmatch(raw.strip())
+        if not match:
+            return _unknown(f"{shown} is not a YYYY-MM-DD date")
+        try:
+            kind, raw = "date", dt.date(*(int(part) for part in match.groups()))
+        except ValueError:
+            return _unknown(f"{shown} is not a valid date")
+    if kind == "timestamp" and not raw.zoned:
+        if raw.nanos % _DAY_NANOS:
+            return _unknown(f"{shown} is not at midnight")
+        kind, raw = "date", _EPOCH + dt.timedelta(days=raw.nanos // _DAY_NANOS)
+    if kind != "date":
+        return _unknown(f"cannot compare {shown} with {arrow_type}")
+    return Coercion(pa.array([raw], pa.date32()))
+
+
+def _time_column(kind: str, raw: Any, arrow_type: pa.DataType, shown: str) -> Coercion:
+    if kind == "string":
+        parsed = _parse_time(raw)
+        if parsed is None:
+            return _unknown(f"{shown} is not a time of day")
+        kind, raw = "time", parsed
+    if kind != "time":
+        return _unknown(f"cannot compare {shown} with {arrow_type}")
+    nanos, _ = raw
+    unit = _UNIT_NANOS[arrow_type.unit]
+    if nanos % unit:
+        return _unknown(f"{shown} is finer than the column's unit ({arrow_type.unit})")
+    storage = pa.int32() if pa.types.is_time32(arrow_type) else pa.int64()
+    return Coercion(pa.array([nanos // unit], storage).cast(arrow_type))
+
+
+def coerce(literal: Literal, arrow_type: pa.DataType, dialect: str = "duckdb") -> Coercion:
+    """The values of ``arrow_type`` that ``column = literal`` can match, as the engines do.
+
+    >>> coerce(Literal.number("5"), pa.int8()).values.to_pylist()
+    [5]
+    >>> coerce(Literal.number("1.5"), pa.int64()).no_match
+    True
+    >>> coerce(Literal.number("0"), pa.float64()).values.to_pylist()
+    [0.0, -0.0]
+    >>> coerce(Literal.string("2024-02-30"), pa.date32()).reason
+    "'2024-02-30' is not a valid date"
+    """
+    shown = str(literal)
+    kind, raw = _typed(literal, dialect)
+    if kind == "null":
+        return _none("= NULL is never true (IS NULL tests for nulls)")
+    if kind == "unknown":
+        return _unknown(raw)
+    if pa.types.is_integer(arrow_type):
+        return _integer_column(kind, raw, arrow_type, shown)
+    if pa.types.is_floating(arrow_type):
+        return _float_column(kind, raw, arrow_type, shown)
+    if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
+        if kind != "string":
+            return _unknown(f"comparing a string column with {shown} casts the column")
+        return Coercion(pa.array([raw], arrow_type))
+    if pa.types.is_binary(arrow_type) or pa.types.is_large_binary(arrow_type):
+        if kind in ("string", "string_as_bytes"):
+            if not raw.isascii() or "\\" in raw:
+                return _unknown(f"engines convert {shown} to bytes differently")
+            kind, raw = "bytes", raw.encode()
+        if kind != "bytes":
+            return _unknown(f"cannot compare {shown} with {arrow_type}")
+        return Coercion(pa.array([raw], arrow_type))
+    if pa.types.is_timestamp(arrow_type):
+        return _timestamp_column(kind, raw, arrow_type, shown, dialect)
+    if pa.types.is_date(arrow_type):
+        return _date_column(kind, raw, arrow_type, shown)
+    if pa.types.is_time(arrow_type):
+        return _time_column(kind, raw, arrow_type, shown)
+    return _unknown(f"pruner does not index {arrow_type} columns")
+
+
+def literal_from_python(value: object) -> Literal:
+    """A query parameter (``?`` / ``$1``) as the literal SQL would have spelled it."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if value is None:
+        return Literal("null", "NULL")
+    if isinstance(value, bool):
+        return Literal("boolean", "true" if value else "false")
+    if isinstance(value, int):
+        return Literal.number(str(value))
+    if isinstance(value, float):
+        if math.isnan(value):
+            return Literal("string", "nan", cast="DOUBLE")
+        if math.isinf(value):
+            return Literal("string", "-inf" if value < 0 else "inf", cast="DOUBLE")
+        return Literal("number", repr(value), double=True)
+    if isinstance(value, Decimal):
+        return Literal.number(str(value))
+    if isinstance(value, str):
+        return Literal.string(value)
+    if isinstance(value, bytes | bytearray | memoryview):
+        return Literal("bytes", bytes(value).hex())
+    if isinstance(value, dt.datetime):
+        zoned = value.tzinfo is not None
+        text = value.isoformat(sep=" ")
+        return Literal("string", text, cast="TIMESTAMPTZ" if zoned else "TIMESTAMP")
+    if isinstance(value, dt.date):
+        return Literal("string", value.isoformat(), cast="DATE")
+    if isinstance(value, dt.time):
+        return Literal("string", value.isoformat(), cast="TIME")
+    raise TypeError(f"cannot use {type(value).__name__} {value!r} as a query parameter")
