@@ -75,6 +75,8 @@ _INTEGER_WIDTHS = {
     "INT": (32, True),
     "BIGINT": (64, True),
     "HUGEINT": (128, True),
+    "INT128": (128, True),
+    "UINT128": (128, False),
     "UTINYINT": (8, False),
     "USMALLINT": (16, False),
     "UINT": (32, False),
@@ -256,7 +258,7 @@ class _Source:
 class _Analyzer:
     def __init__(self, schemas: Mapping[str, pa.Schema], dialect: str) -> None:
         self.schemas = {name.lower(): (name, schema) for name, schema in schemas.items()}
-        self.dialect = dialect
+        self.dialect = DIALECTS.get(dialect, dialect)  # sqlglot's name, for SQL text
         self.scans: list[Scan] = []
         self.visited: set[int] = set()  # ids of exp.Table nodes analysed
         self.active: list[int] = []  # scopes being visited (recursive CTEs)
@@ -628,6 +630,8 @@ class _Resolver:
             target = self._column(node.this, alias)
             if isinstance(target, str) and isinstance(node.expression, exp.Null):
                 return IsNull(target)
+            if target is None:
+                return Unknown(f"not a condition on {alias}", self.sql(node))
             if isinstance(target, Unknown):
                 return target
             return Unknown("IS other than IS NULL cannot use a bloom filter", self.sql(node))
@@ -676,6 +680,11 @@ class _Resolver:
             if null_safe and literal.kind == "null":
                 return IsNull(column)
             return Equals(column, literal)
+        for side in (left, right):
+            for column_node in side.find_all(exp.Column):
+                if isinstance(self._column(column_node, alias), str):
+                    reason = f"an expression of {column_node.name} cannot use a bloom filter"
+                    return Unknown(reason, self.sql(node))
         return Unknown(_why_not_here(left, right, alias), self.sql(node))
 
     def _in(self, node: exp.In, alias: str) -> Predicate:

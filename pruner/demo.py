@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shutil
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +23,17 @@ from rich.table import Table
 from pruner.hashing import hash_array
 from pruner.index import ZoneIndex, build_index
 
-__all__ = ["make_events", "run_demo"]
+__all__ = [
+    "EXAMPLE_INDEXES",
+    "SqlExample",
+    "make_events",
+    "make_users",
+    "read_sql_examples",
+    "run_demo",
+    "write_example_tables",
+]
+
+SQL_EXAMPLES = Path(__file__).resolve().parents[1] / "sql_examples" / "queries.sql"
 
 _HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
 
@@ -66,6 +77,95 @@ def make_events(rows: int, seed: int = 7) -> pa.Table:
             "amount": pa.array(rng.gamma(2.0, 20.0, rows)),
         }
     )
+
+
+def make_users(count: int, seed: int = 11) -> pa.Table:
+    """A users table keyed by the events' user ids, for joins."""
+    rng = np.random.default_rng(seed)
+    plans = pa.array(["free", "pro", "team"])
+    plan = plans.take(pa.array(rng.integers(0, len(plans), count)))
+    plan = pc.if_else(pa.array(rng.random(count) < 0.1), pa.scalar(None, pa.string()), plan)
+    signup = rng.integers(19_000, 20_000, count).astype(np.int32)
+    return pa.table(
+        {
+            "user_id": pa.array(rng.permutation(count).astype(np.int64)),
+            "name": pa.array([f"user-{i:07d}" for i in rng.permutation(count)]),
+            "plan": plan,
+            "signup": pa.array(signup, pa.date32()),
+        }
+    )
+
+
+EXAMPLE_INDEXES = {
+    "events": ("event_id", "user_id", "trace_id", "country"),
+    "events_pq": ("user_id", "trace_id", "country"),
+    "users": ("user_id", "name", "plan", "signup"),
+}
+"""The tables ``sql_examples/`` queries, and the columns indexed in each."""
+
+
+def write_example_tables(
+    directory: Path, rows: int, fragments: int = 4, items: int = 8192
+) -> dict[str, Path]:
+    """The tables of ``sql_examples/``: events (Lance), events_pq (Parquet), users (Parquet).
+
+    Returns ``{table name: path}``, with every column of :data:`EXAMPLE_INDEXES` indexed.
+    """
+    import lance
+
+    directory.mkdir(parents=True, exist_ok=True)
+    events = make_events(rows)
+    users = make_users(max(1, rows // 8))
+    per_fragment = -(-rows // fragments)
+    paths = {
+        "events": directory / "events.lance",
+        "events_pq": directory / "events_pq",
+        "users": directory / "users",
+    }
+    for path in paths.values():
+        shutil.rmtree(path, ignore_errors=True)
+    lance.write_dataset(events, str(paths["events"]), max_rows_per_file=per_fragment)
+    for name, table, per_file in (
+        ("events_pq", events, per_fragment),
+        ("users", users, -(-users.num_rows // 2)),
+    ):
+        paths[name].mkdir()
+        for number, start in enumerate(range(0, table.num_rows, per_file)):
+            pq.write_table(
+                table.slice(start, per_file),
+                paths[name] / f"part-{number:04d}.parquet",
+                row_group_size=max(1, items // 2),
+            )
+    for name, columns in EXAMPLE_INDEXES.items():
+        for column in columns:
+            build_index(paths[name], column, items=items)
+    return paths
+
+
+@dataclass(frozen=True)
+class SqlExample:
+    name: str
+    dialect: str
+    why: str
+    sql: str
+
+
+def read_sql_examples(path: Path = SQL_EXAMPLES) -> list[SqlExample]:
+    """The named queries of ``sql_examples/queries.sql`` (blocks of ``-- key: value`` + SQL)."""
+    examples = []
+    for block in path.read_text().split("\n\n"):
+        keys: dict[str, str] = {}
+        body: list[str] = []
+        for line in block.strip().splitlines():
+            if line.startswith("-- ") and ":" in line and not body:
+                key, _, value = line[3:].partition(":")
+                keys[key.strip()] = value.strip()
+            elif not line.startswith("--"):
+                body.append(line)
+        if "name" in keys and body:
+            sql = "\n".join(body).strip().rstrip(";")
+            examples.append(SqlExample(keys["name"], keys["dialect"], keys.get("why", ""), sql))
+    return examples
 
 
 def _zones_holding(

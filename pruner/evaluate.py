@@ -1,0 +1,240 @@
+"""Predicate x table -> Selection, with a report per term for explain.
+
+Each Equals / In leaf is bound to its column (literals coerced at the column's type and width,
+:mod:`pruner.literals`), hashed once, and probed against every zone in one batch; IS NULL reads
+the zones' has-null flags. AND intersects selections and OR unites them; every other leaf
+selects everything, which is where "cannot prune" comes from (pyiceberg's inclusive metrics
+evaluator reasons the same way). An index that is missing, damaged or stale widens the result;
+nothing here can narrow it below the rows that match.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from pruner.analyzer import Analysis, Scan
+from pruner.errors import IndexFormatError
+from pruner.expressions import (
+    AlwaysFalse,
+    AlwaysTrue,
+    And,
+    Equals,
+    In,
+    IsNull,
+    Literal,
+    NotEquals,
+    NotIn,
+    NotNull,
+    Or,
+    Predicate,
+    Unknown,
+    to_sql,
+)
+from pruner.hashing import hash_array
+from pruner.literals import coerce
+from pruner.selection import Selection
+from pruner.table import BoundIndex, Table
+
+__all__ = ["ScanSelection", "TermReport", "evaluate", "select_scans", "table_selections"]
+
+
+@dataclass(frozen=True, slots=True)
+class TermReport:
+    """One leaf of a scan's predicate: did it use an index, and if not, why."""
+
+    term: str
+    used_index: bool
+    reason: str = ""
+    column: str | None = None
+    zones_selected: int | None = None
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "term": self.term,
+            "column": self.column,
+            "used_index": self.used_index,
+            "reason": self.reason,
+            "zones_selected": self.zones_selected,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ScanSelection:
+    """The rows one table scan must read, and how pruner got there."""
+
+    scan: Scan
+    selection: Selection
+    terms: tuple[TermReport, ...]
+    zones_total: int
+    zones_selected: int
+    rows_total: int
+    fragments_total: int
+
+
+class _Evaluator:
+    def __init__(self, table: Table, dialect: str) -> None:
+        self.table = table
+        self.dialect = dialect
+        self.terms: list[TermReport] = []
+        self.layout: BoundIndex | None = None
+
+    def bound(self, column: str, term: str) -> BoundIndex | None:
+        try:
+            index = self.table.index(column)
+        except IndexFormatError as err:
+            self.terms.append(
+                TermReport(term, False, f"bloom index on {column} is unreadable ({err})", column)
+            )
+            return None
+        if index is None:
+            self.terms.append(TermReport(term, False, f"no bloom index on column {column}", column))
+        elif self.layout is None:
+            self.layout = index
+        return index
+
+    def run(self, node: Predicate) -> Selection | None:
+        """The selected rows; None means every row (kept symbolic: it is the common case)."""
+        if isinstance(node, And):
+            result: Selection | None = None
+            for child in node.children:
+                part = self.run(child)
+                if part is not None:
+                    result = part if result is None else result & part
+            return result
+        if isinstance(node, Or):
+            parts = [self.run(child) for child in node.children]
+            if any(part is None for part in parts):
+                if any(part is not None for part in parts):
+                    unpruned = [
+                        to_sql(child)
+                        for child, part in zip(node.children, parts, strict=True)
+                        if part is None
+                    ]
+                    reason = "OR with a term that cannot prune: " + "; ".join(unpruned)
+                    self.terms.append(TermReport(to_sql(node), False, reason))
+                return None
+            united = Selection.empty()
+            for part in parts:
+                if part is not None:
+                    united = united | part
+            return united
+        if isinstance(node, AlwaysTrue):
+            return None
+        if isinstance(node, AlwaysFalse):
+            self.terms.append(TermReport("FALSE", False, node.reason or "never true"))
+            return Selection.empty()
+        if isinstance(node, Equals | In):
+            values = (node.value,) if isinstance(node, Equals) else node.values
+            return self.probe(node.column, values, to_sql(node))
+        if isinstance(node, IsNull):
+            return self.nulls(node.column, to_sql(node))
+        term = to_sql(node)
+        if isinstance(node, Unknown):
+            self.terms.append(TermReport(node.sql or term, False, node.reason))
+        elif isinstance(node, NotEquals | NotIn | NotNull):
+            operator = {NotEquals: "!=", NotIn: "NOT IN", NotNull: "IS NOT NULL"}[type(node)]
+            self.terms.append(TermReport(term, False, f"{operator} cannot prune", node.column))
+        else:  # pragma: no cover - rewrite_not leaves no Not
+            self.terms.append(TermReport(term, False, "not understood"))
+        return None
+
+    def probe(self, column: str, values: tuple[Literal, ...], term: str) -> Selection | None:
+        if column not in self.table.schema.names:
+            self.terms.append(TermReport(term, False, f"no column {column} in the table", column))
+            return None
+        arrow_type = self.table.schema.field(column).type
+        arrays, reasons = [], []
+        for literal in values:
+            coerced = coerce(literal, arrow_type, self.dialect)
+            if coerced.values is not None:
+                arrays.append(coerced.values)
+            elif coerced.no_match:
+                reasons.append(coerced.reason)
+            else:
+                self.terms.append(TermReport(term, False, coerced.reason, column))
+                return None
+        if not arrays:
+            self.terms.append(TermReport(term, False, "; ".join(reasons), column, 0))
+            return Selection.empty()
+        index = self.bound(column, term)
+        if index is None:
+            return None
+        hashes = np.concatenate([hash_array(array)[0] for array in arrays])
+        mask = index.index.zone_mask(hashes)
+        note = "; ".join(reasons)
+        self.terms.append(TermReport(term, True, note, column, int((mask & index.valid).sum())))
+        return index.zones(mask)
+
+    def nulls(self, column: str, term: str) -> Selection | None:
+        if column not in self.table.schema.names:
+            self.terms.append(TermReport(term, False, f"no column {column} in the table", column))
+            return None
+        index = self.bound(column, term)
+        if index is None:
+            return None
+        mask = np.asarray(index.index.has_null, dtype=bool)
+        self.terms.append(TermReport(term, True, "", column, int((mask & index.valid).sum())))
+        return index.zones(mask)
+
+
+def evaluate(predicate: Predicate, table: Table, dialect: str = "duckdb") -> Selection:
+    """The rows of ``table`` that may satisfy ``predicate`` (a superset, never fewer)."""
+    selected = _Evaluator(table, dialect).run(predicate)
+    whole = table.whole()
+    return whole if selected is None else selected & whole
+
+
+def _count_zones(starts: np.ndarray, ends: np.ndarray, selection: Selection) -> int:
+    """Zones that overlap the selection."""
+    if not len(starts) or not selection.num_ranges:
+        return 0
+    slot = np.searchsorted(selection.ends, starts, side="right")
+    inside = slot < selection.num_ranges
+    overlaps = np.zeros(len(starts), dtype=bool)
+    overlaps[inside] = selection.starts[slot[inside]] < ends[inside]
+    return int(overlaps.sum())
+
+
+def _select_scan(scan: Scan, table: Table, dialect: str) -> ScanSelection:
+    evaluator = _Evaluator(table, dialect)
+    selected = evaluator.run(scan.predicate)
+    whole = table.whole()
+    selection = whole if selected is None else selected & whole
+    layout = evaluator.layout or table.any_index()
+    if layout is not None:
+        keep = layout.valid
+        starts = np.concatenate([layout.zone_starts[keep], layout.uncovered.starts])
+        ends = np.concatenate([layout.zone_ends[keep], layout.uncovered.ends])
+    else:
+        starts, ends = table.default_zones()
+    zones_selected = len(starts) if selected is None else _count_zones(starts, ends, selection)
+    return ScanSelection(
+        scan=scan,
+        selection=selection,
+        terms=tuple(evaluator.terms),
+        zones_total=len(starts),
+        zones_selected=zones_selected,
+        rows_total=whole.num_rows,
+        fragments_total=len(table.fragment_rows),
+    )
+
+
+def select_scans(analysis: Analysis, tables: Mapping[str, Table]) -> list[ScanSelection]:
+    """Evaluate every scan of a known table in the analysis."""
+    return [
+        _select_scan(scan, tables[scan.table], analysis.dialect)
+        for scan in analysis.scans
+        if scan.table in tables
+    ]
+
+
+def table_selections(scans: list[ScanSelection]) -> dict[str, Selection]:
+    """Per table, the union of its scans' selections: what an engine binding it must read."""
+    result: dict[str, Selection] = {}
+    for scan in scans:
+        name = scan.scan.table
+        result[name] = result[name] | scan.selection if name in result else scan.selection
+    return result

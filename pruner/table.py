@@ -1,0 +1,219 @@
+"""A table as pruner sees it: its schema, its fragments now, and its bloom indexes.
+
+A Lance dataset's fragments are its fragments (ids from the manifest, physical row counts).
+A Parquet directory's fragments are its files, numbered in path order. An index is *bound*
+to the table's current fragments: zones of fragments that no longer exist, or of Parquet
+files whose size, modification time or row count changed since the index was built, are
+ignored, and fragments no zone covers are read whole. So a stale index widens a
+selection; it never drops a row.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pruner.errors import IndexNotFoundError, InvalidParameterError, PrunerError
+from pruner.index import (
+    DEFAULT_ITEMS,
+    ZoneIndex,
+    _is_lance_dataset,
+    _parquet_files,
+    list_bloom_indexes,
+    load_index,
+    parquet_index_path,
+    read_index_file,
+)
+from pruner.selection import FRAGMENT_SHIFT, Selection
+
+__all__ = ["BoundIndex", "Table", "open_table"]
+
+
+@dataclass(frozen=True, slots=True)
+class ParquetFile:
+    path: Path
+    relative: str
+    size: int
+    mtime_ns: int
+    rows: int
+
+
+@dataclass(eq=False)
+class BoundIndex:
+    """A ZoneIndex matched to the table's current fragments.
+
+    ``zone_starts`` / ``zone_ends`` are row addresses in the table's fragment numbering;
+    ``valid`` is False for zones of fragments that are gone or changed; ``uncovered`` holds
+    every fragment no valid zone covers, whole.
+    """
+
+    index: ZoneIndex
+    valid: np.ndarray
+    zone_starts: np.ndarray
+    zone_ends: np.ndarray
+    uncovered: Selection
+
+    def zones(self, mask: np.ndarray) -> Selection:
+        """The selected zones' rows, plus every uncovered fragment."""
+        keep = mask & self.valid
+        return Selection.normalize(self.zone_starts[keep], self.zone_ends[keep]) | self.uncovered
+
+
+class Table:
+    """One Lance dataset or Parquet directory, with its indexes loaded on first use."""
+
+    def __init__(
+        self,
+        path: Path,
+        kind: str,
+        schema: pa.Schema,
+        fragment_rows: dict[int, int],
+        files: dict[int, ParquetFile] | None = None,
+        dataset: Any = None,
+    ) -> None:
+        self.path = path
+        self.kind = kind
+        self.schema = schema
+        self.fragment_rows = fragment_rows
+        self.files = files
+        self.dataset = dataset
+        self._indexes: dict[str, BoundIndex | None] = {}
+        self._lock = threading.Lock()
+        self._whole: Selection | None = None
+
+    @property
+    def num_rows(self) -> int:
+        return sum(self.fragment_rows.values())
+
+    def whole(self) -> Selection:
+        if self._whole is None:
+            self._whole = Selection.whole(self.fragment_rows)
+        return self._whole
+
+    def index(self, column: str) -> BoundIndex | None:
+        """The bound index of ``column``, or None when it has none.
+
+        Raises:
+            IndexFormatError: the index exists but is damaged.
+        """
+        with self._lock:
+            if column not in self._indexes:
+                self._indexes[column] = self._load(column)
+            return self._indexes[column]
+
+    def any_index(self) -> BoundIndex | None:
+        """Some readable index of this table (its zones describe the table's layout)."""
+        for column in self.indexed_columns():
+            try:
+                index = self.index(column)
+            except PrunerError:
+                continue
+            if index is not None:
+                return index
+        return None
+
+    def indexed_columns(self) -> list[str]:
+        if self.kind == "lance":
+            return sorted({info.column for info in list_bloom_indexes(self.dataset)})
+        return [name for name in self.schema.names if parquet_index_path(self.path, name).exists()]
+
+    def _load(self, column: str) -> BoundIndex | None:
+        if self.kind == "lance":
+            try:
+                index = load_index(self.path, column)
+            except IndexNotFoundError:
+                return None
+            table_ids = np.where(
+                np.isin(index.fragment_id, list(self.fragment_rows)), index.fragment_id, -1
+            ).astype(np.int64)
+        else:
+            location = parquet_index_path(self.path, column)
+            if not location.exists():
+                return None
+            index = read_index_file(location, column)
+            table_ids = self._parquet_ids(index)
+        valid = table_ids >= 0
+        starts = (table_ids << FRAGMENT_SHIFT) + index.zone_start.astype(np.int64)
+        ends = starts + index.zone_length.astype(np.int64)
+        covered = set(np.unique(table_ids[valid]).tolist())
+        uncovered = Selection.whole(
+            {f: rows for f, rows in self.fragment_rows.items() if f not in covered}
+        )
+        return BoundIndex(index, valid, starts, ends, uncovered)
+
+    def _parquet_ids(self, index: ZoneIndex) -> np.ndarray:
+        """Index fragment id -> table fragment id, -1 where the file changed or is gone."""
+        current = {f.relative: (fid, f) for fid, f in (self.files or {}).items()}
+        mapping: dict[int, int] = {}
+        for entry in index.files or []:
+            found = current.get(entry.path)
+            if found is None:
+                continue
+            fid, now = found
+            if (now.size, now.mtime_ns, now.rows) == (entry.size, entry.mtime_ns, entry.rows):
+                mapping[entry.fragment_id] = fid
+        lookup = np.vectorize(lambda f: mapping.get(int(f), -1), otypes=[np.int64])
+        unique, inverse = np.unique(index.fragment_id, return_inverse=True)
+        return lookup(unique)[inverse] if len(unique) else np.empty(0, np.int64)
+
+    def default_zones(self) -> tuple[np.ndarray, np.ndarray]:
+        """Zone boundaries (addresses) of ``DEFAULT_ITEMS`` rows, for tables without index."""
+        starts, ends = [], []
+        for fragment, rows in sorted(self.fragment_rows.items()):
+            offsets = np.arange(0, rows, DEFAULT_ITEMS, dtype=np.int64)
+            starts.append((fragment << FRAGMENT_SHIFT) + offsets)
+            ends.append((fragment << FRAGMENT_SHIFT) + np.minimum(offsets + DEFAULT_ITEMS, rows))
+        if not starts:
+            return np.empty(0, np.int64), np.empty(0, np.int64)
+        return np.concatenate(starts), np.concatenate(ends)
+
+
+def open_table(source: str | os.PathLike[str]) -> Table:
+    """Open a Lance dataset or a directory of Parquet files.
+
+    Raises:
+        InvalidParameterError: the path is neither.
+    """
+    path = Path(source)
+    if _is_lance_dataset(path):
+        import lance
+
+        dataset = lance.dataset(str(path))
+        rows = {f.fragment_id: f.physical_rows for f in dataset.get_fragments()}
+        return Table(path, "lance", dataset.schema, rows, dataset=dataset)
+    if path.is_file() and path.suffix == ".parquet":
+        raise InvalidParameterError(
+            f"{path} is a file; pruner indexes a directory of Parquet files: "
+            f"give its directory {path.parent}"
+        )
+    if not path.is_dir():
+        raise InvalidParameterError(f"{path} does not exist; give a Lance dataset or a directory")
+    found = _parquet_files(path)
+    if not found:
+        raise InvalidParameterError(
+            f"{path} is neither a Lance dataset nor a directory of Parquet files"
+        )
+    files: dict[int, ParquetFile] = {}
+    schema = None
+    for fid, file in enumerate(found):
+        stat = file.stat()
+        metadata = pq.read_metadata(file)
+        if schema is None:
+            schema = metadata.schema.to_arrow_schema()
+        files[fid] = ParquetFile(
+            file,
+            file.relative_to(path).as_posix(),
+            stat.st_size,
+            stat.st_mtime_ns,
+            metadata.num_rows,
+        )
+    assert schema is not None
+    rows = {fid: f.rows for fid, f in files.items()}
+    return Table(path, "parquet", schema, rows, files=files)
