@@ -12,6 +12,7 @@ import pytest
 from pruner import sbbf
 from pruner.errors import IndexFormatError, InvalidParameterError
 from pruner.hashing import hash_array
+from pruner.index import ZoneIndex
 
 
 def test_sizing_matches_lance(vectors: Path) -> None:
@@ -102,3 +103,166 @@ def test_a_million_values_no_false_negatives_and_fpp_within_target(arrow_type: p
     hits = sbbf.check(filters[:20], probe_hashes)
     rate = hits.mean()
     assert rate <= 0.00057, f"measured false-positive rate {rate:.2e} above the 0.00057 target"
+
+
+# ------------------------------------------------------------------ the sliced layout
+
+
+def _filters_with_members(
+    num_zones: int, num_bytes: int, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Filters with ~20-35% of their bits set, and up to 40 of the hashes inserted."""
+    rng = np.random.default_rng(seed)
+    per_zone = max(2, num_bytes // 4) if num_bytes >= 1024 else num_bytes // 4 + 4
+    hashes = rng.integers(0, 2**64 - 1, num_zones * per_zone, dtype=np.uint64, endpoint=True)
+    filters = sbbf.insert(hashes, np.arange(num_zones + 1) * per_zone, num_bytes)
+    return filters, rng.choice(hashes, size=min(len(hashes), 40), replace=False)
+
+
+def _probes(members: np.ndarray, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    absent = rng.integers(0, 2**64 - 1, 60, dtype=np.uint64, endpoint=True)
+    return np.concatenate([members, absent])
+
+
+@pytest.mark.parametrize("num_bytes", [32, 64, 32768])
+@pytest.mark.parametrize("num_zones", [1, 63, 64, 65, 130])
+def test_sliced_probe_equals_check(num_zones: int, num_bytes: int) -> None:
+    filters, members = _filters_with_members(num_zones, num_bytes, seed=num_zones + num_bytes)
+    hashes = _probes(members, seed=num_zones)
+    expected = sbbf.check(filters, hashes)
+    assert expected[: len(members)].any(axis=1).all(), "every member is found somewhere"
+    assert not expected.all(), "some (value, zone) pairs are proved absent"
+    sliced = sbbf.SlicedFilters(filters)
+    got = sliced.might_contain(hashes)
+    assert got.dtype == bool and got.shape == (len(hashes), num_zones)
+    assert np.array_equal(got, expected)
+    assert np.array_equal(sliced.may_contain_any(hashes), expected.any(axis=0))
+    assert np.array_equal(sliced.may_contain_any(members[:1]), expected[0])
+
+
+def test_check_equals_the_per_value_definition() -> None:
+    """The batched ``check`` against the 8 masks tested one (value, zone) at a time."""
+    filters, members = _filters_with_members(5, 64, seed=1)
+    hashes = _probes(members, seed=2)
+    words = filters.view("<u4").reshape(5, 2, 8)
+    blocks, masks = sbbf.block_of(hashes, 2), sbbf._masks(hashes)
+    expected = [
+        [bool(((words[z, blocks[k]] & masks[k]) == masks[k]).all()) for z in range(5)]
+        for k in range(len(hashes))
+    ]
+    assert sbbf.check(filters, hashes).tolist() == expected
+
+
+def test_sliced_bits_are_the_transposed_filter_bits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bit z % 64 of word z // 64 of row p is bit p of zone z's filter, in every chunking."""
+    rng = np.random.default_rng(5)
+    filters = rng.integers(0, 256, (130, 224), dtype=np.uint8)  # 28 columns of 8 bytes
+    bits = np.unpackbits(filters, axis=1, bitorder="little")  # (zones, positions)
+    expected = np.zeros((224 * 8, 192), dtype=np.uint8)
+    expected[:, :130] = bits.T
+    expected_words = np.packbits(expected, axis=1, bitorder="little").view("<u8")
+    # Chunks of 3 columns x 2 zone words: partial chunks on both axes, several threads.
+    monkeypatch.setattr(sbbf, "_SLICE_COLUMNS", 3)
+    monkeypatch.setattr(sbbf, "_SLICE_CHUNK_BYTES", 64 * 8 * 3 * 2)
+    for threads in (1, 3):
+        assert np.array_equal(sbbf.SlicedFilters(filters, threads=threads).bits, expected_words)
+    monkeypatch.undo()
+    assert np.array_equal(sbbf.SlicedFilters(filters).bits, expected_words)
+
+
+def test_sliced_probe_in_many_small_steps(monkeypatch: pytest.MonkeyPatch) -> None:
+    filters, members = _filters_with_members(65, 64, seed=9)
+    hashes = _probes(members, seed=10)
+    monkeypatch.setattr(sbbf, "_PROBE_GATHER_BYTES", 1)  # one value per step
+    sliced = sbbf.SlicedFilters(filters)
+    expected = sbbf.check(filters, hashes)
+    assert np.array_equal(sliced.might_contain(hashes), expected)
+    assert np.array_equal(sliced.may_contain_any(hashes), expected.any(axis=0))
+
+
+@pytest.mark.parametrize("num_zones", [0, 1, 65])
+def test_sliced_probe_of_no_values_and_no_zones(num_zones: int) -> None:
+    filters, members = (
+        _filters_with_members(num_zones, 32, seed=4)
+        if num_zones
+        else (
+            np.zeros((0, 32), dtype=np.uint8),
+            np.zeros(0, dtype=np.uint64),
+        )
+    )
+    sliced = sbbf.SlicedFilters(filters)
+    none = np.zeros(0, dtype=np.uint64)
+    assert sliced.might_contain(none).shape == (0, num_zones)
+    assert sliced.may_contain_any(none).tolist() == [False] * num_zones
+    assert sbbf.check(filters, none).shape == (0, num_zones)
+    hashes = _probes(members, seed=3)
+    assert np.array_equal(sliced.might_contain(hashes), sbbf.check(filters, hashes))
+
+
+def test_sliced_layout_refuses_bad_filter_lengths() -> None:
+    with pytest.raises(IndexFormatError, match="multiple of 32"):
+        sbbf.SlicedFilters(np.zeros((3, 48), dtype=np.uint8))
+
+
+def _mixed_index() -> tuple[ZoneIndex, np.ndarray]:
+    """An index of 130 zones with 64-byte filters and 67 zones with 96-byte ones, interleaved."""
+    small, small_members = _filters_with_members(130, 64, seed=21)
+    large, large_members = _filters_with_members(67, 96, seed=22)
+    rows = [bytes(f) for f in small] + [bytes(f) for f in large]
+    order = np.random.default_rng(23).permutation(len(rows))
+    zones = len(rows)
+    index = ZoneIndex(
+        column="x",
+        items=16,
+        probability=0.01,
+        fragment_id=np.zeros(zones, dtype=np.uint64),
+        zone_start=np.arange(zones, dtype=np.uint64),
+        zone_length=np.ones(zones, dtype=np.uint64),
+        has_null=np.zeros(zones, dtype=bool),
+        filter_data=[rows[i] for i in order],
+    )
+    return index, _probes(np.concatenate([small_members, large_members]), seed=24)
+
+
+def test_zone_index_answers_the_same_before_and_after_the_sliced_layout() -> None:
+    index, hashes = _mixed_index()
+    assert len(index.filter_groups()) == 2
+    expected = np.zeros((len(hashes), index.num_zones), dtype=bool)
+    for zones, filters in index.filter_groups():
+        expected[:, zones] = sbbf.check(filters, hashes)
+    # One value: far below the price of a build, probed directly.
+    assert np.array_equal(index.might_contain(hashes[:1]), expected[:1])
+    assert np.array_equal(index.zone_mask(hashes[:1]), expected[0])
+    assert not index._sliced, "one value does not pay for the sliced layout"
+    index.prepare_probes()
+    assert sorted(index._sliced) == [0, 1]
+    assert np.array_equal(index.might_contain(hashes), expected)
+    assert np.array_equal(index.zone_mask(hashes), expected.any(axis=0))
+    assert np.array_equal(index.zone_mask(hashes[:0]), np.zeros(index.num_zones, dtype=bool))
+
+
+def test_zone_index_builds_the_sliced_layout_when_direct_probes_have_cost_as_much() -> None:
+    index, hashes = _mixed_index()
+    (_, large) = index.filter_groups()[1]
+    expected = np.zeros((1, index.num_zones), dtype=bool)
+    for zones, filters in index.filter_groups():
+        expected[:, zones] = sbbf.check(filters, hashes[:1])
+    # Ski rental: direct probes until their pairs would pass the price of a build.
+    price = ZoneIndex._PAIRS_PER_SLICED_BYTE * large.nbytes
+    values = int(price // len(large))
+    for _ in range(values):
+        assert np.array_equal(index.might_contain(hashes[:1]), expected)
+    assert 1 not in index._sliced, "the large-filter group has not paid for its build yet"
+    assert np.array_equal(index.zone_mask(hashes[:1]), expected[0])
+    assert 1 in index._sliced, "one more value passes the price: built"
+    assert np.array_equal(index.might_contain(hashes[:1]), expected)
+    # One probe of enough values pays for both builds at once.
+    fresh, _ = _mixed_index()
+    for _, filters in fresh.filter_groups():
+        assert len(hashes) * len(filters) > ZoneIndex._PAIRS_PER_SLICED_BYTE * filters.nbytes
+    direct = fresh.might_contain(hashes[:1])
+    assert not fresh._sliced
+    assert np.array_equal(fresh.zone_mask(hashes), index.zone_mask(hashes))
+    assert sorted(fresh._sliced) == [0, 1]
+    assert np.array_equal(fresh.might_contain(hashes[:1]), direct)
