@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow as pa
 
 from pruner.analyzer import Analysis, Scan
 from pruner.errors import IndexFormatError
@@ -146,23 +147,24 @@ class _Evaluator:
             self.terms.append(TermReport(term, False, f"no column {column} in the table", column))
             return None
         arrow_type = self.table.schema.field(column).type
-        arrays, reasons = [], []
+        probes: list[object] = []
+        reasons = []
         for literal in values:
             coerced = coerce(literal, arrow_type, self.dialect)
             if coerced.values is not None:
-                arrays.append(coerced.values)
+                probes.extend(coerced.values)
             elif coerced.no_match:
                 reasons.append(coerced.reason)
             else:
                 self.terms.append(TermReport(term, False, coerced.reason, column))
                 return None
-        if not arrays:
+        if not probes:
             self.terms.append(TermReport(term, False, "; ".join(reasons), column, 0))
             return Selection.empty()
         index = self.bound(column, term)
         if index is None:
             return None
-        hashes = np.concatenate([hash_array(array)[0] for array in arrays])
+        hashes, _ = hash_array(pa.array(probes, arrow_type))
         mask = index.index.zone_mask(hashes)
         note = "; ".join(reasons)
         self.terms.append(TermReport(term, True, note, column, int((mask & index.valid).sum())))

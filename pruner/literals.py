@@ -69,12 +69,12 @@ _ZONED_TIMESTAMP_CASTS = {"TIMESTAMPTZ", "TIMESTAMPLTZ"}
 class Coercion:
     """What ``column = literal`` can match.
 
-    ``values`` (of the column's Arrow type) when the literal coerces exactly; ``None`` with
-    ``no_match`` when no value can match; ``None`` otherwise (pruner cannot tell), with
-    ``reason`` saying why.
+    ``values`` (Python values of the column's Arrow type) when the literal coerces exactly;
+    ``None`` with ``no_match`` when no value can match; ``None`` otherwise (pruner cannot
+    tell), with ``reason`` saying why.
     """
 
-    values: pa.Array | None
+    values: list[Any] | None
     no_match: bool = False
     reason: str = ""
 
@@ -242,7 +242,7 @@ def _integer_column(kind: str, raw: Any, arrow_type: pa.DataType, shown: str) ->
     if kind != "int":
         return _unknown(f"cannot compare {shown} with {arrow_type}")
     if info.min <= raw <= info.max:
-        return Coercion(pa.array([raw], arrow_type))
+        return Coercion([raw])
     if abs(raw) < _EXACT_DOUBLE:
         return _none(f"{shown} is out of range of {arrow_type}")
     return _unknown(f"{shown} is out of range of {arrow_type}; engines compare it differently")
@@ -266,7 +266,7 @@ def _float_column(kind: str, raw: Any, arrow_type: pa.DataType, shown: str) -> C
         return _unknown(f"{shown} is not exactly a float32; engines round it differently")
     # 0.0 = -0.0 in SQL, but the two have different bits: probe both.
     values = [0.0, -0.0] if number == 0 else [number]
-    return Coercion(pa.array(values, arrow_type))
+    return Coercion(values)
 
 
 def _timestamp_column(
@@ -295,7 +295,7 @@ def _timestamp_column(
     value = stamp.nanos // unit
     if not _INT64[0] <= value <= _INT64[1]:
         return _unknown(f"{shown} is out of range of {arrow_type}")
-    return Coercion(pa.array([value], pa.int64()).cast(arrow_type))
+    return Coercion([value])
 
 
 def _date_column(kind: str, raw: Any, arrow_type: pa.DataType, shown: str) -> Coercion:
@@ -315,7 +315,7 @@ def _date_column(kind: str, raw: Any, arrow_type: pa.DataType, shown: str) -> Co
         kind, raw = "date", _EPOCH + dt.timedelta(days=raw.nanos // _DAY_NANOS)
     if kind != "date":
         return _unknown(f"cannot compare {shown} with {arrow_type}")
-    return Coercion(pa.array([raw], pa.date32()))
+    return Coercion([raw])
 
 
 def _time_column(kind: str, raw: Any, arrow_type: pa.DataType, shown: str) -> Coercion:
@@ -330,18 +330,17 @@ def _time_column(kind: str, raw: Any, arrow_type: pa.DataType, shown: str) -> Co
     unit = _UNIT_NANOS[arrow_type.unit]
     if nanos % unit:
         return _unknown(f"{shown} is finer than the column's unit ({arrow_type.unit})")
-    storage = pa.int32() if pa.types.is_time32(arrow_type) else pa.int64()
-    return Coercion(pa.array([nanos // unit], storage).cast(arrow_type))
+    return Coercion([nanos // unit])
 
 
 def coerce(literal: Literal, arrow_type: pa.DataType, dialect: str = "duckdb") -> Coercion:
     """The values of ``arrow_type`` that ``column = literal`` can match, as the engines do.
 
-    >>> coerce(Literal.number("5"), pa.int8()).values.to_pylist()
+    >>> coerce(Literal.number("5"), pa.int8()).values
     [5]
     >>> coerce(Literal.number("1.5"), pa.int64()).no_match
     True
-    >>> coerce(Literal.number("0"), pa.float64()).values.to_pylist()
+    >>> coerce(Literal.number("0"), pa.float64()).values
     [0.0, -0.0]
     >>> coerce(Literal.string("2024-02-30"), pa.date32()).reason
     "'2024-02-30' is not a valid date"
@@ -359,7 +358,7 @@ def coerce(literal: Literal, arrow_type: pa.DataType, dialect: str = "duckdb") -
     if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
         if kind != "string":
             return _unknown(f"comparing a string column with {shown} casts the column")
-        return Coercion(pa.array([raw], arrow_type))
+        return Coercion([raw])
     if pa.types.is_binary(arrow_type) or pa.types.is_large_binary(arrow_type):
         if kind in ("string", "string_as_bytes"):
             if not raw.isascii() or "\\" in raw:
@@ -367,7 +366,7 @@ def coerce(literal: Literal, arrow_type: pa.DataType, dialect: str = "duckdb") -
             kind, raw = "bytes", raw.encode()
         if kind != "bytes":
             return _unknown(f"cannot compare {shown} with {arrow_type}")
-        return Coercion(pa.array([raw], arrow_type))
+        return Coercion([raw])
     if pa.types.is_timestamp(arrow_type):
         return _timestamp_column(kind, raw, arrow_type, shown, dialect)
     if pa.types.is_date(arrow_type):

@@ -124,21 +124,31 @@ class Table:
             return sorted({info.column for info in list_bloom_indexes(self.dataset)})
         return [name for name in self.schema.names if parquet_index_path(self.path, name).exists()]
 
+    def bind_index(self, column: str, index: ZoneIndex) -> BoundIndex:
+        """Use ``index`` (fragment ids are this table's) for ``column`` instead of loading one."""
+        bound = self._bind(index, self._lance_ids(index))
+        with self._lock:
+            self._indexes[column] = bound
+        return bound
+
+    def _lance_ids(self, index: ZoneIndex) -> np.ndarray:
+        known = np.isin(index.fragment_id, np.fromiter(self.fragment_rows, np.int64))
+        return np.where(known, index.fragment_id, -1).astype(np.int64)
+
     def _load(self, column: str) -> BoundIndex | None:
         if self.kind == "lance":
             try:
                 index = load_index(self.path, column)
             except IndexNotFoundError:
                 return None
-            table_ids = np.where(
-                np.isin(index.fragment_id, list(self.fragment_rows)), index.fragment_id, -1
-            ).astype(np.int64)
-        else:
-            location = parquet_index_path(self.path, column)
-            if not location.exists():
-                return None
-            index = read_index_file(location, column)
-            table_ids = self._parquet_ids(index)
+            return self._bind(index, self._lance_ids(index))
+        location = parquet_index_path(self.path, column)
+        if not location.exists():
+            return None
+        index = read_index_file(location, column)
+        return self._bind(index, self._parquet_ids(index))
+
+    def _bind(self, index: ZoneIndex, table_ids: np.ndarray) -> BoundIndex:
         valid = table_ids >= 0
         starts = (table_ids << FRAGMENT_SHIFT) + index.zone_start.astype(np.int64)
         ends = starts + index.zone_length.astype(np.int64)
