@@ -11,18 +11,25 @@ from pruner.errors import (
     IndexNotFoundError,
     InvalidParameterError,
     PrunerError,
+    SqlSyntaxError,
     UnsupportedTypeError,
 )
+from pruner.explain import Explanation, explain
 from pruner.index import ZoneIndex, build_index, load_index
+from pruner.selection import Selection
 
 __all__ = [
+    "Explanation",
     "IndexFormatError",
     "IndexNotFoundError",
     "InvalidParameterError",
     "PrunerError",
+    "Selection",
+    "SqlSyntaxError",
     "UnsupportedTypeError",
     "ZoneIndex",
     "build_index",
+    "explain",
     "load_index",
 ]
 __version__ = "0.1.0"

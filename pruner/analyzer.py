@@ -28,7 +28,9 @@ Which conditions may prune a scan of table ``s`` in a SELECT:
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -67,6 +69,7 @@ __all__ = ["DIALECTS", "Analysis", "Scan", "analyze"]
 # which reads SQL as PostgreSQL does (double-quoted identifiers, ::casts, $1 parameters).
 DIALECTS = {"duckdb": "duckdb", "spark": "spark", "datafusion": "postgres"}
 _PARAMETER_PREFIX = "__pruner_parameter_"
+_RECURSION_LIMIT = 12_000
 _JOIN_SIDES = {"", "LEFT", "RIGHT", "FULL"}
 _JOIN_KINDS = {"", "INNER", "OUTER", "CROSS", "SEMI", "ANTI"}
 _INTEGER_WIDTHS = {
@@ -175,6 +178,11 @@ def _parse(sql: str, dialect: str) -> list[exp.Expr]:
         ) from err
     except TokenError as err:
         raise SqlSyntaxError(f"could not read the SQL ({dialect}): {err}") from err
+    except RecursionError as err:
+        raise SqlSyntaxError(
+            f"the SQL is nested too deeply for pruner's parser ({dialect}); "
+            "run it without pruning, or flatten the nesting"
+        ) from err
     return [statement for statement in statements if statement is not None]
 
 
@@ -727,13 +735,35 @@ def _why_not_here(left: exp.Expr, right: exp.Expr, alias: str) -> str:
     return f"not a condition on {alias}"
 
 
+@contextlib.contextmanager
+def _deep_recursion() -> Iterator[None]:
+    """sqlglot's parser uses ~20 Python frames per level of parentheses: allow ~500 levels.
+
+    Python 3.11 runs pure-Python recursion without growing the C stack, so this is safe.
+    """
+    previous = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(previous, _RECURSION_LIMIT))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(previous)
+
+
 @functools.lru_cache(maxsize=256)
 def _analyze_cached(
     sql: str, dialect: str, schema_key: tuple[tuple[str, pa.Schema], ...]
 ) -> Analysis:
     analyzer = _Analyzer(dict(schema_key), dialect)
-    for statement in _parse(sql, dialect):
-        analyzer.statement(statement)
+    with _deep_recursion():
+        statements = _parse(sql, dialect)
+        try:
+            for statement in statements:
+                analyzer.statement(statement)
+        except RecursionError as err:
+            raise SqlSyntaxError(
+                "the SQL is nested too deeply for pruner to analyse; "
+                "run it without pruning, or flatten the nesting"
+            ) from err
     parameters = sorted(
         {text for scan in analyzer.scans for text in _parameter_keys(scan.predicate)},
         key=lambda key: (not key.isdigit(), int(key) if key.isdigit() else 0, key),

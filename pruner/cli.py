@@ -2,6 +2,7 @@
 
 ``pruner index build PATH --column COL``   build (and commit/store) zone bloom indexes
 ``pruner index list PATH [--json]``        the bloom indexes of a dataset
+``pruner explain "SQL" --table NAME=PATH``  what each table scan would read, and why
 ``pruner demo``                            generate events data, index it, show pruning
 
 Errors are one clear line on stderr and exit status 2, never a traceback.
@@ -22,7 +23,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from pruner.errors import PrunerError
+from pruner.errors import InvalidParameterError, PrunerError
 from pruner.index import (
     DEFAULT_ITEMS,
     DEFAULT_PROBABILITY,
@@ -116,6 +117,44 @@ def _cmd_index_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _table_arguments(pairs: list[str]) -> dict[str, str]:
+    tables: dict[str, str] = {}
+    for pair in pairs:
+        name, sep, path = pair.partition("=")
+        if not sep or not name or not path:
+            raise InvalidParameterError(f"--table wants NAME=PATH, got {pair!r}")
+        if not Path(path).exists():
+            raise InvalidParameterError(f"table {name}: {path} does not exist")
+        tables[name] = path
+    return tables
+
+
+def _parameter(text: str) -> object:
+    """A --param value: an integer, a float, NULL, or else a string."""
+    if text.upper() == "NULL":
+        return None
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _cmd_explain(args: argparse.Namespace) -> int:
+    from pruner.explain import explain
+
+    tables = _table_arguments(args.table or [])
+    explanation = explain(
+        args.sql,
+        tables,
+        dialect=args.dialect,
+        parameters=[_parameter(p) for p in args.param or []],
+    )
+    print(explanation.to_json_text() if args.json else str(explanation))
+    return 0
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     from pruner.demo import run_demo
 
@@ -142,6 +181,16 @@ def _parser() -> argparse.ArgumentParser:
     listing.add_argument("path")
     listing.add_argument("--json", action="store_true")
     listing.set_defaults(run=_cmd_index_list)
+
+    explain = commands.add_parser("explain", help="what each table scan of a query would read")
+    explain.add_argument("sql", help="the query")
+    explain.add_argument(
+        "--table", action="append", metavar="NAME=PATH", help="a table the query names"
+    )
+    explain.add_argument("--dialect", default="duckdb", choices=["duckdb", "spark", "datafusion"])
+    explain.add_argument("--param", action="append", help="a value for ?, $1, ... in order")
+    explain.add_argument("--json", action="store_true")
+    explain.set_defaults(run=_cmd_explain)
 
     demo = commands.add_parser("demo", help="generate data, build indexes, show pruning")
     demo.add_argument("--directory", default="demo_data")

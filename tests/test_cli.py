@@ -56,3 +56,43 @@ def test_core_imports_without_any_engine() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr
+
+
+def test_explain_prints_text_and_json(tmp_path: Path) -> None:
+    from pruner.demo import write_example_tables
+
+    paths = write_example_tables(tmp_path, rows=4000, items=256)
+    table = f"events={paths['events']}"
+    text = run("explain", "SELECT * FROM events WHERE user_id = 42", "--table", table)
+    assert text.returncode == 0, text.stderr
+    assert "user_id = 42: bloom index" in text.stdout
+    raw = run(
+        "explain",
+        "SELECT * FROM events WHERE user_id = ? OR amount > 1",
+        "--table",
+        table,
+        "--param",
+        "42",
+        "--json",
+    )
+    scan = json.loads(raw.stdout)["scans"][0]
+    assert {
+        "name",
+        "zones_total",
+        "zones_selected",
+        "rows_total",
+        "rows_selected",
+        "ranges",
+        "terms",
+    } <= set(scan)
+    assert scan["zones_selected"] == scan["zones_total"], "OR with a range cannot prune"
+    assert any("OR with a term that cannot prune" in t["reason"] for t in scan["terms"])
+
+
+def test_explain_errors_are_one_line(tmp_path: Path) -> None:
+    bad_sql = run("explain", "SELECT * FROM t WHERE (", "--table", f"t={tmp_path}")
+    missing = run("explain", "SELECT 1", "--table", f"t={tmp_path / 'nope'}")
+    malformed = run("explain", "SELECT 1", "--table", "t")
+    for result in (bad_sql, missing, malformed):
+        assert result.returncode == 2
+        assert result.stderr.startswith("pruner: error:") and result.stderr.count("\n") == 1
