@@ -30,14 +30,17 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import re
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import pyarrow as pa
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
+from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 from sqlglot.optimizer.scope import Scope, build_scope
 
 from pruner.errors import SqlSyntaxError
@@ -51,6 +54,7 @@ from pruner.expressions import (
     Literal,
     NotEquals,
     NotIn,
+    NotNull,
     Or,
     Predicate,
     Unknown,
@@ -123,13 +127,20 @@ class Analysis:
             if literal.kind != "parameter":
                 return literal
             bound = literals.get(literal.text)
-            if bound is None:
-                return literal
-            return replace(bound, cast=literal.cast) if literal.cast else bound
+            if bound is None or not literal.cast:
+                return bound or literal
+            if bound.cast:  # CAST(? AS VARCHAR) of a date: its text form is the engine's
+                return Literal("unsupported", f"pruner does not evaluate CAST({bound} AS ...)")
+            return replace(bound, cast=literal.cast)
 
         def leaf(node: Predicate) -> Predicate:
             if isinstance(node, Equals | NotEquals):
-                return replace(node, value=substitute(node.value))
+                value = substitute(node.value)
+                if node.null_safe and value.kind == "null":
+                    if isinstance(node, Equals):
+                        return IsNull(node.column)
+                    return NotNull(node.column)
+                return replace(node, value=value)
             if isinstance(node, In | NotIn):
                 return replace(node, values=tuple(substitute(v) for v in node.values))
             return node
@@ -151,9 +162,12 @@ def _number_placeholders(sql: str, dialect: str) -> str:
     tokens = sqlglot.Dialect.get_or_raise(dialect).tokenize(sql)
     pieces, position, count = [], 0, 0
     for token in tokens:
-        if token.token_type == sqlglot.TokenType.PLACEHOLDER and token.text == "?":
+        if token.text in ("?", "?::") and token.token_type in (
+            sqlglot.TokenType.PLACEHOLDER,
+            sqlglot.TokenType.QDCOLON,
+        ):
             pieces.append(sql[position : token.start])
-            pieces.append(f":{_PARAMETER_PREFIX}{count}")
+            pieces.append(f":{_PARAMETER_PREFIX}{count}" + token.text[1:])
             position, count = token.end + 1, count + 1
     pieces.append(sql[position:])
     return "".join(pieces)
@@ -253,22 +267,48 @@ def _preserves_values(column_type: pa.DataType, cast: str) -> bool:
 class _Source:
     """A FROM / JOIN item of one SELECT: a known table, or a CTE / derived table."""
 
-    alias: str
+    alias: str  # folded as the dialect folds identifiers
     node: exp.Expr
     table: str | None = None  # key in the schemas mapping, for known tables
     schema: pa.Schema | None = None
     scope: Scope | None = None  # for CTEs and derived tables
-    outputs: dict[str, tuple[str, str]] | None = None  # derived: output -> (alias, column)
-    columns: dict[str, str] = field(default_factory=dict)  # lower-case name -> real name
+    known_columns: bool = False  # are ``columns`` all of this item's columns?
+    columns: dict[str, str] = field(default_factory=dict)  # folded name -> real name
     prunable: bool = True
+
+
+def _column_map(names: list[str], fold: Callable[[str], str]) -> dict[str, str]:
+    """Folded name -> name, leaving out names that fold to the same key (ambiguous)."""
+    counts = Counter(fold(name) for name in names)
+    return {fold(name): name for name in names if counts[fold(name)] == 1}
+
+
+def _renames_columns(item: exp.Expr, scope: Scope | None) -> bool:
+    """Does the FROM item (or the CTE it names) rename or reshape its columns?"""
+    alias = item.args.get("alias")
+    if isinstance(alias, exp.TableAlias) and alias.columns:
+        return True
+    if item.args.get("pivots"):
+        return True
+    parent = scope.expression.parent if scope is not None else None
+    if isinstance(parent, exp.CTE):
+        cte_alias = parent.args.get("alias")
+        return isinstance(cte_alias, exp.TableAlias) and bool(cte_alias.columns)
+    return False
 
 
 class _Analyzer:
     def __init__(self, schemas: Mapping[str, pa.Schema], dialect: str) -> None:
-        self.schemas = {name.lower(): (name, schema) for name, schema in schemas.items()}
+        # DuckDB and Spark compare identifiers case-insensitively; DataFusion lower-cases
+        # unquoted ones (normalize_identifiers does that first) and compares exactly.
+        self.fold: Callable[[str], str] = (
+            (lambda name: name) if dialect == "datafusion" else str.lower
+        )
+        self.schemas = {self.fold(name): (name, schema) for name, schema in schemas.items()}
         self.dialect = DIALECTS.get(dialect, dialect)  # sqlglot's name, for SQL text
         self.scans: list[Scan] = []
         self.visited: set[int] = set()  # ids of exp.Table nodes analysed
+        self.cte_references: set[int] = set()  # ids of exp.Table nodes read as a CTE
         self.active: list[int] = []  # scopes being visited (recursive CTEs)
         self.seen_scopes: set[int] = set()
         self.pushdown = True
@@ -287,22 +327,54 @@ class _Analyzer:
             root = build_scope(query)
             if root is not None:
                 self.visit(root, None)
+                self.other_cte_references(root, statement)
         self.unanalysed(statement)
+
+    def other_cte_references(self, root: Scope, statement: exp.Expr) -> None:
+        """A CTE also read other than as a FROM item (``FROM (t)``, a nested join) is
+        analysed once more with no filter pushed into it."""
+        ctes: dict[str, list[Scope]] = {}
+        for scope in root.traverse():
+            parent = scope.expression.parent
+            if scope.is_cte and isinstance(parent, exp.CTE):
+                ctes.setdefault(self.fold(parent.alias), []).append(scope)
+        if not ctes:
+            return
+        for table in list(statement.find_all(exp.Table)):
+            name = self.fold(table.name)
+            if name in ctes and id(table) not in self.cte_references:
+                self.cte_references.add(id(table))
+                for scope in ctes[name]:
+                    self.visit(scope, None)
 
     def unanalysed(self, statement: exp.Expr) -> None:
         """Known tables read where the analyzer did not look are read whole."""
+        reason = "read where pruner cannot analyse the query"
         for table in statement.find_all(exp.Table):
-            known = self.known_table(table)
-            if known and id(table) not in self.visited:
-                reason = "read where pruner cannot analyse the query"
-                self.scans.append(
-                    Scan(known, table.alias_or_name, Unknown(reason, table.sql(self.dialect)))
-                )
+            if id(table) in self.visited or id(table) in self.cte_references:
+                continue
+            names: list[str] = []
+            if isinstance(table.this, exp.Identifier):
+                entry = self.schemas.get(self.fold(table.name))
+                names = [entry[0]] if entry else []
+            else:  # a table function: query_table('events'), query('SELECT ... FROM events')
+                texts = [lit.this for lit in table.find_all(exp.Literal) if lit.is_string]
+                names = [
+                    real
+                    for key, (real, _) in self.schemas.items()
+                    if any(re.search(rf"\b{re.escape(key)}\b", t, re.IGNORECASE) for t in texts)
+                ]
+            for name in names:
+                self.scans.append(Scan(name, table.alias_or_name, Unknown(reason, self.sql(table))))
+
+    def sql(self, node: exp.Expr) -> str:
+        text = node.sql(self.dialect)
+        return text if len(text) <= 200 else text[:197] + "..."
 
     def known_table(self, table: exp.Table) -> str | None:
         if not isinstance(table.this, exp.Identifier) or table.args.get("db"):
             return None
-        entry = self.schemas.get(table.name.lower())
+        entry = self.schemas.get(self.fold(table.name))
         return entry[0] if entry else None
 
     # ---------------------------------------------------------------- scopes
@@ -336,17 +408,50 @@ class _Analyzer:
 
     def set_operation(self, scope: Scope, pushed: Predicate | None) -> None:
         query = scope.expression
-        if pushed is not None and (query.args.get("limit") or query.args.get("offset")):
+        if query.args.get("limit") or query.args.get("offset") or query.args.get("by_name"):
             pushed = None
         branches = scope.set_operation_scopes
-        names = _output_names(branches[0].expression) if branches else None
-        for branch in branches:
+        columns = [self.branch_columns(branch) for branch in branches]
+        names = columns[0] if columns else None
+        for branch, branch_columns in zip(branches, columns, strict=True):
             branch_pushed = None
-            branch_names = _output_names(branch.expression)
-            if pushed is not None and names and branch_names and len(names) == len(branch_names):
-                branch_pushed = _rename(pushed, dict(zip(names, branch_names, strict=True)))
+            if (
+                pushed is not None
+                and names
+                and branch_columns
+                and len(names) == len(branch_columns)
+            ):
+                # Only where every branch outputs a plain column of one and the same type:
+                # a union that widens a type (BIGINT + DOUBLE) compares in the wider one.
+                renames = {}
+                for position, (name, _) in enumerate(names):
+                    types = {c[position][1] for c in columns if c and len(c) == len(names)}
+                    target = branch_columns[position][0]
+                    if name and target and len(types) == 1 and None not in types:
+                        renames[name] = target
+                branch_pushed = _rename(pushed, renames)
             self.visit(branch, branch_pushed)
         self.unreferenced(scope.cte_scopes)
+
+    def branch_columns(self, scope: Scope) -> list[tuple[str | None, pa.DataType | None]] | None:
+        """(output name, type) per output of a set-operation branch; the name is None where
+        it is not unique, the type None where it is not a plain column of a known table."""
+        query = scope.expression
+        names = _output_names(query, self.fold)
+        if names is None or not isinstance(query, exp.Select):
+            return None
+        resolver = _Resolver(self.sources(scope, query), self)
+        result: list[tuple[str | None, pa.DataType | None]] = []
+        for name, select in zip(names, query.expressions, strict=True):
+            target = select.this if isinstance(select, exp.Alias) else select
+            column_type = None
+            if isinstance(target, exp.Column):
+                resolved = resolver.column(target)
+                source = resolver.sources.get(resolved[0]) if resolved else None
+                if resolved and source is not None and source.schema is not None:
+                    column_type = source.schema.field(resolved[1]).type
+            result.append((name, column_type))
+        return result
 
     def unreferenced(self, scopes: list[Scope]) -> None:
         """CTEs and derived tables not read as a FROM item are analysed on their own."""
@@ -363,32 +468,38 @@ class _Analyzer:
         items.extend(join.this for join in query.args.get("joins") or [])
         result = []
         for item in items:
-            alias = item.alias_or_name if isinstance(item, exp.Expr) else ""
+            alias = self.fold(item.alias_or_name) if isinstance(item, exp.Expr) else ""
             source = _Source(alias=alias, node=item)
-            target = scope.sources.get(alias)
+            target = scope.sources.get(item.alias_or_name)
+            renamed = _renames_columns(item, target if isinstance(target, Scope) else None)
             if isinstance(item, exp.Table) and isinstance(target, exp.Table):
                 known = self.known_table(item)
-                if known:
-                    schema = self.schemas[known.lower()][1]
+                if known and not renamed:
+                    schema = self.schemas[self.fold(known)][1]
                     source.table, source.schema = known, schema
-                    source.columns = {n.lower(): n for n in schema.names}
+                    source.columns = _column_map(schema.names, self.fold)
+                    source.known_columns = True
                     if item.args.get("sample") or item.args.get("version"):
                         source.prunable = False
-            elif isinstance(target, Scope):
+            elif isinstance(target, Scope) and not renamed:
                 source.scope = target
+                if target.is_cte:
+                    self.cte_references.add(id(item))
+                names = self.derived_names(target)
+                if names is not None:
+                    source.columns = {name: name for name in names if name}
+                    source.known_columns = len(source.columns) == len(names)
             result.append(source)
         return result
 
     def select(self, scope: Scope, query: exp.Select, pushed: Predicate | None) -> None:
         sources = self.sources(scope, query)
-        for source in sources:
-            if source.scope is not None:
-                source.outputs = self.derived_outputs(source.scope)
-                source.columns = {name: name for name in source.outputs or {}}
-        resolver = _Resolver(scope, sources, self.dialect)
+        resolver = _Resolver(sources, self)
         constraints: dict[str, list[Predicate]] = {s.alias: [] for s in sources}
         null_extended: set[str] = set()
-        safe_joins = True
+        refusal = ""
+        if query.args.get("sample"):
+            refusal = "USING SAMPLE picks rows before the WHERE clause"
         seen: list[str] = [sources[0].alias] if sources else []
         from_ = query.args.get("from_") or query.args.get("from")
         extra_from = len(from_.expressions) if from_ is not None and from_.expressions else 0
@@ -401,10 +512,12 @@ class _Analyzer:
             kind = (join.args.get("kind") or "").upper()
             method = (join.args.get("method") or "").upper()
             if side not in _JOIN_SIDES or kind not in _JOIN_KINDS or method not in ("", "NATURAL"):
-                safe_joins = False
+                refusal = refusal or "a join pruner does not understand (ASOF, POSITIONAL, ...)"
             if kind == "SEMI":
                 prunes = [*seen, source.alias]
-            elif kind == "ANTI" or side == "LEFT":
+            elif kind == "ANTI":  # keeps the rows of one side that match nothing on the other
+                prunes = list(seen) if side == "RIGHT" else [source.alias]
+            elif side == "LEFT":
                 prunes = [source.alias]
             elif side == "RIGHT":
                 prunes = list(seen)
@@ -421,12 +534,13 @@ class _Analyzer:
                     elif alias in null_extended and _can_be_true_on_nulls(part):
                         part = _refused(part, f"outer join may null-extend {alias}")
                     constraints[alias].append(part)
-            if side == "LEFT":
-                null_extended.add(source.alias)
-            elif side == "RIGHT":
-                null_extended.update(seen)
-            elif side == "FULL":
-                null_extended.update([*seen, source.alias])
+            if kind not in ("SEMI", "ANTI"):
+                if side == "LEFT":
+                    null_extended.add(source.alias)
+                elif side == "RIGHT":
+                    null_extended.update(seen)
+                elif side == "FULL":
+                    null_extended.update([*seen, source.alias])
             seen.append(source.alias)
 
         where = query.args.get("where")
@@ -445,35 +559,41 @@ class _Analyzer:
 
         for source in sources:
             predicate = and_(*constraints[source.alias])
-            if not safe_joins:
-                predicate = _refused(
-                    predicate, "a join pruner does not understand (ASOF, POSITIONAL, ...)"
-                )
+            if refusal:
+                predicate = _refused(predicate, refusal)
             if not source.prunable:
                 predicate = _refused(predicate, "TABLESAMPLE or time travel on the table")
             if source.table is not None:
                 self.visited.add(id(source.node))
                 self.scans.append(Scan(source.table, source.alias, predicate))
             elif source.scope is not None:
-                self.visit(source.scope, predicate if safe_joins else None)
+                self.visit(source.scope, None if refusal else predicate)
         self.unreferenced(scope.cte_scopes + scope.derived_table_scopes)
 
-    def derived_outputs(self, scope: Scope) -> dict[str, tuple[str, str]] | None:
+    def derived_names(self, scope: Scope) -> list[str | None] | None:
         """The output column names of a CTE / derived table (None when not known)."""
         query = scope.expression
         while isinstance(query, exp.SetOperation):
             query = query.this
-        names = _output_names(query)
+        names = _output_names(query, self.fold)
         if names is None and isinstance(query, exp.Select) and not query.args.get("joins"):
-            stars = [s for s in query.expressions if isinstance(s, exp.Star)]
             from_ = query.args.get("from_") or query.args.get("from")
             item = from_.this if from_ is not None else None
-            if len(stars) == len(query.expressions) == 1 and isinstance(item, exp.Table):
+            only_star = len(query.expressions) == 1 and _bare_star(query.expressions[0])
+            if only_star and isinstance(item, exp.Table) and not _renames_columns(item, None):
                 known = self.known_table(item)
                 target = scope.sources.get(item.alias_or_name)
                 if known and isinstance(target, exp.Table):
-                    names = [n.lower() for n in self.schemas[known.lower()][1].names]
-        return {name: ("", name) for name in names} if names else None
+                    schema = self.schemas[self.fold(known)][1]
+                    names = list(_column_map(schema.names, self.fold))
+        return names
+
+
+def _bare_star(select: exp.Expr) -> bool:
+    """``*`` with no REPLACE / RENAME / EXCLUDE (those change what the star outputs)."""
+    return isinstance(select, exp.Star) and not any(
+        select.args.get(key) for key in ("replace", "rename", "except", "exclude")
+    )
 
 
 def _outermost(query: exp.Query) -> bool:
@@ -499,17 +619,22 @@ def _accepts_pushdown(query: exp.Select) -> bool:
     return group is None or not any(group.args.get(key) for key in grouping_sets)
 
 
-def _output_names(query: exp.Expr) -> list[str] | None:
+def _output_names(
+    query: exp.Expr, fold: Callable[[str], str] = str.lower
+) -> list[str | None] | None:
+    """A SELECT's output names in order (None where a name repeats: which one an outer
+    reference means differs between engines), or None when a star hides them."""
     if not isinstance(query, exp.Select):
         return None
-    names = []
+    names: list[str] = []
     for select in query.expressions:
         if isinstance(select, exp.Star) or (
             isinstance(select, exp.Column) and isinstance(select.this, exp.Star)
         ):
             return None
-        names.append(select.alias_or_name.lower())
-    return names
+        names.append(fold(select.alias_or_name))
+    counts = Counter(names)
+    return [name if counts[name] == 1 else None for name in names]
 
 
 def _rename(node: Predicate, renames: dict[str, str]) -> Predicate:
@@ -557,18 +682,23 @@ def _can_be_true_on_nulls(predicate: Predicate) -> bool:
         return all(_can_be_true_on_nulls(child) for child in predicate.children)
     if isinstance(predicate, Or):
         return any(_can_be_true_on_nulls(child) for child in predicate.children)
-    # col = v, col IN (..), col != v, col NOT IN (..) are NULL on a NULL column, and
-    # IS NOT NULL is FALSE; IS NULL is TRUE; anything unknown may be TRUE.
+    if isinstance(predicate, NotEquals):  # IS DISTINCT FROM v is TRUE on NULL
+        return predicate.null_safe
+    if isinstance(predicate, Equals):  # <=> ? may be bound to NULL, and then it is IS NULL
+        return predicate.null_safe and predicate.value.kind == "parameter"
+    # col = v, col IN (..), col NOT IN (..) are NULL on a NULL column, and IS NOT NULL is
+    # FALSE; IS NULL is TRUE; anything unknown may be TRUE.
     return isinstance(predicate, IsNull | Unknown | AlwaysTrue)
 
 
 class _Resolver:
     """Resolves the columns of one SELECT's conditions to its FROM / JOIN items."""
 
-    def __init__(self, scope: Scope, sources: list[_Source], dialect: str) -> None:
-        self.scope = scope
-        self.sources = {s.alias.lower(): s for s in sources}
-        self.dialect = dialect
+    def __init__(self, sources: list[_Source], analyzer: _Analyzer) -> None:
+        self.sources = {s.alias: s for s in sources}
+        self.fold = analyzer.fold
+        self.sql = analyzer.sql
+        self.dialect = analyzer.dialect
         self._outputs: dict[str, tuple[str, str]] | None = None
 
     def outputs(self, query: exp.Select) -> dict[str, tuple[str, str]]:
@@ -580,24 +710,27 @@ class _Resolver:
         grouped = None
         if group is not None:
             grouped = {self.column(e) for e in group.expressions if isinstance(e, exp.Column)}
-        for select in query.expressions:
-            if isinstance(select, exp.Star) and len(self.sources) == 1 and grouped is None:
+        names = _output_names(query, self.fold)
+        for position, select in enumerate(query.expressions):
+            if _bare_star(select) and len(self.sources) == 1 and grouped is None:
                 (source,) = self.sources.values()
-                for lower, real in source.columns.items():
-                    outputs[lower] = (source.alias, real)
+                for folded, real in source.columns.items():
+                    outputs[folded] = (source.alias, real)
+                continue
+            if names is None or names[position] is None:
                 continue
             target = select.this if isinstance(select, exp.Alias) else select
             if isinstance(target, exp.Column) and not isinstance(target.this, exp.Star):
                 resolved = self.column(target)
                 if resolved is not None and (grouped is None or resolved in grouped):
-                    outputs[select.alias_or_name.lower()] = resolved
+                    outputs[self.fold(select.alias_or_name)] = resolved
         self._outputs = outputs
         return outputs
 
     def column(self, node: exp.Column) -> tuple[str, str] | None:
         """(alias, real column name), or None when it is not a column of one item here."""
-        name = node.name.lower()
-        qualifier = node.table.lower() if node.table else ""
+        name = self.fold(node.name)
+        qualifier = self.fold(node.table) if node.table else ""
         if node.args.get("db") or node.args.get("catalog"):
             return None
         if qualifier:
@@ -606,7 +739,7 @@ class _Resolver:
                 return None
             return source.alias, source.columns[name]
         owners = [s for s in self.sources.values() if name in s.columns]
-        unknown = [s for s in self.sources.values() if s.table is None and s.outputs is None]
+        unknown = [s for s in self.sources.values() if not s.known_columns]
         if len(owners) == 1 and not unknown:
             return owners[0].alias, owners[0].columns[name]
         return None
@@ -645,10 +778,6 @@ class _Resolver:
             return Unknown("IS other than IS NULL cannot use a bloom filter", self.sql(node))
         return Unknown(_why_not(node), self.sql(node))
 
-    def sql(self, node: exp.Expr) -> str:
-        text = node.sql(self.dialect)
-        return text if len(text) <= 200 else text[:197] + "..."
-
     def _column(self, node: exp.Expr, alias: str) -> str | Unknown | None:
         """The real column name when ``node`` is a column of ``alias`` (maybe cast losslessly);
         an Unknown with the reason when it involves one but cannot be used; None otherwise."""
@@ -658,7 +787,7 @@ class _Resolver:
             inner = self._column(node.this, alias)
             if not isinstance(inner, str):
                 return inner
-            source = self.sources[alias.lower()]
+            source = self.sources[alias]
             cast = _type_name(node.to)
             column_type = source.schema.field(inner).type if source.schema else None
             if column_type is not None and _preserves_values(column_type, cast):
@@ -667,10 +796,11 @@ class _Resolver:
         if isinstance(node, exp.Column):
             resolved = self.column(node)
             if resolved is None:
-                if node.table or any(node.name.lower() in s.columns for s in self.sources.values()):
+                name = self.fold(node.name)
+                if node.table or any(name in s.columns for s in self.sources.values()):
                     return None
                 return Unknown(f"cannot resolve column {node.sql(self.dialect)}", node.sql())
-            if resolved[0].lower() == alias.lower():
+            if resolved[0] == alias:
                 return resolved[1]
         return None
 
@@ -687,7 +817,7 @@ class _Resolver:
                 return Unknown(_why_not_value(value_node), self.sql(node))
             if null_safe and literal.kind == "null":
                 return IsNull(column)
-            return Equals(column, literal)
+            return Equals(column, literal, null_safe)
         for side in (left, right):
             for column_node in side.find_all(exp.Column):
                 if isinstance(self._column(column_node, alias), str):
@@ -758,12 +888,19 @@ def _analyze_cached(
         statements = _parse(sql, dialect)
         try:
             for statement in statements:
+                if dialect == "datafusion":
+                    statement = normalize_identifiers(statement, dialect=DIALECTS[dialect])
                 analyzer.statement(statement)
         except RecursionError as err:
             raise SqlSyntaxError(
                 "the SQL is nested too deeply for pruner to analyse; "
                 "run it without pruning, or flatten the nesting"
             ) from err
+    if any(isinstance(st, exp.Set | exp.Pragma | exp.Command) for st in statements):
+        reason = "a SET / PRAGMA statement may change how values compare"
+        analyzer.scans = [
+            replace(scan, predicate=_refused(scan.predicate, reason)) for scan in analyzer.scans
+        ]
     parameters = sorted(
         {text for scan in analyzer.scans for text in _parameter_keys(scan.predicate)},
         key=lambda key: (not key.isdigit(), int(key) if key.isdigit() else 0, key),

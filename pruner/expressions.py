@@ -125,10 +125,12 @@ class Unknown(Predicate):
 
 @dataclass(frozen=True, slots=True)
 class Equals(Predicate):
-    """``column = value`` (also ``<=>`` / IS NOT DISTINCT FROM with a non-NULL value)."""
+    """``column = value``; with ``null_safe``, IS NOT DISTINCT FROM (``<=>``): a NULL value
+    (say, a parameter bound to None) then means IS NULL instead of "never true"."""
 
     column: str
     value: Literal
+    null_safe: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,10 +148,12 @@ class IsNull(Predicate):
 
 @dataclass(frozen=True, slots=True)
 class NotEquals(Predicate):
-    """``column != value``: true almost everywhere, so it cannot prune."""
+    """``column != value``: true almost everywhere, so it cannot prune. With ``null_safe``
+    (IS DISTINCT FROM) it is also TRUE where the column is NULL."""
 
     column: str
     value: Literal
+    null_safe: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,9 +241,9 @@ def in_(column: str, values: Iterable[Literal]) -> Predicate:
 
 def _negate(node: Predicate) -> Predicate:
     if isinstance(node, Equals):
-        return NotEquals(node.column, node.value)
+        return NotEquals(node.column, node.value, node.null_safe)
     if isinstance(node, NotEquals):
-        return Equals(node.column, node.value)
+        return Equals(node.column, node.value, node.null_safe)
     if isinstance(node, In):
         return NotIn(node.column, node.values)
     if isinstance(node, NotIn):
@@ -303,9 +307,11 @@ def to_sql(node: Predicate) -> str:
     """A short SQL-like rendering for explain output."""
     text: Any
     if isinstance(node, Equals):
-        text = f"{node.column} = {node.value}"
+        operator = "IS NOT DISTINCT FROM" if node.null_safe else "="
+        text = f"{node.column} {operator} {node.value}"
     elif isinstance(node, NotEquals):
-        text = f"{node.column} != {node.value}"
+        operator = "IS DISTINCT FROM" if node.null_safe else "!="
+        text = f"{node.column} {operator} {node.value}"
     elif isinstance(node, In):
         text = f"{node.column} IN {_values_sql(node.values)}"
     elif isinstance(node, NotIn):

@@ -30,7 +30,7 @@ import datetime as dt
 import math
 import re
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any
 
 import numpy as np
@@ -63,6 +63,18 @@ _STRING_CASTS = {"VARCHAR", "TEXT", "STRING", "CHAR", "NVARCHAR", "NCHAR"}
 _TIMESTAMP_CASTS = {"TIMESTAMP", "TIMESTAMPNTZ", "DATETIME", "TIMESTAMP_S", "TIMESTAMP_MS"}
 _TIMESTAMP_CASTS |= {"TIMESTAMP_NS", "DATETIME2"}
 _ZONED_TIMESTAMP_CASTS = {"TIMESTAMPTZ", "TIMESTAMPLTZ"}
+_CAST_RANGES = {
+    "TINYINT": (-(2**7), 2**7 - 1),
+    "SMALLINT": (-(2**15), 2**15 - 1),
+    "INT": (-(2**31), 2**31 - 1),
+    "MEDIUMINT": (-(2**23), 2**23 - 1),
+    "BIGINT": (-(2**63), 2**63 - 1),
+    "UTINYINT": (0, 2**8 - 1),
+    "USMALLINT": (0, 2**16 - 1),
+    "UINT": (0, 2**32 - 1),
+    "UBIGINT": (0, 2**64 - 1),
+    "UINT128": (0, 2**128 - 1),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,9 +171,13 @@ def _typed(literal: Literal, dialect: str) -> tuple[str, Any]:
         if not _NUMBER.fullmatch(text):
             return "unknown", f"{text!r} is not a number pruner can read"
         float_typed = literal.double or "e" in text.lower()
+        # Beyond DECIMAL(38) and HUGEINT, engines read a number as a DOUBLE.
+        float_typed = float_typed or sum(c.isdigit() for c in text) > 38
         # DataFusion parses 1.5 as a DOUBLE, DuckDB and Spark as an exact DECIMAL.
         float_typed = float_typed or (dialect == "datafusion" and "." in text)
         value = _number(text, float_typed)
+    elif kind == "unsupported":
+        return "unknown", text
     else:
         return "unknown", f"unbound parameter {literal}"
     if literal.cast is None:
@@ -175,10 +191,13 @@ def _apply_cast(value: tuple[str, Any], cast: str, literal: Literal) -> tuple[st
     if base in _STRING_CASTS and kind == "string":
         return value
     if base in _INTEGER_CASTS:
-        if kind == "int":
-            return value
         if kind == "string" and _INTEGER.fullmatch(raw.strip()):
-            return "int", int(raw.strip())
+            kind, raw = "int", int(raw.strip())
+        if kind == "int":
+            low, high = _CAST_RANGES.get(base, (-(2**127), 2**127 - 1))
+            if low <= raw <= high:
+                return "int", raw
+            return "unknown", f"{literal} overflows {base} (engines error or wrap around)"
     elif base in _DOUBLE_CASTS:
         if base in ("FLOAT", "REAL"):
             return "unknown", f"{literal} is FLOAT in some engines and REAL in others"
@@ -190,13 +209,6 @@ def _apply_cast(value: tuple[str, Any], cast: str, literal: Literal) -> tuple[st
                 return "double", float(text)
             if _NAN.fullmatch(text):
                 return "nan", None
-    elif base == "DECIMAL" and kind in ("int", "decimal", "string"):
-        try:
-            number = Decimal(str(raw).strip())
-        except InvalidOperation:
-            return "unknown", f"{literal} is not a decimal"
-        if "," in cast or "(" not in cast:
-            return "decimal", number
     elif base == "DATE" and kind == "string":
         match = _DATE.fullmatch(raw.strip())
         if match:

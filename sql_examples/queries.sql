@@ -399,3 +399,78 @@ SELECT count(*) FROM users WHERE plan IS NULL OR name = 'user-0000042';
 -- dialect: datafusion
 -- why: NOT of an AND cannot prune
 SELECT count(*) FROM events WHERE NOT (user_id = 4724 AND country = 'IN');
+
+-- name: review_is_distinct_from_on_outer_side
+-- dialect: duckdb
+-- why: IS DISTINCT FROM is TRUE on null-extended rows: must not prune e
+SELECT count(*) FROM users u LEFT JOIN events e ON u.user_id = e.user_id WHERE e.country IS DISTINCT FROM 'zz' AND e.event_id IS NULL;
+
+-- name: review_null_safe_parameter_null
+-- dialect: duckdb
+-- why: <=> bound to NULL is IS NULL (the test binds NULL)
+SELECT count(*) FROM events WHERE country IS NOT DISTINCT FROM ?;
+
+-- name: review_cte_column_list
+-- dialect: duckdb
+-- why: a CTE column list renames by position
+WITH t(event_id, user_id) AS (SELECT user_id, event_id FROM events) SELECT count(*) FROM t WHERE user_id = 4724;
+
+-- name: review_table_alias_column_list
+-- dialect: duckdb
+-- why: a table alias column list renames by position
+SELECT count(*) FROM events AS t(user_id, event_id) WHERE user_id = 4724;
+
+-- name: review_union_by_name
+-- dialect: duckdb
+-- why: UNION BY NAME matches columns by name, not position
+SELECT count(*) FROM (SELECT user_id, event_id FROM events_pq UNION ALL BY NAME SELECT event_id, user_id FROM events) WHERE user_id = 4724;
+
+-- name: review_star_replace
+-- dialect: duckdb
+-- why: * REPLACE changes what a column name means
+SELECT count(*) FROM (SELECT * REPLACE (event_id AS user_id) FROM events) WHERE user_id = 4724;
+
+-- name: review_duplicate_output_names
+-- dialect: duckdb
+-- why: an outer reference to a repeated name is ambiguous
+SELECT count(*) FROM (SELECT user_id AS x, event_id AS x FROM events) WHERE x = 4724;
+
+-- name: review_decimal_cast_rounds
+-- dialect: duckdb
+-- why: CAST to DECIMAL rounds to its scale
+SELECT count(*) FROM events WHERE user_id = CAST(3125.4 AS DECIMAL(10,0));
+
+-- name: review_long_decimal_is_double
+-- dialect: duckdb
+-- why: beyond 38 digits a number is a DOUBLE
+SELECT count(*) FROM events WHERE user_id = 3124.9999999999999999999999999999999999999999;
+
+-- name: review_unpivot
+-- dialect: duckdb
+-- why: UNPIVOT reshapes the table's columns
+SELECT count(*) FROM (SELECT * FROM users UNPIVOT (name FOR k IN (name, plan))) WHERE name = 'pro';
+
+-- name: review_cte_read_in_parentheses
+-- dialect: duckdb
+-- why: a CTE read as (t) is not a plain FROM item
+WITH t AS (SELECT * FROM events) SELECT (SELECT count(*) FROM t WHERE user_id = 3125), (SELECT count(*) FROM (t));
+
+-- name: review_schema_qualified
+-- dialect: duckdb
+-- why: main.events is the same table
+SELECT count(*) FROM events WHERE user_id = 3125 UNION ALL SELECT count(*) FROM main.events;
+
+-- name: review_using_sample
+-- dialect: duckdb
+-- why: USING SAMPLE picks rows before WHERE
+SELECT count(*) FROM events WHERE user_id = 3125 USING SAMPLE 50 PERCENT (bernoulli, 42);
+
+-- name: review_union_widening
+-- dialect: duckdb
+-- why: a union of BIGINT and DOUBLE compares in DOUBLE
+SELECT count(*) FROM (SELECT user_id AS v FROM events UNION ALL SELECT amount AS v FROM events_pq) WHERE v = 4724;
+
+-- name: review_tinyint_overflow
+-- dialect: duckdb
+-- why: a cast that overflows its type errors (DuckDB) or wraps (Spark)
+SELECT count(*) FROM events WHERE user_id = TRY_CAST(3125 AS TINYINT);

@@ -38,6 +38,9 @@ def read_with_addresses(path: Path) -> tuple[pa.Table, np.ndarray, np.ndarray]:
             parts.append(data)
             fragments.append(np.full(data.num_rows, fid, np.int64))
             offsets.append(np.arange(data.num_rows, dtype=np.int64))
+    if not parts:  # every row deleted
+        empty = np.empty(0, np.int64)
+        return table.schema.empty_table(), empty, empty
     return pa.concat_tables(parts), np.concatenate(fragments), np.concatenate(offsets)
 
 

@@ -80,8 +80,12 @@ def test_not_is_pushed_down_before_unknown_becomes_might_match() -> None:
 
 def test_null_safe_equality_and_distinct() -> None:
     assert scans("SELECT * FROM a WHERE id <=> NULL", "spark") == {"a": "id IS NULL"}
-    assert scans("SELECT * FROM a WHERE id IS NOT DISTINCT FROM 5") == {"a": "id = 5"}
-    assert scans("SELECT * FROM a WHERE id IS DISTINCT FROM 5") == {"a": "id != 5"}
+    assert scans("SELECT * FROM a WHERE id IS NOT DISTINCT FROM 5") == {
+        "a": "id IS NOT DISTINCT FROM 5"
+    }
+    assert scans("SELECT * FROM a WHERE id IS DISTINCT FROM 5") == {"a": "id IS DISTINCT FROM 5"}
+    bound = analyze("SELECT * FROM a WHERE id IS NOT DISTINCT FROM ?", SCHEMAS).bind([None])
+    assert str(bound.scans[0].predicate) == "id IS NULL", "<=> NULL is IS NULL"
 
 
 def test_parameters_bind_in_textual_order_across_ctes() -> None:
@@ -156,7 +160,26 @@ def _all_unknown(scan: object) -> bool:
 def test_every_reference_to_a_known_table_gets_a_scan() -> None:
     analysis = analyze("PIVOT a ON x USING sum(id)", SCHEMAS)
     assert [s.table for s in analysis.scans] == ["a"]
-    assert analyze("SELECT * FROM other.a WHERE id = 1", SCHEMAS).scans == ()
+    (scan,) = analyze("SELECT * FROM main.a WHERE id = 1", SCHEMAS).scans
+    assert isinstance(scan.predicate, Unknown), "a schema-qualified name may be the same table"
+    (scan,) = analyze("SELECT * FROM query_table('a') WHERE id = 1", SCHEMAS).scans
+    assert scan.table == "a" and isinstance(scan.predicate, Unknown)
+
+
+def test_datafusion_right_anti_join_and_quoted_identifiers() -> None:
+    sql = "SELECT * FROM a RIGHT ANTI JOIN b ON a.k = b.k AND b.id = 5 AND a.id = 6"
+    analysis = analyze(sql, SCHEMAS, "datafusion")
+    pruning = {
+        s.alias: {str(leaf) for leaf in leaves(s.predicate) if isinstance(leaf, Equals)}
+        for s in analysis.scans
+    }
+    assert pruning == {"a": {"id = 6"}, "b": set()}, "RIGHT ANTI keeps b's unmatched rows"
+    quoted = 'SELECT * FROM a "A" CROSS JOIN a WHERE a.id = 3'
+    by_alias = {s.alias: s.predicate for s in analyze(quoted, SCHEMAS, "datafusion").scans}
+    assert isinstance(by_alias["A"], Unknown), '"A" and a are different tables here'
+    assert str(by_alias["a"]) == "id = 3"
+    mixed = analyze('SELECT * FROM "Mixed" WHERE "UserId" = 4', SCHEMAS, "datafusion").scans
+    assert str(mixed[0].predicate) == "UserId = 4"
 
 
 def test_sql_nested_beyond_the_parser_is_a_clear_error() -> None:

@@ -25,6 +25,7 @@ EXAMPLES = read_sql_examples()
 PARAMETERS: dict[str, list[Any]] = {
     "positional_parameter": [4724],
     "datafusion_dollar_parameter": [4724],
+    "review_null_safe_parameter_null": [None],
 }
 
 
