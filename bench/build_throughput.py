@@ -26,9 +26,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
-import platform
-import shlex
 import shutil
 import sys
 import time
@@ -45,6 +42,8 @@ import pyarrow.compute as pc
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+from common import print_header  # noqa: E402 (bench/ is sys.path[0] when run as a script)
 
 from pruner.index import (  # noqa: E402
     ZoneIndex,
@@ -214,12 +213,7 @@ def parse_args() -> argparse.Namespace:
 
 def main() -> None:
     args = parse_args()
-    print("command:", shlex.join([sys.executable, *sys.argv]))
-    print(
-        f"python {platform.python_version()}, numpy {np.__version__}, "
-        f"pyarrow {pa.__version__}, pylance {lance.__version__}, "
-        f"{os.cpu_count()} CPUs, {platform.machine()}"
-    )
+    print_header(np, pa, lance)
     print(f"rows={args.rows:,} fragments={args.fragments} repeat={args.repeat}")
     path = ensure_dataset(args.rows, args.fragments)
     leftover = drop_bloom_indexes(path)

@@ -30,8 +30,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
-import shlex
 import sys
 import time
 from collections.abc import Callable
@@ -40,6 +38,8 @@ import numpy as np
 
 # Run as a script from a checkout whether or not pruner is installed into the venv.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+from common import print_header  # bench/ is sys.path[0] when run as a script
 
 from pruner import sbbf
 from pruner.index import ZoneIndex
@@ -132,11 +132,7 @@ def parse_args() -> argparse.Namespace:
 
 def main() -> None:
     args = parse_args()
-    print("command:", shlex.join([sys.executable, *sys.argv]))
-    print(
-        f"python {platform.python_version()}, numpy {np.__version__}, "
-        f"{os.cpu_count()} CPUs, {platform.machine()}"
-    )
+    print_header(np)
     zones, num_bytes = args.zones, args.bytes
     t0 = time.perf_counter()
     filters, members = make_filters(zones, num_bytes, args.items, args.seed)

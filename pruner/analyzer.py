@@ -65,7 +65,7 @@ from pruner.expressions import (
     or_,
     rewrite_not,
 )
-from pruner.literals import literal_from_python
+from pruner.literals import INTEGER_CASTS, literal_from_python
 
 __all__ = ["DIALECTS", "Analysis", "Scan", "analyze"]
 
@@ -76,19 +76,6 @@ _PARAMETER_PREFIX = "__pruner_parameter_"
 _RECURSION_LIMIT = 12_000
 _JOIN_SIDES = {"", "LEFT", "RIGHT", "FULL"}
 _JOIN_KINDS = {"", "INNER", "OUTER", "CROSS", "SEMI", "ANTI"}
-_INTEGER_WIDTHS = {
-    "TINYINT": (8, True),
-    "SMALLINT": (16, True),
-    "INT": (32, True),
-    "BIGINT": (64, True),
-    "HUGEINT": (128, True),
-    "INT128": (128, True),
-    "UINT128": (128, False),
-    "UTINYINT": (8, False),
-    "USMALLINT": (16, False),
-    "UINT": (32, False),
-    "UBIGINT": (64, False),
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,9 +105,8 @@ class Analysis:
         if isinstance(parameters, Mapping):
             values = {str(key): value for key, value in parameters.items()}
         else:
+            # ?, $n and :n all number from 0 when parsed (see _literal)
             values = {str(position): value for position, value in enumerate(parameters)}
-            for position, value in enumerate(parameters):
-                values.setdefault(str(position + 1), value)
         literals = {key: literal_from_python(value) for key, value in values.items()}
 
         def substitute(literal: Literal) -> Literal:
@@ -147,9 +133,6 @@ class Analysis:
 
         scans = tuple(replace(s, predicate=map_leaves(s.predicate, leaf)) for s in self.scans)
         return replace(self, scans=scans)
-
-    def scans_of(self, table: str) -> list[Scan]:
-        return [scan for scan in self.scans if scan.table == table]
 
 
 # ------------------------------------------------------------------------------ parsing
@@ -248,8 +231,8 @@ def _type_name(data_type: exp.DataType) -> str:
 
 def _preserves_values(column_type: pa.DataType, cast: str) -> bool:
     """Is ``CAST(column AS cast)`` one-to-one on the column's values (so = on it is = on them)?"""
-    if pa.types.is_integer(column_type) and cast in _INTEGER_WIDTHS:
-        width, signed = _INTEGER_WIDTHS[cast]
+    if pa.types.is_integer(column_type) and cast in INTEGER_CASTS:
+        width, signed = INTEGER_CASTS[cast]
         source_width, source_signed = column_type.bit_width, pa.types.is_signed_integer(column_type)
         if signed:
             return width > source_width or (width == source_width and source_signed)
@@ -340,10 +323,11 @@ class _Analyzer:
                 ctes.setdefault(self.fold(parent.alias), []).append(scope)
         if not ctes:
             return
+        revisited: set[str] = set()
         for table in list(statement.find_all(exp.Table)):
             name = self.fold(table.name)
-            if name in ctes and id(table) not in self.cte_references:
-                self.cte_references.add(id(table))
+            if name in ctes and name not in revisited and id(table) not in self.cte_references:
+                revisited.add(name)
                 for scope in ctes[name]:
                     self.visit(scope, None)
 
@@ -380,11 +364,13 @@ class _Analyzer:
     # ---------------------------------------------------------------- scopes
 
     def visit(self, scope: Scope, pushed: Predicate | None) -> None:
+        if id(scope) in self.active:
+            return  # a recursive CTE reading itself: the visit under way covers its tables
         self.budget -= 1
-        if self.budget < 0 or id(scope) in self.active:
-            pushed = None
+        if self.budget < 0:
+            pushed = None  # too many CTE references to push into: analyse each on its own
             if self.budget < -100_000:
-                return
+                return  # what is left unvisited is read whole (unanalysed)
         self.active.append(id(scope))
         self.seen_scopes.add(id(scope))
         try:
@@ -412,24 +398,21 @@ class _Analyzer:
             pushed = None
         branches = scope.set_operation_scopes
         columns = [self.branch_columns(branch) for branch in branches]
-        names = columns[0] if columns else None
+        known = [c for c in columns if c is not None]
+        if len(known) < len(columns) or len({len(c) for c in known}) > 1:
+            pushed = None  # a branch whose columns are unknown may widen the union's types
         for branch, branch_columns in zip(branches, columns, strict=True):
             branch_pushed = None
-            if (
-                pushed is not None
-                and names
-                and branch_columns
-                and len(names) == len(branch_columns)
-            ):
+            if pushed is not None and branch_columns is not None:
                 # Only where every branch outputs a plain column of one and the same type:
                 # a union that widens a type (BIGINT + DOUBLE) compares in the wider one.
                 renames = {}
-                for position, (name, _) in enumerate(names):
-                    types = {c[position][1] for c in columns if c and len(c) == len(names)}
+                for position, (name, _) in enumerate(known[0]):
+                    types = {c[position][1] for c in known}
                     target = branch_columns[position][0]
                     if name and target and len(types) == 1 and None not in types:
                         renames[name] = target
-                branch_pushed = _rename(pushed, renames)
+                branch_pushed = _renamed(pushed, renames, "not a plain column of the subquery")
             self.visit(branch, branch_pushed)
         self.unreferenced(scope.cte_scopes)
 
@@ -500,6 +483,8 @@ class _Analyzer:
         refusal = ""
         if query.args.get("sample"):
             refusal = "USING SAMPLE picks rows before the WHERE clause"
+        if len({s.alias for s in sources}) < len(sources):
+            refusal = "two FROM items share a name"
         seen: list[str] = [sources[0].alias] if sources else []
         from_ = query.args.get("from_") or query.args.get("from")
         extra_from = len(from_.expressions) if from_ is not None and from_.expressions else 0
@@ -549,7 +534,12 @@ class _Analyzer:
             if where is not None:
                 parts.append(resolver.predicate(where.this, source.alias))
             if pushed is not None:
-                parts.append(_translate(pushed, resolver.outputs(query), source.alias))
+                mine = {
+                    output: column
+                    for output, (alias, column) in resolver.outputs(query).items()
+                    if alias == source.alias
+                }
+                parts.append(_renamed(pushed, mine, "not a plain column of this table"))
             if not parts:
                 continue
             part = rewrite_not(and_(*parts))
@@ -637,30 +627,18 @@ def _output_names(
     return [name if counts[name] == 1 else None for name in names]
 
 
-def _rename(node: Predicate, renames: dict[str, str]) -> Predicate:
+def _renamed(pushed: Predicate, renames: dict[str, str], elsewhere: str) -> Predicate:
+    """An enclosing query's filter on output columns, as a filter on the columns they are;
+    a leaf on any other output becomes Unknown for the reason ``elsewhere``."""
+
     def leaf(part: Predicate) -> Predicate:
         column = getattr(part, "column", None)
         if column is None:
             return part
         target = renames.get(column)
         if target is None:
-            return Unknown("not a plain column of the subquery", str(part))
+            return Unknown(elsewhere, str(part))
         return replace(part, column=target)  # type: ignore[type-var]
-
-    return map_leaves(node, leaf)
-
-
-def _translate(pushed: Predicate, outputs: dict[str, tuple[str, str]], alias: str) -> Predicate:
-    """An enclosing query's filter on this SELECT's outputs, as a filter on ``alias``."""
-
-    def leaf(part: Predicate) -> Predicate:
-        column = getattr(part, "column", None)
-        if column is None:
-            return part
-        origin = outputs.get(column)
-        if origin is None or origin[0] != alias:
-            return Unknown("not a plain column of this table", str(part))
-        return replace(part, column=origin[1])  # type: ignore[type-var]
 
     return map_leaves(pushed, leaf)
 

@@ -91,7 +91,10 @@ class _Evaluator:
             )
             return None
         if index is None:
-            self.terms.append(TermReport(term, False, f"no bloom index on column {column}", column))
+            reason = f"no bloom index on column {column}"
+            if column in self.table.mixed_types:
+                reason = f"the Parquet files disagree on the type of {column}"
+            self.terms.append(TermReport(term, False, reason, column))
         elif self.layout is None:
             self.layout = index
         return index
@@ -182,11 +185,21 @@ class _Evaluator:
         return index.zones(mask)
 
 
-def evaluate(predicate: Predicate, table: Table, dialect: str = "duckdb") -> Selection:
-    """The rows of ``table`` that may satisfy ``predicate`` (a superset, never fewer)."""
-    selected = _Evaluator(table, dialect).run(predicate)
+def _run(predicate: Predicate, table: Table, dialect: str) -> tuple[_Evaluator, Selection | None]:
+    """The evaluator (its term reports, its layout) and the selection, None for every row."""
+    evaluator = _Evaluator(table, dialect)
+    return evaluator, evaluator.run(predicate)
+
+
+def _within(selected: Selection | None, table: Table) -> Selection:
+    """Clip to the table's rows: zones of vanished fragments or beyond a fragment drop out."""
     whole = table.whole()
     return whole if selected is None else selected & whole
+
+
+def evaluate(predicate: Predicate, table: Table, dialect: str = "duckdb") -> Selection:
+    """The rows of ``table`` that may satisfy ``predicate`` (a superset, never fewer)."""
+    return _within(_run(predicate, table, dialect)[1], table)
 
 
 def _count_zones(starts: np.ndarray, ends: np.ndarray, selection: Selection) -> int:
@@ -201,10 +214,8 @@ def _count_zones(starts: np.ndarray, ends: np.ndarray, selection: Selection) -> 
 
 
 def _select_scan(scan: Scan, table: Table, dialect: str) -> ScanSelection:
-    evaluator = _Evaluator(table, dialect)
-    selected = evaluator.run(scan.predicate)
-    whole = table.whole()
-    selection = whole if selected is None else selected & whole
+    evaluator, selected = _run(scan.predicate, table, dialect)
+    selection = _within(selected, table)
     layout = evaluator.layout or table.any_index()
     if layout is not None:
         keep = layout.valid
@@ -219,7 +230,7 @@ def _select_scan(scan: Scan, table: Table, dialect: str) -> ScanSelection:
         terms=tuple(evaluator.terms),
         zones_total=len(starts),
         zones_selected=zones_selected,
-        rows_total=whole.num_rows,
+        rows_total=table.whole().num_rows,
         fragments_total=len(table.fragment_rows),
     )
 

@@ -184,34 +184,33 @@ class Or(Predicate):
     children: tuple[Predicate, ...]
 
 
-def and_(*parts: Predicate) -> Predicate:
-    """Conjunction that flattens, drops AlwaysTrue, and collapses on AlwaysFalse."""
+def _junction(
+    parts: tuple[Predicate, ...],
+    kind: type[And] | type[Or],
+    neutral: type[Predicate],
+    absorbing: type[Predicate],
+) -> Predicate:
     children: list[Predicate] = []
     for part in parts:
-        if isinstance(part, AlwaysFalse):
+        if isinstance(part, absorbing):
             return part
-        if isinstance(part, And):
+        if isinstance(part, kind):
             children.extend(part.children)
-        elif not isinstance(part, AlwaysTrue):
+        elif not isinstance(part, neutral):
             children.append(part)
     if not children:
-        return AlwaysTrue()
-    return children[0] if len(children) == 1 else And(tuple(children))
+        return neutral()
+    return children[0] if len(children) == 1 else kind(tuple(children))
+
+
+def and_(*parts: Predicate) -> Predicate:
+    """Conjunction that flattens, drops AlwaysTrue, and collapses on AlwaysFalse."""
+    return _junction(parts, And, AlwaysTrue, AlwaysFalse)
 
 
 def or_(*parts: Predicate) -> Predicate:
     """Disjunction that flattens, drops AlwaysFalse, and collapses on AlwaysTrue."""
-    children: list[Predicate] = []
-    for part in parts:
-        if isinstance(part, AlwaysTrue):
-            return part
-        if isinstance(part, Or):
-            children.extend(part.children)
-        elif not isinstance(part, AlwaysFalse):
-            children.append(part)
-    if not children:
-        return AlwaysFalse()
-    return children[0] if len(children) == 1 else Or(tuple(children))
+    return _junction(parts, Or, AlwaysFalse, AlwaysTrue)
 
 
 def not_(part: Predicate) -> Predicate:

@@ -75,6 +75,7 @@ __all__ = [
     "format_probability",
     "list_bloom_indexes",
     "load_index",
+    "load_lance_index",
     "parquet_index_path",
     "read_index_file",
     "write_index_file",
@@ -975,6 +976,15 @@ def build_index(
     return index
 
 
+def load_lance_index(dataset: object, column: str) -> ZoneIndex | None:
+    """Every segment of the bloom index on ``column`` of a Lance dataset (a path or an open
+    dataset) as one index, or None when there is none."""
+    segments = [info for info in list_bloom_indexes(dataset) if info.column == column]
+    if not segments:
+        return None
+    return ZoneIndex.concat([read_index_file(info.path, column) for info in segments])
+
+
 def load_index(source: str | os.PathLike[str], column: str) -> ZoneIndex:
     """Load the bloom index of ``column`` stored with a Lance dataset or Parquet directory.
 
@@ -984,9 +994,9 @@ def load_index(source: str | os.PathLike[str], column: str) -> ZoneIndex:
     """
     path = Path(source)
     if _is_lance_dataset(path):
-        segments = [info for info in list_bloom_indexes(path) if info.column == column]
-        if segments:
-            return ZoneIndex.concat([read_index_file(info.path, column) for info in segments])
+        index = load_lance_index(path, column)
+        if index is not None:
+            return index
         location = f"Lance dataset {path}"
     else:
         index_path = parquet_index_path(path, column)

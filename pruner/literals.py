@@ -38,7 +38,7 @@ import pyarrow as pa
 
 from pruner.expressions import Literal
 
-__all__ = ["Coercion", "coerce", "literal_from_python"]
+__all__ = ["INTEGER_CASTS", "Coercion", "coerce", "literal_from_python"]
 
 _EXACT_DOUBLE = 2**53
 _INTEGER = re.compile(r"[+-]?[0-9]+")
@@ -56,25 +56,27 @@ _DAY_NANOS = 86_400 * 10**9
 _EPOCH = dt.date(1970, 1, 1)
 _INT64 = (-(2**63), 2**63 - 1)
 
-_INTEGER_CASTS = {"TINYINT", "SMALLINT", "INT", "BIGINT", "UTINYINT", "USMALLINT", "UINT"}
-_INTEGER_CASTS |= {"UBIGINT", "HUGEINT", "UHUGEINT", "INT128", "UINT128", "MEDIUMINT"}
+# SQL integer type (sqlglot's name) -> (bits, signed).
+INTEGER_CASTS = {
+    "TINYINT": (8, True),
+    "SMALLINT": (16, True),
+    "MEDIUMINT": (24, True),
+    "INT": (32, True),
+    "BIGINT": (64, True),
+    "HUGEINT": (128, True),
+    "INT128": (128, True),
+    "UTINYINT": (8, False),
+    "USMALLINT": (16, False),
+    "UINT": (32, False),
+    "UBIGINT": (64, False),
+    "UHUGEINT": (128, False),
+    "UINT128": (128, False),
+}
 _DOUBLE_CASTS = {"DOUBLE", "FLOAT", "REAL", "DOUBLE PRECISION"}
 _STRING_CASTS = {"VARCHAR", "TEXT", "STRING", "CHAR", "NVARCHAR", "NCHAR"}
 _TIMESTAMP_CASTS = {"TIMESTAMP", "TIMESTAMPNTZ", "DATETIME", "TIMESTAMP_S", "TIMESTAMP_MS"}
 _TIMESTAMP_CASTS |= {"TIMESTAMP_NS", "DATETIME2"}
 _ZONED_TIMESTAMP_CASTS = {"TIMESTAMPTZ", "TIMESTAMPLTZ"}
-_CAST_RANGES = {
-    "TINYINT": (-(2**7), 2**7 - 1),
-    "SMALLINT": (-(2**15), 2**15 - 1),
-    "INT": (-(2**31), 2**31 - 1),
-    "MEDIUMINT": (-(2**23), 2**23 - 1),
-    "BIGINT": (-(2**63), 2**63 - 1),
-    "UTINYINT": (0, 2**8 - 1),
-    "USMALLINT": (0, 2**16 - 1),
-    "UINT": (0, 2**32 - 1),
-    "UBIGINT": (0, 2**64 - 1),
-    "UINT128": (0, 2**128 - 1),
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,11 +192,12 @@ def _apply_cast(value: tuple[str, Any], cast: str, literal: Literal) -> tuple[st
     base = cast.split("(")[0].strip()
     if base in _STRING_CASTS and kind == "string":
         return value
-    if base in _INTEGER_CASTS:
+    if base in INTEGER_CASTS:
         if kind == "string" and _INTEGER.fullmatch(raw.strip()):
             kind, raw = "int", int(raw.strip())
         if kind == "int":
-            low, high = _CAST_RANGES.get(base, (-(2**127), 2**127 - 1))
+            bits, signed = INTEGER_CASTS[base]
+            low, high = (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1) if signed else (0, 2**bits - 1)
             if low <= raw <= high:
                 return "int", raw
             return "unknown", f"{literal} overflows {base} (engines error or wrap around)"

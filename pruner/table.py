@@ -20,14 +20,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pruner.errors import IndexNotFoundError, InvalidParameterError, PrunerError
+from pruner.errors import InvalidParameterError, PrunerError
 from pruner.index import (
     DEFAULT_ITEMS,
     ZoneIndex,
     _is_lance_dataset,
     _parquet_files,
     list_bloom_indexes,
-    load_index,
+    load_lance_index,
     parquet_index_path,
     read_index_file,
 )
@@ -77,6 +77,7 @@ class Table:
         fragment_rows: dict[int, int],
         files: dict[int, ParquetFile] | None = None,
         dataset: Any = None,
+        mixed_types: frozenset[str] = frozenset(),
     ) -> None:
         self.path = path
         self.kind = kind
@@ -84,7 +85,11 @@ class Table:
         self.fragment_rows = fragment_rows
         self.files = files
         self.dataset = dataset
+        # Columns whose type differs between Parquet files: the index hashed one width and a
+        # probe would use another, so such a column is never probed.
+        self.mixed_types = mixed_types
         self._indexes: dict[str, BoundIndex | None] = {}
+        self._indexed_columns: list[str] | None = None
         self._lock = threading.Lock()
         self._whole: Selection | None = None
 
@@ -120,9 +125,13 @@ class Table:
         return None
 
     def indexed_columns(self) -> list[str]:
-        if self.kind == "lance":
-            return sorted({info.column for info in list_bloom_indexes(self.dataset)})
-        return [name for name in self.schema.names if parquet_index_path(self.path, name).exists()]
+        if self._indexed_columns is None:
+            if self.kind == "lance":
+                found = sorted({info.column for info in list_bloom_indexes(self.dataset)})
+            else:
+                found = [n for n in self.schema.names if parquet_index_path(self.path, n).exists()]
+            self._indexed_columns = found
+        return self._indexed_columns
 
     def bind_index(self, column: str, index: ZoneIndex) -> BoundIndex:
         """Use ``index`` (fragment ids are this table's) for ``column`` instead of loading one."""
@@ -136,12 +145,11 @@ class Table:
         return np.where(known, index.fragment_id, -1).astype(np.int64)
 
     def _load(self, column: str) -> BoundIndex | None:
+        if column in self.mixed_types:
+            return None
         if self.kind == "lance":
-            try:
-                index = load_index(self.path, column)
-            except IndexNotFoundError:
-                return None
-            return self._bind(index, self._lance_ids(index))
+            index = load_lance_index(self.dataset, column)
+            return None if index is None else self._bind(index, self._lance_ids(index))
         location = parquet_index_path(self.path, column)
         if not location.exists():
             return None
@@ -212,11 +220,18 @@ def open_table(source: str | os.PathLike[str]) -> Table:
         )
     files: dict[int, ParquetFile] = {}
     schema = None
+    mixed: set[str] = set()
     for fid, file in enumerate(found):
         stat = file.stat()
         metadata = pq.read_metadata(file)
+        file_schema = metadata.schema.to_arrow_schema()
         if schema is None:
-            schema = metadata.schema.to_arrow_schema()
+            schema = file_schema
+        mixed.update(
+            f.name
+            for f in file_schema
+            if f.name in schema.names and schema.field(f.name).type != f.type
+        )
         files[fid] = ParquetFile(
             file,
             file.relative_to(path).as_posix(),
@@ -226,4 +241,4 @@ def open_table(source: str | os.PathLike[str]) -> Table:
         )
     assert schema is not None
     rows = {fid: f.rows for fid, f in files.items()}
-    return Table(path, "parquet", schema, rows, files=files)
+    return Table(path, "parquet", schema, rows, files=files, mixed_types=frozenset(mixed))

@@ -198,3 +198,20 @@ def test_unparsable_sql_names_the_position() -> None:
 def test_builders_simplify() -> None:
     assert or_(Equals("id", Literal.number("1")), and_()) == and_()
     assert isinstance(and_(IsNull("x"), or_()), type(or_()))
+
+
+def test_a_union_branch_of_unknown_columns_stops_pushdown() -> None:
+    """(b UNION c) may widen v to DOUBLE; then ids near 2**53 compare equal to others."""
+    schemas = {**SCHEMAS, "c": pa.schema([("v", pa.float64())])}
+    sql = (
+        "SELECT * FROM (SELECT id AS v FROM a UNION ALL "
+        "(SELECT id AS v FROM b UNION ALL SELECT v FROM c)) u WHERE u.v = 3"
+    )
+    for scan in analyze(sql, schemas).scans:
+        assert not any(isinstance(leaf, Equals) for leaf in leaves(scan.predicate)), scan
+
+
+def test_two_from_items_with_one_name_prune_nothing() -> None:
+    sql = "SELECT * FROM (SELECT id FROM a) x, (SELECT id FROM b) x WHERE x.id = 3"
+    for scan in analyze(sql, SCHEMAS).scans:
+        assert not any(isinstance(leaf, Equals) for leaf in leaves(scan.predicate)), scan

@@ -147,3 +147,14 @@ def test_files_that_disagree_on_the_column_type_are_refused(parquet_dir: Path) -
     pq.write_table(pa.table({"id": pa.array([1, 2], pa.int32())}), parquet_dir / "zz.parquet")
     with pytest.raises(InvalidParameterError, match=r"is int32 in .*zz\.parquet but int64"):
         build_parquet_index(parquet_dir, "id", items=256, probability=0.01)
+
+
+def test_a_file_of_another_type_added_after_the_build_is_never_probed(parquet_dir: Path) -> None:
+    """The index hashed int64; an int32 file sorted first would make probes hash 4 bytes."""
+    from pruner.explain import explain
+
+    build_index(parquet_dir, "id", items=256)
+    pq.write_table(pa.table({"id": pa.array([7], pa.int32())}), parquet_dir / "0.parquet")
+    (scan,) = explain("SELECT * FROM t WHERE id = 7", {"t": parquet_dir}).scans
+    assert scan.selection.num_rows == scan.rows_total, "id may be anywhere: read everything"
+    assert "disagree on the type of id" in scan.terms[0].reason
