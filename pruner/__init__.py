@@ -6,6 +6,7 @@
 17241709254077376921
 """
 
+from pruner.engines import query
 from pruner.errors import (
     IndexFormatError,
     IndexNotFoundError,
@@ -14,22 +15,30 @@ from pruner.errors import (
     SqlSyntaxError,
     UnsupportedTypeError,
 )
-from pruner.explain import Explanation, explain
+from pruner.explain import Explanation, explain, open_tables
 from pruner.index import ZoneIndex, build_index, load_index
+from pruner.plan import Plan, plan
 from pruner.selection import Selection
+from pruner.table import Table, open_table
 
 __all__ = [
     "Explanation",
     "IndexFormatError",
     "IndexNotFoundError",
     "InvalidParameterError",
+    "Plan",
     "PrunerError",
     "Selection",
     "SqlSyntaxError",
+    "Table",
     "UnsupportedTypeError",
     "ZoneIndex",
     "build_index",
     "explain",
     "load_index",
+    "open_table",
+    "open_tables",
+    "plan",
+    "query",
 ]
 __version__ = "0.1.0"

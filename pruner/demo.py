@@ -8,6 +8,7 @@ matching row lies in a selected zone (the promise: a selection is never too narr
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 from dataclasses import dataclass
@@ -109,7 +110,9 @@ def write_example_tables(
 ) -> dict[str, Path]:
     """The tables of ``sql_examples/``: events (Lance), events_pq (Parquet), users (Parquet).
 
-    Returns ``{table name: path}``, with every column of :data:`EXAMPLE_INDEXES` indexed.
+    Returns ``{table name: path}``, with every column of :data:`EXAMPLE_INDEXES` indexed,
+    and also ``users_lance``: the users as a Lance dataset, so that every query can run with
+    each table in either format.
     """
     import lance
 
@@ -121,10 +124,13 @@ def write_example_tables(
         "events": directory / "events.lance",
         "events_pq": directory / "events_pq",
         "users": directory / "users",
+        "users_lance": directory / "users.lance",
     }
     for path in paths.values():
         shutil.rmtree(path, ignore_errors=True)
     lance.write_dataset(events, str(paths["events"]), max_rows_per_file=per_fragment)
+    users_per_fragment = max(1, -(-users.num_rows // 2))
+    lance.write_dataset(users, str(paths["users_lance"]), max_rows_per_file=users_per_fragment)
     for name, table, per_file in (
         ("events_pq", events, per_fragment),
         ("users", users, -(-users.num_rows // 2)),
@@ -136,7 +142,7 @@ def write_example_tables(
                 paths[name] / f"part-{number:04d}.parquet",
                 row_group_size=max(1, items // 2),
             )
-    for name, columns in EXAMPLE_INDEXES.items():
+    for name, columns in (*EXAMPLE_INDEXES.items(), ("users_lance", EXAMPLE_INDEXES["users"])):
         for column in columns:
             build_index(paths[name], column, items=items)
     return paths
@@ -148,6 +154,7 @@ class SqlExample:
     dialect: str
     why: str
     sql: str
+    parameters: tuple[object, ...] = ()
 
 
 def read_sql_examples(path: Path = SQL_EXAMPLES) -> list[SqlExample]:
@@ -164,7 +171,10 @@ def read_sql_examples(path: Path = SQL_EXAMPLES) -> list[SqlExample]:
                 body.append(line)
         if "name" in keys and body:
             sql = "\n".join(body).strip().rstrip(";")
-            examples.append(SqlExample(keys["name"], keys["dialect"], keys.get("why", ""), sql))
+            parameters = tuple(json.loads(keys.get("parameters", "[]")))
+            examples.append(
+                SqlExample(keys["name"], keys["dialect"], keys.get("why", ""), sql, parameters)
+            )
     return examples
 
 

@@ -43,6 +43,7 @@ class ParquetFile:
     size: int
     mtime_ns: int
     rows: int
+    row_group_rows: tuple[int, ...] = ()
 
 
 @dataclass(eq=False)
@@ -78,6 +79,7 @@ class Table:
         files: dict[int, ParquetFile] | None = None,
         dataset: Any = None,
         mixed_types: frozenset[str] = frozenset(),
+        uniform_schema: bool = True,
     ) -> None:
         self.path = path
         self.kind = kind
@@ -88,6 +90,9 @@ class Table:
         # Columns whose type differs between Parquet files: the index hashed one width and a
         # probe would use another, so such a column is never probed.
         self.mixed_types = mixed_types
+        # False when the Parquet files' schemas differ at all: an engine then reads a subset
+        # of the files with another schema than the whole set, so adapters read it whole.
+        self.uniform_schema = uniform_schema
         self._indexes: dict[str, BoundIndex | None] = {}
         self._indexed_columns: list[str] | None = None
         self._lock = threading.Lock()
@@ -221,12 +226,14 @@ def open_table(source: str | os.PathLike[str]) -> Table:
     files: dict[int, ParquetFile] = {}
     schema = None
     mixed: set[str] = set()
+    uniform = True
     for fid, file in enumerate(found):
         stat = file.stat()
         metadata = pq.read_metadata(file)
         file_schema = metadata.schema.to_arrow_schema()
         if schema is None:
             schema = file_schema
+        uniform = uniform and file_schema.equals(schema, check_metadata=False)
         mixed.update(
             f.name
             for f in file_schema
@@ -238,7 +245,16 @@ def open_table(source: str | os.PathLike[str]) -> Table:
             stat.st_size,
             stat.st_mtime_ns,
             metadata.num_rows,
+            tuple(metadata.row_group(g).num_rows for g in range(metadata.num_row_groups)),
         )
     assert schema is not None
     rows = {fid: f.rows for fid, f in files.items()}
-    return Table(path, "parquet", schema, rows, files=files, mixed_types=frozenset(mixed))
+    return Table(
+        path,
+        "parquet",
+        schema,
+        rows,
+        files=files,
+        mixed_types=frozenset(mixed),
+        uniform_schema=uniform,
+    )

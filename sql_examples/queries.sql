@@ -272,8 +272,8 @@ WITH recent AS (SELECT event_id, user_id AS uid, country FROM events) SELECT * F
 
 -- name: cte_limit_blocks_pushdown
 -- dialect: duckdb
--- why: a filter may not pass a LIMIT
-WITH first AS (SELECT * FROM events LIMIT 100) SELECT * FROM first WHERE user_id = 3125;
+-- why: a filter may not pass a LIMIT (ordered, so the first 100 rows are the same in every engine)
+WITH first AS (SELECT * FROM events ORDER BY event_id LIMIT 100) SELECT * FROM first WHERE user_id = 3125;
 
 -- name: derived_table
 -- dialect: duckdb
@@ -317,7 +317,8 @@ SELECT * FROM (SELECT user_id, event_id FROM events UNION SELECT user_id, event_
 
 -- name: positional_parameter
 -- dialect: duckdb
--- why: a prepared statement's parameter, bound to 4724 by the test
+-- why: a prepared statement's parameter
+-- parameters: [4724]
 SELECT * FROM events WHERE user_id = ?;
 
 -- name: unqualified_ambiguous
@@ -387,7 +388,8 @@ SELECT e.event_id, u.name FROM events e INNER JOIN users u ON e.user_id = u.user
 
 -- name: datafusion_dollar_parameter
 -- dialect: datafusion
--- why: $1 parameters, bound to 4724 by the test
+-- why: $1 parameters
+-- parameters: [4724]
 SELECT count(*) FROM events WHERE user_id = $1;
 
 -- name: datafusion_is_null_or
@@ -407,7 +409,8 @@ SELECT count(*) FROM users u LEFT JOIN events e ON u.user_id = e.user_id WHERE e
 
 -- name: review_null_safe_parameter_null
 -- dialect: duckdb
--- why: <=> bound to NULL is IS NULL (the test binds NULL)
+-- why: <=> bound to NULL is IS NULL
+-- parameters: [null]
 SELECT count(*) FROM events WHERE country IS NOT DISTINCT FROM ?;
 
 -- name: review_cte_column_list

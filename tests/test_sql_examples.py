@@ -11,27 +11,23 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 from typing import Any
 
 import duckdb
 import pytest
 
-from pruner.demo import SQL_EXAMPLES, read_sql_examples, write_example_tables
+from pruner.demo import EXAMPLE_INDEXES, SQL_EXAMPLES, read_sql_examples
 from pruner.explain import explain, open_tables
 from tests.engine_check import read_with_addresses, restrict, run_duckdb
 
 EXPECTED = SQL_EXAMPLES.parent / "expected.json"
 EXAMPLES = read_sql_examples()
-PARAMETERS: dict[str, list[Any]] = {
-    "positional_parameter": [4724],
-    "datafusion_dollar_parameter": [4724],
-    "review_null_safe_parameter_null": [None],
-}
 
 
 @pytest.fixture(scope="module")
-def example_tables(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    paths = write_example_tables(tmp_path_factory.mktemp("examples"), rows=40_000, items=1024)
+def example_tables(example_paths: dict[str, Path]) -> dict[str, Any]:
+    paths = {name: example_paths[name] for name in EXAMPLE_INDEXES}
     opened = open_tables(paths)
     data = {name: read_with_addresses(path) for name, path in paths.items()}
     return {"tables": opened, "data": data}
@@ -70,7 +66,7 @@ def test_selections_match_the_golden_file(example_tables: dict[str, Any]) -> Non
                 example.sql,
                 example_tables["tables"],
                 dialect=example.dialect,
-                parameters=PARAMETERS.get(example.name, ()),
+                parameters=example.parameters,
             )
         )
         for example in EXAMPLES
@@ -85,7 +81,7 @@ def test_selections_match_the_golden_file(example_tables: dict[str, Any]) -> Non
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=[e.name for e in EXAMPLES])
 def test_pruning_never_changes_the_answer(example: Any, example_tables: dict[str, Any]) -> None:
-    parameters = PARAMETERS.get(example.name, [])
+    parameters = list(example.parameters)
     explanation = explain(
         example.sql, example_tables["tables"], dialect=example.dialect, parameters=parameters
     )

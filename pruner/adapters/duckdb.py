@@ -1,0 +1,169 @@
+"""DuckDB: run a query with every indexed table bound to a pruned source.
+
+The SQL runs unchanged. Each table name the query uses is bound, on a cursor of the
+connection (so nothing leaks into the caller's session), to:
+
+- a Lance dataset restricted to the selected fragments and row addresses
+  (:class:`~pruner.adapters.sources.PrunedLanceDataset`); DuckDB still pushes its projection
+  and filters into Lance's scanner;
+- a view over ``read_parquet``: one list scan of the files read whole, plus, per partial
+  file, a ``file_row_number`` scan of its selected row groups (DuckDB skips the others).
+
+>>> import tempfile, pyarrow as pa, lance, duckdb
+>>> from pruner.index import build_index
+>>> path = tempfile.mkdtemp() + "/t.lance"
+>>> _ = lance.write_dataset(pa.table({"id": list(range(20000))}), path)
+>>> _ = build_index(path, "id")
+>>> query("SELECT count(*) AS n FROM t WHERE id = 7", {"t": path}).to_pylist()
+[{'n': 1}]
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from pruner.adapters.sources import ParquetPart, lance_source, parquet_parts
+from pruner.plan import Plan, TableSource, plan
+from pruner.selection import Selection
+from pruner.table import Table, open_table
+
+try:
+    import duckdb
+except ImportError as err:  # pragma: no cover - exercised only without the extra
+    raise ImportError("pruner's DuckDB adapter needs duckdb: pip install 'pruner[duckdb]'") from err
+
+__all__ = ["bind", "query", "register", "sql"]
+
+Parameters = Sequence[object] | Mapping[str, object]
+
+
+def quote_identifier(name: str) -> str:
+    """``name`` as a DuckDB identifier.
+
+    >>> quote_identifier('a"b')
+    '"a""b"'
+    """
+    return '"' + name.replace('"', '""') + '"'
+
+
+def quote_string(text: str) -> str:
+    """``text`` as a DuckDB string literal.
+
+    >>> quote_string("it's")
+    "'it''s'"
+    """
+    return "'" + text.replace("'", "''") + "'"
+
+
+def parquet_view_sql(table: Table, selection: Selection | None) -> str:
+    """The SELECT a pruned Parquet table is a view of (all of it when ``selection`` is None)."""
+    parts = parquet_parts(table, selection)
+    files = table.files or {}
+    hive = all("=" in p for f in files.values() for p in f.relative.split("/")[:-1]) and any(
+        "/" in f.relative for f in files.values()
+    )
+    options = f"hive_partitioning = {str(hive).lower()}"
+    if not parts:
+        first = files[min(files)].path
+        return f"SELECT * FROM read_parquet({quote_string(str(first))}, {options}) LIMIT 0"
+    if "file_row_number" in table.schema.names:  # the pseudo-column would clash: read whole
+        parts = [ParquetPart(part.file, None) for part in parts]
+    whole = [part for part in parts if part.row_groups is None]
+    selects = []
+    if whole:
+        listing = ", ".join(quote_string(str(part.file.path)) for part in whole)
+        selects.append(f"SELECT * FROM read_parquet([{listing}], {options})")
+    for part in parts:
+        if part.row_groups is None:
+            continue
+        spans = " OR ".join(
+            f"file_row_number BETWEEN {start} AND {end - 1}" for start, end in part.row_spans()
+        )
+        selects.append(
+            "SELECT * EXCLUDE (file_row_number) FROM read_parquet("
+            f"{quote_string(str(part.file.path))}, file_row_number = true, {options}) "
+            f"WHERE {spans}"
+        )
+    return " UNION ALL BY NAME ".join(selects)
+
+
+def register(
+    connection: duckdb.DuckDBPyConnection,
+    name: str,
+    table: Table | TableSource,
+    selection: Selection | None = None,
+) -> None:
+    """Bind ``name`` on ``connection`` to ``table`` restricted to ``selection`` (None: all).
+
+    Replaces whatever ``name`` was bound to on this connection.
+    """
+    opened = table if isinstance(table, Table) else open_table(table)
+    with contextlib.suppress(duckdb.Error):
+        connection.unregister(name)
+    connection.execute(f"DROP VIEW IF EXISTS temp.{quote_identifier(name)}")
+    if opened.kind == "lance":
+        connection.register(name, lance_source(opened, selection))
+    else:
+        connection.execute(
+            f"CREATE TEMP VIEW {quote_identifier(name)} AS {parquet_view_sql(opened, selection)}"
+        )
+
+
+def bind(connection: duckdb.DuckDBPyConnection, prepared: Plan) -> duckdb.DuckDBPyConnection:
+    """A new cursor of ``connection`` with every table of ``prepared`` bound to its pruned
+    source; the caller's connection and its other tables are untouched."""
+    cursor = connection.cursor()
+    for name, table in prepared.tables.items():
+        register(cursor, name, table, prepared.selections.get(name))
+    return cursor
+
+
+def sql(
+    connection: duckdb.DuckDBPyConnection,
+    query_text: str,
+    tables: Mapping[str, TableSource],
+    *,
+    parameters: Parameters = (),
+    prune: bool = True,
+) -> duckdb.DuckDBPyRelation:
+    """Like ``connection.sql(query_text)``, with ``tables`` bound to pruned sources.
+
+    The tables are bound on a cursor of ``connection``, which the returned relation keeps
+    alive; the database's own tables stay visible to the query.
+    """
+    prepared = plan(query_text, tables, dialect="duckdb", parameters=parameters, prune=prune)
+    cursor = bind(connection, prepared)
+    if parameters:
+        return cursor.sql(query_text, params=_engine_parameters(parameters))
+    return cursor.sql(query_text)
+
+
+def query(
+    query_text: str,
+    tables: Mapping[str, TableSource],
+    *,
+    parameters: Parameters = (),
+    prune: bool = True,
+    connection: duckdb.DuckDBPyConnection | None = None,
+    prepared: Plan | None = None,
+) -> pa.Table:
+    """Run ``query_text`` on DuckDB with ``tables`` pruned; the result as a pyarrow Table."""
+    if prepared is None:
+        prepared = plan(query_text, tables, dialect="duckdb", parameters=parameters, prune=prune)
+    cursor = bind(connection if connection is not None else duckdb.connect(), prepared)
+    try:
+        if parameters:
+            relation = cursor.sql(query_text, params=_engine_parameters(parameters))
+        else:
+            relation = cursor.sql(query_text)
+        return pa.table({}) if relation is None else relation.to_arrow_table()
+    finally:
+        cursor.close()
+
+
+def _engine_parameters(parameters: Parameters) -> Any:
+    return dict(parameters) if isinstance(parameters, Mapping) else list(parameters)

@@ -1,0 +1,199 @@
+"""From a Selection to what an engine reads: the half every adapter shares.
+
+- **Lance**: :class:`PrunedLanceDataset`, a ``LanceDataset`` whose scans are forced onto the
+  selected fragments and row addresses. DuckDB calls ``scanner(columns=..., filter=...)`` and
+  DataFusion calls ``get_fragments()`` then each part's ``scanner(...)``; both keep their
+  projection and filter pushdown, and pruner adds ``fragments=`` and ``row_addr_allowlist=``.
+- **Parquet**: :func:`parquet_parts` maps a Selection to files read whole and files of which
+  only some row groups are read. A row group is read when any selected row falls in it, so a
+  zone (which never straddles a row group, see :mod:`pruner.zones`) always maps to whole
+  row groups and no needed row is dropped.
+
+``selection=None`` means "read everything"; it is also what the unpruned runs use, so pruned
+and unpruned reads go through the same code and differ only in what they skip.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import lance
+import numpy as np
+from pyroaring import BitMap
+
+from pruner.selection import Selection
+from pruner.table import ParquetFile, Table
+
+__all__ = [
+    "ParquetPart",
+    "PrunedLanceDataset",
+    "lance_allowlist",
+    "lance_source",
+    "parquet_parts",
+]
+
+
+def lance_allowlist(selection: Selection) -> bytes:
+    """Lance's ``row_addr_allowlist`` bytes for ``selection``.
+
+    The layout (learnt by experiment, ``../shared/FACTS.md`` section 2): u32 fragment count,
+    then per fragment in ascending id order u32 id, u32 byte length and a portable Roaring
+    bitmap of the selected offsets.
+
+    >>> len(lance_allowlist(Selection.from_ranges([(1, 0, 10)])))
+    27
+    """
+    chunks = []
+    by_fragment = selection.by_fragment()
+    chunks.append(struct.pack("<I", len(by_fragment)))
+    for fragment, ranges in sorted(by_fragment.items()):
+        offsets = BitMap()
+        for start, end in ranges:
+            offsets.add_range(start, end)
+        data = offsets.serialize()
+        chunks.append(struct.pack("<II", fragment, len(data)))
+        chunks.append(data)
+    return b"".join(chunks)
+
+
+class PrunedLanceDataset(lance.LanceDataset):
+    """A Lance dataset whose every scan reads only the rows of a Selection.
+
+    Made from an open dataset by :func:`lance_source`; engines see an ordinary
+    ``LanceDataset`` (a ``pyarrow.dataset.Dataset``).
+    """
+
+    _pruner_fragments: list[Any]
+    _pruner_allowlist: bytes | None
+    _pruner_fragment_allowlists: dict[int, bytes | None]
+
+    def scanner(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs["fragments"] = self._pruner_fragments
+        if self._pruner_allowlist is not None:
+            kwargs["row_addr_allowlist"] = self._pruner_allowlist
+        return super().scanner(*args, **kwargs)
+
+    def get_fragments(self, filter: Any = None) -> list[Any]:
+        # The engine's filter is applied again by each part's scanner.
+        return [_PrunedFragment(self, fragment) for fragment in self._pruner_fragments]
+
+
+class _PrunedFragment:
+    """One selected fragment, as DataFusion's dataset scan sees it."""
+
+    def __init__(self, dataset: PrunedLanceDataset, fragment: Any) -> None:
+        self._dataset = dataset
+        self._fragment = fragment
+
+    def scanner(self, schema: Any = None, **kwargs: Any) -> Any:
+        kwargs["fragments"] = [self._fragment]
+        allow = self._dataset._pruner_fragment_allowlists[self._fragment.fragment_id]
+        if allow is not None:
+            kwargs["row_addr_allowlist"] = allow
+        return lance.LanceDataset.scanner(self._dataset, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._fragment, name)
+
+
+def lance_source(table: Table, selection: Selection | None) -> lance.LanceDataset:
+    """``table``'s dataset restricted to ``selection`` (all of it when None).
+
+    On a dataset with stable row ids Lance matches the allowlist against row ids, not
+    addresses, so there only whole fragments are restricted.
+    """
+    dataset = table.dataset
+    fragments = dataset.get_fragments()
+    if selection is not None:
+        wanted = set(selection.fragment_ids())
+        fragments = [f for f in fragments if f.fragment_id in wanted]
+    pruned = PrunedLanceDataset.__new__(PrunedLanceDataset)
+    pruned.__dict__.update(dataset.__dict__)
+    pruned._pruner_fragments = fragments
+    partial: dict[int, list[tuple[int, int]]] = {}
+    if selection is not None and not dataset.has_stable_row_ids:
+        for fragment, ranges in selection.by_fragment().items():
+            if ranges != [(0, table.fragment_rows.get(fragment, -1))]:
+                partial[fragment] = ranges
+    pruned._pruner_fragment_allowlists = {
+        f.fragment_id: _allowlist_of(f.fragment_id, partial) for f in fragments
+    }
+    pruned._pruner_allowlist = None
+    if partial and selection is not None:
+        pruned._pruner_allowlist = lance_allowlist(selection)
+    return pruned
+
+
+def _allowlist_of(fragment: int, partial: dict[int, list[tuple[int, int]]]) -> bytes | None:
+    if fragment not in partial:
+        return None
+    ranges = ((fragment, start, end - start) for start, end in partial[fragment])
+    return lance_allowlist(Selection.from_ranges(ranges))
+
+
+@dataclass(frozen=True, slots=True)
+class ParquetPart:
+    """One Parquet file to read: whole (``row_groups is None``) or only some row groups."""
+
+    file: ParquetFile
+    row_groups: tuple[int, ...] | None
+
+    def row_spans(self) -> Iterator[tuple[int, int]]:
+        """The selected row groups as merged half-open ``(first_row, end_row)`` spans."""
+        if self.row_groups is None:
+            yield 0, self.file.rows
+            return
+        bounds = np.concatenate(([0], np.cumsum(self.file.row_group_rows))).tolist()
+        span_start = span_end = -1
+        for group in self.row_groups:
+            if bounds[group] != span_end:
+                if span_end > span_start:
+                    yield span_start, span_end
+                span_start = bounds[group]
+            span_end = bounds[group + 1]
+        if span_end > span_start:
+            yield span_start, span_end
+
+
+def parquet_parts(table: Table, selection: Selection | None) -> list[ParquetPart]:
+    """The files (in path order) and row groups an engine must read for ``selection``.
+
+    A table whose files disagree on their schema is read whole: an engine reading a subset
+    of its files could otherwise settle on another schema than for the whole set.
+    """
+    files = table.files or {}
+    if selection is None or not table.uniform_schema:
+        return [ParquetPart(files[fid], None) for fid in sorted(files)]
+    parts = []
+    for fid, ranges in sorted(selection.by_fragment().items()):
+        file = files[fid]
+        groups = _overlapping_groups(file.row_group_rows, ranges)
+        whole = len(groups) == len(file.row_group_rows)
+        if groups or file.rows == 0:
+            parts.append(ParquetPart(file, None if whole else tuple(groups)))
+    return parts
+
+
+def _overlapping_groups(group_rows: tuple[int, ...], ranges: list[tuple[int, int]]) -> list[int]:
+    """Indices of the row groups any half-open range of ``ranges`` overlaps.
+
+    >>> _overlapping_groups((10, 10, 10), [(5, 6), (20, 21)])
+    [0, 2]
+    >>> _overlapping_groups((10, 10, 10), [(9, 11)])
+    [0, 1]
+    """
+    if not group_rows:
+        return []
+    group_end = np.cumsum(np.asarray(group_rows, dtype=np.int64))
+    group_start = group_end - np.asarray(group_rows, dtype=np.int64)
+    starts = np.array([s for s, _ in ranges], dtype=np.int64)
+    ends = np.array([e for _, e in ranges], dtype=np.int64)
+    first = np.searchsorted(group_end, starts, side="right")
+    last = np.searchsorted(group_start, ends, side="left")  # one past the last group
+    marks = np.zeros(len(group_rows) + 1, dtype=np.int64)
+    np.add.at(marks, first, 1)
+    np.add.at(marks, last, -1)
+    return np.flatnonzero(np.cumsum(marks)[:-1] > 0).tolist()

@@ -1,0 +1,61 @@
+"""``plan``: what an adapter needs before it runs a query, the same for every engine.
+
+The tables are opened, the SQL is analyzed in the engine's dialect and every scan's
+selection is computed; the per-table union is what the engine must read. With
+``prune=False`` nothing is analyzed and every table is read whole (``None``), through the
+same adapter code, so pruned and unpruned runs differ only in what they skip.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from pruner.explain import Explanation, TableSource, explain, open_tables
+from pruner.selection import Selection
+from pruner.table import Table
+
+__all__ = ["Plan", "TableSource", "plan"]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Per table name: the opened table and the rows to read (None: the whole table)."""
+
+    tables: dict[str, Table]
+    selections: dict[str, Selection | None]
+    explanation: Explanation | None = field(default=None)
+
+    def zones(self) -> tuple[int, int]:
+        """Zones selected and zones in total, over every scan (0, 0 when not pruned)."""
+        if self.explanation is None:
+            return 0, 0
+        scans = self.explanation.scans
+        return sum(s.zones_selected for s in scans), sum(s.zones_total for s in scans)
+
+    def rows(self) -> tuple[int, int]:
+        """Rows the engine reads and rows in the tables the query names."""
+        total = sum(t.num_rows for t in self.tables.values())
+        read = sum(
+            self.tables[name].num_rows if selection is None else selection.num_rows
+            for name, selection in self.selections.items()
+        )
+        return read, total
+
+
+def plan(
+    sql: str,
+    tables: Mapping[str, TableSource],
+    *,
+    dialect: str,
+    parameters: Sequence[object] | Mapping[str, object] = (),
+    prune: bool = True,
+) -> Plan:
+    """Open ``tables`` and compute what each must read for ``sql``."""
+    opened = open_tables(tables)
+    if not prune:
+        return Plan(opened, dict.fromkeys(opened))
+    explanation = explain(sql, opened, dialect=dialect, parameters=parameters)
+    found = explanation.selections()
+    selections: dict[str, Selection | None] = {name: found.get(name) for name in opened}
+    return Plan(opened, selections, explanation)

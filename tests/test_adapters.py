@@ -1,0 +1,293 @@
+"""The DuckDB and DataFusion adapters: every sql_example, pruned == unpruned, on the real
+engines over Lance and Parquet; and the edges of binding tables to pruned sources."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import datafusion
+import duckdb
+import lance
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import sqlglot
+
+import pruner
+from pruner.adapters import datafusion as df_adapter
+from pruner.adapters import duckdb as duck_adapter
+from pruner.adapters.sources import lance_source, parquet_parts
+from pruner.analyzer import DIALECTS
+from pruner.demo import read_sql_examples
+from pruner.index import build_index
+from pruner.selection import Selection
+from pruner.table import open_table
+
+EXAMPLES = read_sql_examples()
+ENGINES = ("duckdb", "datafusion")
+# Each table in either format: the examples' own layout, and every table swapped.
+LAYOUTS = {
+    "as_written": {"events": "events", "events_pq": "events_pq", "users": "users"},
+    "swapped": {"events": "events_pq", "events_pq": "events", "users": "users_lance"},
+}
+
+
+def _normal(value: Any) -> Any:
+    """Rows compared as multisets: floats to 10 significant digits (sums may reorder)."""
+    if isinstance(value, float):
+        return "nan" if math.isnan(value) else float(f"{value:.10g}")
+    if isinstance(value, list):
+        return tuple(_normal(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, _normal(v)) for k, v in value.items()))
+    return value
+
+
+def _rows(table: pa.Table) -> Counter[tuple[Any, ...]]:
+    columns = [table.column(i).to_pylist() for i in range(table.num_columns)]
+    return Counter(tuple(_normal(v) for v in row) for row in zip(*columns, strict=True))
+
+
+def _engine_sql(sql: str, dialect: str, engine: str) -> str:
+    if dialect == engine:
+        return sql
+    return sqlglot.transpile(sql, read=DIALECTS[dialect], write=DIALECTS[engine])[0]
+
+
+def _run(engine: str, sql: str, tables: dict[str, Any], parameters: Any, prune: bool) -> Any:
+    try:
+        result = pruner.query(sql, tables, engine=engine, parameters=parameters, prune=prune)
+    except Exception as err:  # the engine's own error: pruned must raise it too
+        return type(err)
+    return _rows(result)
+
+
+@pytest.fixture(scope="module")
+def outcomes() -> dict[str, Counter[str]]:
+    """Per engine, how many examples ran and how many the engine refused (both ways)."""
+    return {engine: Counter() for engine in ENGINES}
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("example", EXAMPLES, ids=[e.name for e in EXAMPLES])
+def test_every_example_gives_the_unpruned_answer(
+    example: Any, engine: str, example_paths: dict[str, Path], outcomes: Any
+) -> None:
+    sql = _engine_sql(example.sql, example.dialect, engine)
+    parameters = list(example.parameters)
+    as_written = {name: example_paths[name] for name in LAYOUTS["as_written"]}
+    expected = _run(engine, sql, as_written, parameters, prune=False)
+    for layout, names in LAYOUTS.items():
+        tables = {name: example_paths[source] for name, source in names.items()}
+        assert _run(engine, sql, tables, parameters, prune=True) == expected, (
+            f"{example.name} on {engine}, {layout}: pruning changed the answer"
+        )
+    outcomes[engine]["refused" if isinstance(expected, type) else "ran"] += 1
+
+
+def test_most_examples_really_ran(outcomes: dict[str, Counter[str]]) -> None:
+    """Guards the test above against passing because every query errored."""
+    if sum(outcomes["duckdb"].values()) < len(EXAMPLES):
+        pytest.skip("runs only after the whole parametrized example test")
+    assert outcomes["duckdb"]["ran"] >= len(EXAMPLES) - 8, outcomes
+    assert outcomes["datafusion"]["ran"] >= len(EXAMPLES) // 2, outcomes
+
+
+@pytest.fixture()
+def lance_table(tmp_path: Path) -> Path:
+    """Three fragments of 5,000 rows, ids shuffled, 1,000-row zones, rows 0-99 deleted."""
+    path = tmp_path / "t.lance"
+    rng = np.random.default_rng(3)
+    data = pa.table(
+        {
+            "id": rng.permutation(15_000).astype(np.int64),
+            "name": pa.array([f"n{i}" for i in range(15_000)]),
+        }
+    )
+    lance.write_dataset(data, path, max_rows_per_file=5_000)
+    lance.dataset(path).delete("id < 100")
+    build_index(path, "id", items=1_000)
+    return path
+
+
+@pytest.fixture()
+def parquet_table(tmp_path: Path) -> Path:
+    """Three files of 5,000 rows in row groups of 1,000, ids shuffled, 500-row zones."""
+    path = tmp_path / "pq"
+    path.mkdir()
+    rng = np.random.default_rng(4)
+    ids = rng.permutation(15_000).astype(np.int64)
+    for number in range(3):
+        part = pa.table({"id": ids[number * 5_000 : (number + 1) * 5_000]})
+        pq.write_table(part, path / f"part-{number}.parquet", row_group_size=1_000)
+    build_index(path, "id", items=500)
+    return path
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("kind", ["lance", "parquet"])
+def test_a_point_lookup_reads_a_fraction_and_finds_the_row(
+    engine: str, kind: str, lance_table: Path, parquet_table: Path
+) -> None:
+    path = lance_table if kind == "lance" else parquet_table
+    key = (
+        int(pq.read_table(path / "part-1.parquet").column("id")[1234].as_py())
+        if kind == ("parquet")
+        else 7_777
+    )
+    sql = f"SELECT id FROM t WHERE id = {key}"
+    prepared = pruner.plan(sql, {"t": path}, dialect=engine)
+    read, total = prepared.rows()
+    assert read <= total // 5, f"a point lookup should read one zone or row group: {read}"
+    result = pruner.query(sql, {"t": path}, engine=engine, prepared=prepared)
+    assert result.column("id").to_pylist() == [key]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("kind", ["lance", "parquet"])
+def test_an_empty_selection_gives_an_empty_result_with_the_schema(
+    engine: str, kind: str, lance_table: Path, parquet_table: Path
+) -> None:
+    path = lance_table if kind == "lance" else parquet_table
+    # 10**9 is in no zone's filter (checked below), so nothing at all is read. (A constant
+    # FALSE filter is not used: DataFusion hands it to pyarrow datasets as a scalar, which
+    # pyarrow rejects, pruned or not.)
+    sql = "SELECT * FROM t WHERE id = 1000000000"
+    assert pruner.plan(sql, {"t": path}, dialect=engine).rows()[0] == 0
+    result = pruner.query(sql, {"t": path}, engine=engine)
+    assert result.num_rows == 0
+    assert result.schema.names == open_table(path).schema.names
+    grouped = pruner.query(
+        "SELECT count(*) AS n FROM t WHERE id = 1000000000", {"t": path}, engine=engine
+    )
+    assert grouped.to_pylist() == [{"n": 0}], "an aggregate over no rows still has one row"
+
+
+def test_lance_source_reads_exactly_the_selected_rows_without_deleted_ones(
+    lance_table: Path,
+) -> None:
+    table = open_table(lance_table)
+    selection = Selection.from_ranges([(0, 50, 100), (2, 4_000, 1_000)])
+    source = lance_source(table, selection)
+    read = source.to_table(columns=["id"], with_row_address=True)
+    addresses = np.sort(read.column("_rowaddr").to_numpy().astype(np.int64))
+    full = lance.dataset(lance_table).to_table(with_row_address=True)
+    everything = full.column("_rowaddr").to_numpy().astype(np.int64)
+    fragments, offsets = everything >> 32, everything & 0xFFFFFFFF
+    assert (
+        addresses.tolist() == np.sort(everything[selection.contains(fragments, offsets)]).tolist()
+    ), "live rows of the selection, no more and no less"
+
+
+def test_parquet_parts_cover_every_selected_row_with_whole_row_groups(
+    parquet_table: Path,
+) -> None:
+    table = open_table(parquet_table)
+    # file 0: rows 999-1001 straddle row groups 0 and 1; file 2: all of it.
+    selection = Selection.from_ranges([(0, 999, 3), (2, 0, 5_000)])
+    parts = parquet_parts(table, selection)
+    assert [(p.file.relative, p.row_groups) for p in parts] == [
+        ("part-0.parquet", (0, 1)),
+        ("part-2.parquet", None),
+    ]
+    assert list(parts[0].row_spans()) == [(0, 2_000)]
+
+
+def test_a_parquet_set_whose_files_disagree_on_schema_is_read_whole(tmp_path: Path) -> None:
+    path = tmp_path / "mixed"
+    path.mkdir()
+    pq.write_table(pa.table({"id": pa.array([1, 2], pa.int64())}), path / "a.parquet")
+    pq.write_table(pa.table({"id": pa.array([3, 4], pa.int32())}), path / "b.parquet")
+    table = open_table(path)
+    parts = parquet_parts(table, Selection.from_ranges([(1, 0, 1)]))
+    assert [p.row_groups for p in parts] == [None, None]
+
+
+@pytest.mark.parametrize("name", ['my "table"', "ünï cödé", "with space", "select"])
+@pytest.mark.parametrize("engine", ENGINES)
+def test_table_names_are_quoted_not_pasted(engine: str, name: str, lance_table: Path) -> None:
+    quoted = '"' + name.replace('"', '""') + '"'
+    sql = f"SELECT count(*) AS n FROM {quoted} WHERE id = 7777"
+    tables = {name: lance_table}
+    assert pruner.query(sql, tables, engine=engine).column(0).to_pylist() == [1]
+
+
+def test_duckdb_sql_binds_on_a_cursor_and_leaves_the_connection_alone(
+    lance_table: Path, parquet_table: Path
+) -> None:
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t AS SELECT 42 AS id")
+    con.execute("CREATE TABLE other AS SELECT 1 AS x")
+    relation = duck_adapter.sql(
+        con, "SELECT t.id, x FROM t, other WHERE t.id = 7777", {"t": lance_table}
+    )
+    assert relation.fetchall() == [(7777, 1)], "the pruned t, and the database's own table"
+    assert con.execute("SELECT id FROM t").fetchall() == [(42,)], "the caller's t is untouched"
+
+
+def test_duckdb_register_on_an_existing_connection(parquet_table: Path) -> None:
+    con = duckdb.connect()
+    table = open_table(parquet_table)
+    duck_adapter.register(con, "t", table, Selection.from_ranges([(1, 0, 1_000)]))
+    assert con.execute("SELECT count(*) FROM t").fetchall() == [(1_000,)]
+    duck_adapter.register(con, "t", table)  # rebinding replaces it
+    assert con.execute("SELECT count(*) FROM t").fetchall() == [(15_000,)]
+
+
+def test_datafusion_sql_on_an_existing_context(lance_table: Path) -> None:
+    context = datafusion.SessionContext()
+    context.register_record_batches("other", [[pa.record_batch({"x": [1]})]])
+    frame = df_adapter.sql(
+        context,
+        "SELECT t.id, x FROM t, other WHERE t.id = $1",
+        {"t": lance_table},
+        parameters=[7777],
+    )
+    assert frame.to_arrow_table().to_pylist() == [{"id": 7777, "x": 1}]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_parameters_reach_the_engine(engine: str, lance_table: Path) -> None:
+    sql = (
+        "SELECT count(*) FROM t WHERE id = ?"
+        if engine == "duckdb"
+        else ("SELECT count(*) FROM t WHERE id = $1")
+    )
+    result = pruner.query(sql, {"t": lance_table}, engine=engine, parameters=[7777])
+    assert result.column(0).to_pylist() == [1]
+
+
+def test_an_unknown_engine_is_a_clear_error(lance_table: Path) -> None:
+    with pytest.raises(pruner.InvalidParameterError, match="unknown engine 'postgres'"):
+        pruner.query("SELECT 1", {"t": lance_table}, engine="postgres")
+
+
+@pytest.mark.parametrize(("module", "extra"), [("duckdb", "duckdb"), ("datafusion", "datafusion")])
+def test_a_missing_engine_names_its_extra(module: str, extra: str) -> None:
+    code = (
+        f"import sys; sys.modules[{module!r}] = None\n"
+        "import pruner\n"
+        "try:\n"
+        f"    import pruner.adapters.{module}\n"
+        "except ImportError as err:\n"
+        "    print(err)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert f"pip install 'pruner[{extra}]'" in out.stdout
+
+
+def test_the_core_imports_with_no_engine_installed() -> None:
+    code = (
+        "import sys\n"
+        "for name in ('duckdb', 'datafusion', 'pyspark'): sys.modules[name] = None\n"
+        "import pruner, pruner.explain, pruner.plan, pruner.engines, pruner.cli\n"
+        "print('ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "ok"
