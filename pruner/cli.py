@@ -3,7 +3,8 @@
 ``pruner index build PATH --column COL``   build (and commit/store) zone bloom indexes
 ``pruner index list PATH [--json]``        the bloom indexes of a dataset
 ``pruner explain "SQL" --table NAME=PATH``  what each table scan would read, and why
-``pruner demo``                            generate events data, index it, show pruning
+``pruner query "SQL" --table NAME=PATH``    run it on an engine, reading only what may match
+``pruner demo``                            generate events data, index it, run the examples
 
 Errors are one clear line on stderr and exit status 2, never a traceback.
 """
@@ -11,6 +12,7 @@ Errors are one clear line on stderr and exit status 2, never a traceback.
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import sys
 import time
@@ -19,6 +21,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.csv as csv
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -155,6 +159,52 @@ def _cmd_explain(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_query(args: argparse.Namespace) -> int:
+    from pruner.engines import adapter
+    from pruner.plan import plan
+
+    tables = _table_arguments(args.table or [])
+    parameters = [_parameter(p) for p in args.param or []]
+    module = adapter(args.engine)
+    started = time.perf_counter()
+    prepared = plan(
+        args.sql, tables, dialect=args.engine, parameters=parameters, prune=not args.no_prune
+    )
+    try:
+        result = module.query(args.sql, tables, parameters=parameters, prepared=prepared)
+    except Exception as err:  # the engine's own error (unknown table, bad SQL...)
+        first_line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise EngineError(f"{args.engine}: {first_line}") from err
+    elapsed = time.perf_counter() - started
+    _print_result(result, args.format)
+    read, total = prepared.rows()
+    if args.no_prune:
+        scanned = f"not pruned: read all {total:,} rows"
+    else:
+        selected, zones = prepared.zones()
+        scanned = f"zones scanned {selected:,} / {zones:,} ({read:,} of {total:,} rows)"
+    console.print(f"{scanned}, {result.num_rows:,} rows out, {elapsed * 1000:.1f} ms")
+    return 0
+
+
+class EngineError(PrunerError):
+    """The engine refused or failed the query."""
+
+
+def _print_result(result: pa.Table, form: str) -> None:
+    if form == "csv":
+        buffer = io.BytesIO()
+        csv.write_csv(result, buffer)
+        sys.stdout.write(buffer.getvalue().decode())
+    elif form == "json":
+        print(json.dumps(result.to_pylist(), default=str, indent=1))
+    else:
+        table = Table(*result.schema.names)
+        for row in result.to_pylist():
+            table.add_row(*("NULL" if v is None else str(v) for v in row.values()))
+        Console().print(table)
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     from pruner.demo import run_demo
 
@@ -191,6 +241,17 @@ def _parser() -> argparse.ArgumentParser:
     explain.add_argument("--param", action="append", help="a value for ?, $1, ... in order")
     explain.add_argument("--json", action="store_true")
     explain.set_defaults(run=_cmd_explain)
+
+    run = commands.add_parser("query", help="run a query, each table pruned by its indexes")
+    run.add_argument("sql", help="the query, in the engine's SQL dialect")
+    run.add_argument(
+        "--table", action="append", metavar="NAME=PATH", help="a table the query names"
+    )
+    run.add_argument("--engine", default="duckdb", choices=["duckdb", "datafusion", "spark"])
+    run.add_argument("--no-prune", action="store_true", help="read every table whole")
+    run.add_argument("--format", default="table", choices=["table", "csv", "json"])
+    run.add_argument("--param", action="append", help="a value for ?, $1, ... in order")
+    run.set_defaults(run=_cmd_query)
 
     demo = commands.add_parser("demo", help="generate data, build indexes, show pruning")
     demo.add_argument("--directory", default="demo_data")

@@ -1,36 +1,47 @@
-"""``pruner demo``: realistic events data, zone bloom indexes, and what they prune.
+"""``pruner demo``: realistic events data, zone bloom indexes, and the example queries.
 
 Generates an events table (unsorted user ids, UUID trace ids, a nullable column) as a Lance
-dataset and as a directory of Parquet files, builds the indexes with progress bars, then for
-a set of lookups shows how many zones may match, and checks against a full scan that every
-matching row lies in a selected zone (the promise: a selection is never too narrow).
+dataset and as a directory of Parquet files, and a users table, builds the indexes with
+progress bars, then runs every query of ``sql_examples/`` on DuckDB with and without pruning
+and shows zones scanned, times and that the answers are equal (the promise: pruning never
+changes an answer).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import math
 import shutil
 import time
+from collections import Counter
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+import sqlglot
 from rich.console import Console
 from rich.table import Table
 
-from pruner.hashing import hash_array
-from pruner.index import ZoneIndex, build_index
+from pruner.index import DEFAULT_ITEMS, ProgressCallback, build_index
 
 __all__ = [
     "EXAMPLE_INDEXES",
+    "DemoRun",
     "SqlExample",
+    "engine_sql",
     "make_events",
     "make_users",
     "read_sql_examples",
+    "rows_multiset",
     "run_demo",
+    "run_example",
     "write_example_tables",
 ]
 
@@ -106,7 +117,11 @@ EXAMPLE_INDEXES = {
 
 
 def write_example_tables(
-    directory: Path, rows: int, fragments: int = 4, items: int = 8192
+    directory: Path,
+    rows: int,
+    fragments: int = 4,
+    items: int = DEFAULT_ITEMS,
+    progress_bar: Callable[[str], AbstractContextManager[ProgressCallback | None]] | None = None,
 ) -> dict[str, Path]:
     """The tables of ``sql_examples/``: events (Lance), events_pq (Parquet), users (Parquet).
 
@@ -144,7 +159,9 @@ def write_example_tables(
             )
     for name, columns in (*EXAMPLE_INDEXES.items(), ("users_lance", EXAMPLE_INDEXES["users"])):
         for column in columns:
-            build_index(paths[name], column, items=items)
+            bar = progress_bar(f"{name}: {column}") if progress_bar else contextlib.nullcontext()
+            with bar as progress:
+                build_index(paths[name], column, items=items, progress=progress)
     return paths
 
 
@@ -178,91 +195,132 @@ def read_sql_examples(path: Path = SQL_EXAMPLES) -> list[SqlExample]:
     return examples
 
 
-def _zones_holding(
-    index: ZoneIndex, fragment_of_row: np.ndarray, offset_of_row: np.ndarray
-) -> set[int]:
-    """Zones (by number) that contain the given rows."""
-    zones = set()
-    for fragment, offset in zip(fragment_of_row.tolist(), offset_of_row.tolist(), strict=True):
-        in_fragment = index.fragment_id == fragment
-        inside = (
-            in_fragment
-            & (index.zone_start <= offset)
-            & (offset < index.zone_start + index.zone_length)
-        )
-        zones.update(np.flatnonzero(inside).tolist())
-    return zones
+def rows_multiset(table: pa.Table) -> Counter[tuple[Any, ...]]:
+    """A result's rows as a multiset, floats to 10 significant digits (an engine may sum in
+    another order when it reads other batches) and NaN as a string (NaN != NaN)."""
+
+    def normal(value: Any) -> Any:
+        if isinstance(value, float):
+            return "nan" if math.isnan(value) else float(f"{value:.10g}")
+        if isinstance(value, list):
+            return tuple(normal(v) for v in value)
+        if isinstance(value, dict):
+            return tuple(sorted((k, normal(v)) for k, v in value.items()))
+        return value
+
+    columns = [table.column(i).to_pylist() for i in range(table.num_columns)]
+    return Counter(tuple(normal(v) for v in row) for row in zip(*columns, strict=True))
+
+
+def engine_sql(example: SqlExample, engine: str) -> str:
+    """The example's SQL in ``engine``'s dialect (sqlglot transpiles other dialects)."""
+    from pruner.analyzer import DIALECTS
+
+    if example.dialect == engine:
+        return example.sql
+    return sqlglot.transpile(example.sql, read=DIALECTS[example.dialect], write=DIALECTS[engine])[0]
+
+
+@dataclass(frozen=True)
+class DemoRun:
+    """One example run pruned and unpruned on one engine."""
+
+    example: SqlExample
+    zones: tuple[int, int]
+    rows: tuple[int, int]
+    pruned_seconds: float
+    unpruned_seconds: float
+    outcome: str  # "equal", "refused both ways" or what differed
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome in ("equal", "refused both ways")
+
+
+def run_example(
+    example: SqlExample, tables: dict[str, Any], engine: str = "duckdb", repeat: int = 3
+) -> DemoRun:
+    """Run ``example`` on ``engine`` with and without pruning; median times, planning
+    (analysis and index probes) included in the pruned time."""
+    from pruner.engines import adapter
+    from pruner.plan import plan
+
+    module = adapter(engine)
+    sql = engine_sql(example, engine)
+    answers: dict[bool, Any] = {}
+    seconds: dict[bool, float] = {}
+    zones, rows = (0, 0), (0, 0)
+    for prune in (True, False):
+        times = []
+        for _ in range(repeat):
+            started = time.perf_counter()
+            prepared = None
+            try:
+                prepared = plan(
+                    sql, tables, dialect=engine, parameters=example.parameters, prune=prune
+                )
+                result = module.query(sql, tables, parameters=example.parameters, prepared=prepared)
+                answers[prune] = rows_multiset(result)
+            except Exception as err:  # the engine refuses the query
+                answers[prune] = type(err).__name__
+            times.append(time.perf_counter() - started)
+            if prune and prepared is not None:
+                zones, rows = prepared.zones(), prepared.rows()
+        seconds[prune] = float(np.median(times))
+    if answers[True] == answers[False]:
+        outcome = "refused both ways" if isinstance(answers[True], str) else "equal"
+    else:
+        outcome = f"DIFFERENT: pruned {_describe(answers[True])}, not {_describe(answers[False])}"
+    return DemoRun(example, zones, rows, seconds[True], seconds[False], outcome)
+
+
+def _describe(answer: Any) -> str:
+    return answer if isinstance(answer, str) else f"{sum(answer.values()):,} rows"
 
 
 def run_demo(directory: Path, rows: int = 2_000_000, fragments: int = 20) -> int:
-    import lance
+    """Generate the example tables, index them, run every sql_example on DuckDB pruned and
+    unpruned, and print what was scanned, the times and whether the answers are equal."""
+    from pruner.cli import _progress_bar
+    from pruner.explain import open_tables
 
     console = Console()
-    directory.mkdir(parents=True, exist_ok=True)
-    lance_path, parquet_path = directory / "events.lance", directory / "events_parquet"
     started = time.perf_counter()
-    table = make_events(rows)
-    per_fragment = -(-rows // fragments)
-    shutil.rmtree(lance_path, ignore_errors=True)
-    shutil.rmtree(parquet_path, ignore_errors=True)
-    lance.write_dataset(table, str(lance_path), max_rows_per_file=per_fragment)
-    parquet_path.mkdir()
-    for number, start in enumerate(range(0, rows, per_fragment)):
-        pq.write_table(
-            table.slice(start, per_fragment),
-            parquet_path / f"part-{number:04d}.parquet",
-            row_group_size=64 * 1024,
-        )
+    console.print(f"writing {rows:,} events in {fragments} fragments (Lance and Parquet)...")
+    paths = write_example_tables(directory, rows, fragments, progress_bar=_progress_bar)
     console.print(
-        f"generated {rows:,} events in {fragments} fragments "
-        f"({time.perf_counter() - started:.1f} s): {lance_path}, {parquet_path}"
+        f"data and {sum(len(c) for c in EXAMPLE_INDEXES.values()) + 4} indexes ready in "
+        f"{time.perf_counter() - started:.1f} s under {directory}"
     )
-
-    from pruner.cli import _progress_bar
-
-    indexes: dict[tuple[str, str], ZoneIndex] = {}
-    for source, path in (("lance", lance_path), ("parquet", parquet_path)):
-        for column in ("user_id", "trace_id", "country"):
-            began = time.perf_counter()
-            with _progress_bar(f"{source}: indexing {column}") as progress:
-                indexes[(source, column)] = build_index(path, column, progress=progress)
-            console.print(
-                f"{source}: {column} indexed in {time.perf_counter() - began:.2f} s, "
-                f"{indexes[(source, column)].num_zones} zones"
-            )
-
-    rng = np.random.default_rng(1)
-    picks = rng.integers(0, rows, 3)
-    lookups = [("user_id", table.column("user_id")[int(i)]) for i in picks]
-    lookups += [("trace_id", table.column("trace_id")[int(i)]) for i in picks]
-    lookups += [("trace_id", pa.scalar("00000000-0000-4000-8000-000000000000"))]
-
+    tables = open_tables({name: paths[name] for name in EXAMPLE_INDEXES})
     report = Table(
-        "source", "lookup", "zones that may match", "matching rows", "all matches in selected zones"
+        "query", "zones scanned", "rows read", "pruned ms", "unpruned ms", "speed-up", "answer"
     )
-    all_good = True
-    row_fragment = np.arange(rows) // per_fragment
-    row_offset = np.arange(rows) % per_fragment
-    for source in ("lance", "parquet"):
-        for column, value in lookups:
-            index = indexes[(source, column)]
-            hashes, _ = hash_array(pa.array([value.as_py()], table.schema.field(column).type))
-            selected = set(np.flatnonzero(index.zone_mask(hashes)).tolist())
-            matches = np.flatnonzero(
-                pc.equal(table.column(column), value).to_numpy(zero_copy_only=False)
-            )
-            # Parquet fragment ids are file numbers; Lance fragment ids are 0.. in order too.
-            needed = _zones_holding(index, row_fragment[matches], row_offset[matches])
-            good = needed <= selected
-            all_good &= good
-            shown = str(value.as_py())
-            report.add_row(
-                source,
-                f"{column} = {shown[:13]}{'…' if len(shown) > 13 else ''}",
-                f"{len(selected)} / {index.num_zones}",
-                f"{len(matches):,}",
-                "yes" if good else "NO",
-            )
+    runs = []
+    for example in read_sql_examples():
+        run = run_example(example, tables)
+        runs.append(run)
+        selected, total = run.zones
+        read, all_rows = run.rows
+        report.add_row(
+            example.name,
+            f"{selected:,} / {total:,}",
+            f"{read / max(all_rows, 1):.1%}",
+            f"{run.pruned_seconds * 1000:.1f}",
+            f"{run.unpruned_seconds * 1000:.1f}",
+            f"{run.unpruned_seconds / run.pruned_seconds:.1f}x",
+            run.outcome if run.ok else f"[red]{run.outcome}[/red]",
+        )
     console.print(report)
-    console.print("every answer safe" if all_good else "[red]a selection was too narrow[/red]")
-    return 0 if all_good else 1
+    bad = [run for run in runs if not run.ok]
+    refused = sum(run.outcome == "refused both ways" for run in runs)
+    pruning = [r for r in runs if r.ok and r.rows[0] < r.rows[1] / 2 and r.outcome == "equal"]
+    speedups = [r.unpruned_seconds / r.pruned_seconds for r in pruning]
+    console.print(
+        f"{len(runs)} queries on DuckDB: {len(runs) - len(bad)} answers equal with and without "
+        f"pruning ({refused} refused by DuckDB both ways), {len(bad)} different. "
+        f"{len(pruning)} read under half the rows; their median speed-up "
+        f"{float(np.median(speedups)) if speedups else 0:.1f}x. "
+        f"Total {time.perf_counter() - started:.0f} s."
+    )
+    return 1 if bad else 0

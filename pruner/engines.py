@@ -32,7 +32,15 @@ def adapter(engine: str) -> ModuleType:
         raise InvalidParameterError(
             f"unknown engine {engine!r}: choose one of {', '.join(ENGINES)}"
         )
-    return importlib.import_module(f"pruner.adapters.{engine}")
+    try:
+        return importlib.import_module(f"pruner.adapters.{engine}")
+    except ModuleNotFoundError as err:
+        if err.name != f"pruner.adapters.{engine}":
+            raise
+        raise InvalidParameterError(
+            f"engine {engine!r} is not available in this version of pruner; "
+            "use duckdb or datafusion"
+        ) from err
 
 
 def query(

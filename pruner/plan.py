@@ -51,11 +51,28 @@ def plan(
     parameters: Sequence[object] | Mapping[str, object] = (),
     prune: bool = True,
 ) -> Plan:
-    """Open ``tables`` and compute what each must read for ``sql``."""
-    opened = open_tables(tables)
+    """Open ``tables`` and compute what each must read for ``sql``.
+
+    Only the tables whose name occurs in the SQL text are opened and bound (an engine
+    cannot read a table the query does not name); the others are left out, pruned or not.
+    """
+    opened = open_tables({n: t for n, t in tables.items() if _named_in(n, sql)})
     if not prune:
         return Plan(opened, dict.fromkeys(opened))
     explanation = explain(sql, opened, dialect=dialect, parameters=parameters)
     found = explanation.selections()
     selections: dict[str, Selection | None] = {name: found.get(name) for name in opened}
     return Plan(opened, selections, explanation)
+
+
+def _named_in(name: str, sql: str) -> bool:
+    """Can ``sql`` name the table ``name``: does it occur, plain or with its quote
+    characters doubled as inside a quoted identifier?
+
+    >>> _named_in('a"b', 'SELECT * FROM "a""b" AS x'), _named_in("users", "SELECT 1")
+    (True, False)
+    """
+    text = sql.casefold()
+    folded = name.casefold()
+    forms = {folded, *(folded.replace(q, q + q) for q in "\"`'")}
+    return any(form in text for form in forms)

@@ -3,7 +3,6 @@ engines over Lance and Parquet; and the edges of binding tables to pruned source
 
 from __future__ import annotations
 
-import math
 import subprocess
 import sys
 from collections import Counter
@@ -17,14 +16,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-import sqlglot
 
 import pruner
 from pruner.adapters import datafusion as df_adapter
 from pruner.adapters import duckdb as duck_adapter
 from pruner.adapters.sources import lance_source, parquet_parts
-from pruner.analyzer import DIALECTS
-from pruner.demo import read_sql_examples
+from pruner.demo import engine_sql, read_sql_examples, rows_multiset
 from pruner.index import build_index
 from pruner.selection import Selection
 from pruner.table import open_table
@@ -38,34 +35,12 @@ LAYOUTS = {
 }
 
 
-def _normal(value: Any) -> Any:
-    """Rows compared as multisets: floats to 10 significant digits (sums may reorder)."""
-    if isinstance(value, float):
-        return "nan" if math.isnan(value) else float(f"{value:.10g}")
-    if isinstance(value, list):
-        return tuple(_normal(v) for v in value)
-    if isinstance(value, dict):
-        return tuple(sorted((k, _normal(v)) for k, v in value.items()))
-    return value
-
-
-def _rows(table: pa.Table) -> Counter[tuple[Any, ...]]:
-    columns = [table.column(i).to_pylist() for i in range(table.num_columns)]
-    return Counter(tuple(_normal(v) for v in row) for row in zip(*columns, strict=True))
-
-
-def _engine_sql(sql: str, dialect: str, engine: str) -> str:
-    if dialect == engine:
-        return sql
-    return sqlglot.transpile(sql, read=DIALECTS[dialect], write=DIALECTS[engine])[0]
-
-
 def _run(engine: str, sql: str, tables: dict[str, Any], parameters: Any, prune: bool) -> Any:
     try:
         result = pruner.query(sql, tables, engine=engine, parameters=parameters, prune=prune)
     except Exception as err:  # the engine's own error: pruned must raise it too
         return type(err)
-    return _rows(result)
+    return rows_multiset(result)
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +54,7 @@ def outcomes() -> dict[str, Counter[str]]:
 def test_every_example_gives_the_unpruned_answer(
     example: Any, engine: str, example_paths: dict[str, Path], outcomes: Any
 ) -> None:
-    sql = _engine_sql(example.sql, example.dialect, engine)
+    sql = engine_sql(example, engine)
     parameters = list(example.parameters)
     as_written = {name: example_paths[name] for name in LAYOUTS["as_written"]}
     expected = _run(engine, sql, as_written, parameters, prune=False)

@@ -21,6 +21,7 @@ connection (so nothing leaks into the caller's session), to:
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -105,6 +106,12 @@ def register(
     with contextlib.suppress(duckdb.Error):
         connection.unregister(name)
     connection.execute(f"DROP VIEW IF EXISTS temp.{quote_identifier(name)}")
+    _bind_table(connection, name, opened, selection)
+
+
+def _bind_table(
+    connection: duckdb.DuckDBPyConnection, name: str, opened: Table, selection: Selection | None
+) -> None:
     if opened.kind == "lance":
         connection.register(name, lance_source(opened, selection))
     else:
@@ -118,8 +125,22 @@ def bind(connection: duckdb.DuckDBPyConnection, prepared: Plan) -> duckdb.DuckDB
     source; the caller's connection and its other tables are untouched."""
     cursor = connection.cursor()
     for name, table in prepared.tables.items():
-        register(cursor, name, table, prepared.selections.get(name))
+        _bind_table(cursor, name, table, prepared.selections.get(name))
     return cursor
+
+
+_shared: duckdb.DuckDBPyConnection | None = None
+_shared_lock = threading.Lock()
+
+
+def shared_connection() -> duckdb.DuckDBPyConnection:
+    """The in-memory database :func:`query` uses when given no connection (opening one
+    costs ~10 ms; every query gets its own cursor of it)."""
+    global _shared
+    with _shared_lock:
+        if _shared is None:
+            _shared = duckdb.connect()
+        return _shared
 
 
 def sql(
@@ -154,7 +175,7 @@ def query(
     """Run ``query_text`` on DuckDB with ``tables`` pruned; the result as a pyarrow Table."""
     if prepared is None:
         prepared = plan(query_text, tables, dialect="duckdb", parameters=parameters, prune=prune)
-    cursor = bind(connection if connection is not None else duckdb.connect(), prepared)
+    cursor = bind(connection if connection is not None else shared_connection(), prepared)
     try:
         if parameters:
             relation = cursor.sql(query_text, params=_engine_parameters(parameters))
