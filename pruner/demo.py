@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import sqlglot
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -284,7 +285,7 @@ def run_demo(directory: Path, rows: int = 2_000_000, fragments: int = 20) -> int
     from pruner.cli import _progress_bar
     from pruner.explain import open_tables
 
-    console = Console()
+    console = Console() if Console().is_terminal else Console(width=130)
     started = time.perf_counter()
     console.print(f"writing {rows:,} events in {fragments} fragments (Lance and Parquet)...")
     paths = write_example_tables(directory, rows, fragments, progress_bar=_progress_bar)
@@ -293,9 +294,11 @@ def run_demo(directory: Path, rows: int = 2_000_000, fragments: int = 20) -> int
         f"{time.perf_counter() - started:.1f} s under {directory}"
     )
     tables = open_tables({name: paths[name] for name in EXAMPLE_INDEXES})
-    report = Table(
-        "query", "zones scanned", "rows read", "pruned ms", "unpruned ms", "speed-up", "answer"
-    )
+    report = Table(box=box.SIMPLE_HEAD)
+    report.add_column("query", no_wrap=True)
+    for heading in ("zones scanned", "rows read", "pruned ms", "unpruned ms", "speed-up"):
+        report.add_column(heading, justify="right", no_wrap=True)
+    report.add_column("answer")
     runs = []
     for example in read_sql_examples():
         run = run_example(example, tables)

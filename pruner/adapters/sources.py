@@ -69,8 +69,10 @@ class PrunedLanceDataset(lance.LanceDataset):
     _pruner_fragments: list[Any]
     _pruner_allowlist: bytes | None
     _pruner_fragment_allowlists: dict[int, bytes | None]
+    _pruner_options: dict[str, Any]
 
     def scanner(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs.update(self._pruner_options)
         kwargs["fragments"] = self._pruner_fragments
         if self._pruner_allowlist is not None:
             kwargs["row_addr_allowlist"] = self._pruner_allowlist
@@ -89,6 +91,7 @@ class _PrunedFragment:
         self._fragment = fragment
 
     def scanner(self, schema: Any = None, **kwargs: Any) -> Any:
+        kwargs.update(self._dataset._pruner_options)
         kwargs["fragments"] = [self._fragment]
         allow = self._dataset._pruner_fragment_allowlists[self._fragment.fragment_id]
         if allow is not None:
@@ -104,6 +107,9 @@ def lance_source(table: Table, selection: Selection | None) -> lance.LanceDatase
 
     On a dataset with stable row ids Lance matches the allowlist against row ids, not
     addresses, so there only whole fragments are restricted.
+
+    Unpruned (``selection`` None) also means no index at all: Lance's scanner would
+    otherwise use the BLOOMFILTER index pruner committed (or any scalar index) on its own.
     """
     dataset = table.dataset
     fragments = dataset.get_fragments()
@@ -113,6 +119,7 @@ def lance_source(table: Table, selection: Selection | None) -> lance.LanceDatase
     pruned = PrunedLanceDataset.__new__(PrunedLanceDataset)
     pruned.__dict__.update(dataset.__dict__)
     pruned._pruner_fragments = fragments
+    pruned._pruner_options = {"use_scalar_index": False} if selection is None else {}
     partial: dict[int, list[tuple[int, int]]] = {}
     if selection is not None and not dataset.has_stable_row_ids:
         for fragment, ranges in selection.by_fragment().items():
