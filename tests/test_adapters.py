@@ -266,3 +266,26 @@ def test_the_core_imports_with_no_engine_installed() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "ok"
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_stable_row_ids_restrict_whole_fragments_only(engine: str, tmp_path: Path) -> None:
+    """With stable row ids Lance matches an allowlist against row ids, not addresses: after
+    a compaction the two differ, so pruner restricts fragments and never passes one."""
+    path = tmp_path / "stable.lance"
+    ids = np.random.default_rng(5).permutation(12_000).astype(np.int64)
+    lance.write_dataset(
+        pa.table({"id": ids}), path, max_rows_per_file=3_000, enable_stable_row_ids=True
+    )
+    dataset = lance.dataset(path)
+    dataset.delete("id % 7 = 0")
+    dataset.optimize.compact_files(target_rows_per_fragment=6_000)
+    build_index(path, "id", items=1_000)
+    table = open_table(path)
+    assert table.dataset.has_stable_row_ids
+    wanted = [int(v) for v in ids[[1, 5_000, 11_000]] if v % 7]
+    sql = f"SELECT id FROM t WHERE id IN ({', '.join(map(str, wanted))})"
+    source = lance_source(table, pruner.plan(sql, {"t": table}, dialect=engine).selections["t"])
+    assert source._pruner_allowlist is None
+    result = pruner.query(sql, {"t": table}, engine=engine)
+    assert sorted(result.column("id").to_pylist()) == sorted(wanted)
