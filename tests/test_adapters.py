@@ -257,17 +257,6 @@ def test_a_missing_engine_names_its_extra(module: str, extra: str) -> None:
     assert f"pip install 'pruner[{extra}]'" in out.stdout
 
 
-def test_the_core_imports_with_no_engine_installed() -> None:
-    code = (
-        "import sys\n"
-        "for name in ('duckdb', 'datafusion', 'pyspark'): sys.modules[name] = None\n"
-        "import pruner, pruner.explain, pruner.plan, pruner.engines, pruner.cli\n"
-        "print('ok')\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "ok"
-
-
 @pytest.mark.parametrize("engine", ENGINES)
 def test_stable_row_ids_restrict_whole_fragments_only(engine: str, tmp_path: Path) -> None:
     """With stable row ids Lance matches an allowlist against row ids, not addresses: after

@@ -51,7 +51,7 @@ def test_core_imports_without_any_engine() -> None:
         "import sys\n"
         "for name in ('duckdb', 'datafusion', 'pyspark'):\n"
         "    sys.modules[name] = None\n"
-        "import pruner, pruner.index, pruner.cli, pruner.adapters\n"
+        "import pruner, pruner.index, pruner.cli, pruner.adapters, pruner.plan, pruner.engines\n"
         "print('ok')\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -96,3 +96,44 @@ def test_explain_errors_are_one_line(tmp_path: Path) -> None:
     for result in (bad_sql, missing, malformed):
         assert result.returncode == 2
         assert result.stderr.startswith("pruner: error:") and result.stderr.count("\n") == 1
+
+
+def _events(tmp_path: Path) -> Path:
+    path = tmp_path / "e.lance"
+    ids = np.random.default_rng(1).permutation(20_000).astype(np.int64)
+    lance.write_dataset(pa.table({"id": ids, "v": ids * 2}), str(path), max_rows_per_file=5_000)
+    assert run("index", "build", str(path), "--column", "id", "--items", "1000").returncode == 0
+    return path
+
+
+def test_query_prints_the_result_and_what_it_scanned(tmp_path: Path) -> None:
+    path = _events(tmp_path)
+    sql = "SELECT id, v FROM e WHERE id IN (7, 11) ORDER BY id"
+    for engine in ("duckdb", "datafusion"):
+        out = run("query", sql, "--table", f"e={path}", "--engine", engine, "--format", "json")
+        assert out.returncode == 0, out.stderr
+        assert json.loads(out.stdout) == [{"id": 7, "v": 14}, {"id": 11, "v": 22}]
+        assert "zones scanned 2 / 20" in out.stderr, out.stderr
+    csv = run("query", sql, "--table", f"e={path}", "--format", "csv", "--no-prune")
+    assert csv.returncode == 0, csv.stderr
+    assert csv.stdout.splitlines() == ['"id","v"', "7,14", "11,22"]
+    assert "not pruned: read all 20,000 rows" in csv.stderr
+    table = run("query", sql, "--table", f"e={path}")
+    assert table.returncode == 0 and "14" in table.stdout and "22" in table.stdout
+
+
+def test_query_errors_are_one_line(tmp_path: Path) -> None:
+    path = _events(tmp_path)
+    cases = {
+        "SELECT * FROM nope": "nope",
+        "SELECT * FROM e WHERE": "could not parse",
+        "SELECT * FROM e": "does not exist",
+    }
+    for sql, message in cases.items():
+        target = f"e={tmp_path / 'missing'}" if message == "does not exist" else f"e={path}"
+        out = run("query", sql, "--table", target)
+        assert out.returncode == 2, (sql, out.stderr)
+        assert message in out.stderr and "Traceback" not in out.stderr, out.stderr
+        assert len(out.stderr.strip().splitlines()) == 1, out.stderr
+    engine = run("query", "SELECT 1", "--engine", "spark")
+    assert engine.returncode == 2 and "spark" in engine.stderr
