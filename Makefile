@@ -40,6 +40,7 @@ test: lint typecheck pytest
 
 bench: $(STAMP)
 	$(PY) bench/build_throughput.py
+	$(PY) bench/point_lookup.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
