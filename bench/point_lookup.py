@@ -460,7 +460,7 @@ def breakdown(data: Data, engines: tuple[str, ...], repeat: int) -> None:
     opened = {c: pruner.open_table(data.path(c)) for c in INDEXED}
     for engine in engines:
         shared_con = duckdb.connect()
-        shared_ctx = df_adapter.new_context()
+        shared_ctx = datafusion.SessionContext()
         for source, table in opened.items():
             for column in COLUMNS:
                 times: dict[str, list[float]] = {}
@@ -532,7 +532,7 @@ def _setup(engine: str, table: pruner.Table, selection: Any) -> tuple[float, flo
             duck_adapter.register(cursor, name, bound, prepared.selections[name])
         cursor.close()
     else:
-        ctx = df_adapter.new_context()
+        ctx = datafusion.SessionContext()
         connected = time.perf_counter()
         df_adapter.bind(ctx, prepared)
     return connected - began, time.perf_counter() - connected

@@ -211,6 +211,15 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(Path(args.directory), rows=args.rows, fragments=args.fragments)
 
 
+def _query_arguments(command: argparse.ArgumentParser, sql_help: str) -> None:
+    """The SQL, its tables and its parameters: what explain and query both take."""
+    command.add_argument("sql", help=sql_help)
+    command.add_argument(
+        "--table", action="append", metavar="NAME=PATH", help="a table the query names"
+    )
+    command.add_argument("--param", action="append", help="a value for ?, $1, ... in order")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="pruner", description="Zone bloom indexes for Lance and Parquet"
@@ -233,24 +242,16 @@ def _parser() -> argparse.ArgumentParser:
     listing.set_defaults(run=_cmd_index_list)
 
     explain = commands.add_parser("explain", help="what each table scan of a query would read")
-    explain.add_argument("sql", help="the query")
-    explain.add_argument(
-        "--table", action="append", metavar="NAME=PATH", help="a table the query names"
-    )
+    _query_arguments(explain, "the query")
     explain.add_argument("--dialect", default="duckdb", choices=["duckdb", "spark", "datafusion"])
-    explain.add_argument("--param", action="append", help="a value for ?, $1, ... in order")
     explain.add_argument("--json", action="store_true")
     explain.set_defaults(run=_cmd_explain)
 
     run = commands.add_parser("query", help="run a query, each table pruned by its indexes")
-    run.add_argument("sql", help="the query, in the engine's SQL dialect")
-    run.add_argument(
-        "--table", action="append", metavar="NAME=PATH", help="a table the query names"
-    )
+    _query_arguments(run, "the query, in the engine's SQL dialect")
     run.add_argument("--engine", default="duckdb", choices=["duckdb", "datafusion", "spark"])
     run.add_argument("--no-prune", action="store_true", help="read every table whole")
     run.add_argument("--format", default="table", choices=["table", "csv", "json"])
-    run.add_argument("--param", action="append", help="a value for ?, $1, ... in order")
     run.set_defaults(run=_cmd_query)
 
     demo = commands.add_parser("demo", help="generate data, build indexes, show pruning")

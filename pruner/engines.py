@@ -12,13 +12,13 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from types import ModuleType
 
 import pyarrow as pa
 
 from pruner.errors import InvalidParameterError
-from pruner.plan import Plan, TableSource
+from pruner.plan import Parameters, Plan, TableSource
 
 __all__ = ["ENGINES", "adapter", "query"]
 
@@ -48,7 +48,7 @@ def query(
     tables: Mapping[str, TableSource],
     *,
     engine: str = "duckdb",
-    parameters: Sequence[object] | Mapping[str, object] = (),
+    parameters: Parameters = (),
     prune: bool = True,
     prepared: Plan | None = None,
 ) -> pa.Table:

@@ -25,10 +25,17 @@ from pruner.table import Table, open_table
 __all__ = ["Explanation", "explain", "open_tables"]
 
 TableSource = str | os.PathLike[str] | Table
+Parameters = Sequence[object] | Mapping[str, object]
+"""Values for a query's placeholders: by position (``?``, ``$n``) or by name."""
+
+
+def as_table(source: TableSource) -> Table:
+    """``source`` opened, unless it already is a Table (which keeps its loaded indexes)."""
+    return source if isinstance(source, Table) else open_table(source)
 
 
 def open_tables(tables: Mapping[str, TableSource]) -> dict[str, Table]:
-    return {name: t if isinstance(t, Table) else open_table(t) for name, t in tables.items()}
+    return {name: as_table(source) for name, source in tables.items()}
 
 
 @dataclass(frozen=True)
@@ -98,7 +105,7 @@ def explain(
     tables: Mapping[str, TableSource],
     *,
     dialect: str = "duckdb",
-    parameters: Sequence[object] | Mapping[str, object] = (),
+    parameters: Parameters = (),
 ) -> Explanation:
     """What pruner would read for each scan of ``tables`` in ``sql``, and why.
 

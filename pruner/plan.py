@@ -8,14 +8,14 @@ same adapter code, so pruned and unpruned runs differ only in what they skip.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from pruner.explain import Explanation, TableSource, explain, open_tables
+from pruner.explain import Explanation, Parameters, TableSource, explain, open_tables
 from pruner.selection import Selection
 from pruner.table import Table
 
-__all__ = ["Plan", "TableSource", "plan"]
+__all__ = ["Parameters", "Plan", "TableSource", "named_in", "plan"]
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ def plan(
     tables: Mapping[str, TableSource],
     *,
     dialect: str,
-    parameters: Sequence[object] | Mapping[str, object] = (),
+    parameters: Parameters = (),
     prune: bool = True,
 ) -> Plan:
     """Open ``tables`` and compute what each must read for ``sql``.
@@ -56,7 +56,7 @@ def plan(
     Only the tables whose name occurs in the SQL text are opened and bound (an engine
     cannot read a table the query does not name); the others are left out, pruned or not.
     """
-    opened = open_tables({n: t for n, t in tables.items() if _named_in(n, sql)})
+    opened = open_tables({n: t for n, t in tables.items() if named_in(n, sql)})
     if not prune:
         return Plan(opened, dict.fromkeys(opened))
     explanation = explain(sql, opened, dialect=dialect, parameters=parameters)
@@ -65,11 +65,11 @@ def plan(
     return Plan(opened, selections, explanation)
 
 
-def _named_in(name: str, sql: str) -> bool:
+def named_in(name: str, sql: str) -> bool:
     """Can ``sql`` name the table ``name``: does it occur, plain or with its quote
     characters doubled as inside a quoted identifier?
 
-    >>> _named_in('a"b', 'SELECT * FROM "a""b" AS x'), _named_in("users", "SELECT 1")
+    >>> named_in('a"b', 'SELECT * FROM "a""b" AS x'), named_in("users", "SELECT 1")
     (True, False)
     """
     text = sql.casefold()

@@ -206,6 +206,28 @@ def test_duckdb_sql_binds_on_a_cursor_and_leaves_the_connection_alone(
     assert con.execute("SELECT id FROM t").fetchall() == [(42,)], "the caller's t is untouched"
 
 
+@pytest.mark.parametrize(
+    "definition",
+    [
+        "CREATE VIEW every_t AS SELECT id FROM t",
+        "CREATE MACRO every_t() AS TABLE SELECT id FROM t",
+    ],
+)
+def test_duckdb_views_and_macros_of_the_database_see_the_whole_table(
+    definition: str, lance_table: Path
+) -> None:
+    """A view resolves ``t`` to the cursor's binding when the query runs; it must not see
+    the rows pruned for the query's own ``WHERE t.id = 7777``."""
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t AS SELECT 42 AS id")
+    con.execute(definition)
+    source = "every_t()" if "MACRO" in definition else "every_t"
+    sql = f"SELECT count(*) FROM {source} AS v, t WHERE t.id = 7777"
+    pruned = duck_adapter.sql(con, sql, {"t": lance_table}).fetchall()
+    whole = duck_adapter.sql(con, sql, {"t": lance_table}, prune=False).fetchall()
+    assert pruned == whole == [(14_900,)], "every live row of t, once per matching t row"
+
+
 def test_duckdb_register_on_an_existing_connection(parquet_table: Path) -> None:
     con = duckdb.connect()
     table = open_table(parquet_table)

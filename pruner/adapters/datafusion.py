@@ -20,16 +20,17 @@ The SQL runs unchanged; each table name it uses is registered on the SessionCont
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 import pyarrow as pa
 import pyarrow.dataset as pads
 from pyarrow import fs
 
 from pruner.adapters.sources import lance_source, parquet_parts
-from pruner.plan import Plan, TableSource, plan
+from pruner.explain import as_table
+from pruner.plan import Parameters, Plan, TableSource, plan
 from pruner.selection import Selection
-from pruner.table import Table, open_table
+from pruner.table import Table
 
 try:
     import datafusion
@@ -39,8 +40,6 @@ except ImportError as err:  # pragma: no cover - exercised only without the extr
     ) from err
 
 __all__ = ["bind", "parquet_dataset", "query", "register", "sql"]
-
-Parameters = Sequence[object] | Mapping[str, object]
 
 
 def parquet_dataset(table: Table, selection: Selection | None) -> pads.FileSystemDataset:
@@ -61,12 +60,12 @@ def parquet_dataset(table: Table, selection: Selection | None) -> pads.FileSyste
 def register(
     context: datafusion.SessionContext,
     name: str,
-    table: Table | TableSource,
+    table: TableSource,
     selection: Selection | None = None,
 ) -> None:
     """Bind ``name`` on ``context`` to ``table`` restricted to ``selection`` (None: all),
     replacing whatever ``name`` was bound to."""
-    opened = table if isinstance(table, Table) else open_table(table)
+    opened = as_table(table)
     if context.table_exist(name):
         context.deregister_table(name)
     if opened.kind == "lance":
@@ -114,15 +113,9 @@ def query(
         prepared = plan(
             query_text, tables, dialect="datafusion", parameters=parameters, prune=prune
         )
-    context = bind(context if context is not None else new_context(), prepared)
+    context = bind(context if context is not None else datafusion.SessionContext(), prepared)
     frame = context.sql(query_text, param_values=_engine_parameters(parameters))
     return frame.to_arrow_table()
-
-
-def new_context() -> datafusion.SessionContext:
-    """A SessionContext configured as pruner's queries want it (Parquet filter pushdown)."""
-    config = datafusion.SessionConfig().set("datafusion.execution.parquet.pushdown_filters", "true")
-    return datafusion.SessionContext(config)
 
 
 def _engine_parameters(parameters: Parameters) -> dict[str, object] | None:

@@ -22,15 +22,16 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import pyarrow as pa
 
 from pruner.adapters.sources import ParquetPart, lance_source, parquet_parts
-from pruner.plan import Plan, TableSource, plan
+from pruner.explain import as_table
+from pruner.plan import Parameters, Plan, TableSource, named_in, plan
 from pruner.selection import Selection
-from pruner.table import Table, open_table
+from pruner.table import Table
 
 try:
     import duckdb
@@ -38,8 +39,6 @@ except ImportError as err:  # pragma: no cover - exercised only without the extr
     raise ImportError("pruner's DuckDB adapter needs duckdb: pip install 'pruner[duckdb]'") from err
 
 __all__ = ["bind", "query", "register", "sql"]
-
-Parameters = Sequence[object] | Mapping[str, object]
 
 
 def quote_identifier(name: str) -> str:
@@ -95,14 +94,14 @@ def parquet_view_sql(table: Table, selection: Selection | None) -> str:
 def register(
     connection: duckdb.DuckDBPyConnection,
     name: str,
-    table: Table | TableSource,
+    table: TableSource,
     selection: Selection | None = None,
 ) -> None:
     """Bind ``name`` on ``connection`` to ``table`` restricted to ``selection`` (None: all).
 
     Replaces whatever ``name`` was bound to on this connection.
     """
-    opened = table if isinstance(table, Table) else open_table(table)
+    opened = as_table(table)
     with contextlib.suppress(duckdb.Error):
         connection.unregister(name)
     connection.execute(f"DROP VIEW IF EXISTS temp.{quote_identifier(name)}")
@@ -122,11 +121,30 @@ def _bind_table(
 
 def bind(connection: duckdb.DuckDBPyConnection, prepared: Plan) -> duckdb.DuckDBPyConnection:
     """A new cursor of ``connection`` with every table of ``prepared`` bound to its pruned
-    source; the caller's connection and its other tables are untouched."""
+    source; the caller's connection and its other tables are untouched.
+
+    A view or macro of the database resolves a table name to the cursor's binding when the
+    query runs, and the analyzer never saw its body: a table such a definition names is
+    bound whole.
+    """
     cursor = connection.cursor()
+    definitions = [] if connection is _shared else _definitions(connection)
     for name, table in prepared.tables.items():
-        _bind_table(cursor, name, table, prepared.selections.get(name))
+        selection = prepared.selections.get(name)
+        if any(named_in(name, text) for text in definitions):
+            selection = None
+        _bind_table(cursor, name, table, selection)
     return cursor
+
+
+def _definitions(connection: duckdb.DuckDBPyConnection) -> list[str]:
+    """The SQL of the database's own views and macros."""
+    rows = connection.execute(
+        "SELECT sql FROM duckdb_views() WHERE NOT internal UNION ALL "
+        "SELECT macro_definition FROM duckdb_functions() "
+        "WHERE function_type IN ('macro', 'table_macro') AND NOT internal"
+    ).fetchall()
+    return [text for (text,) in rows if text]
 
 
 _shared: duckdb.DuckDBPyConnection | None = None
