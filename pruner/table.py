@@ -97,6 +97,7 @@ class Table:
         self._indexed_columns: list[str] | None = None
         self._lock = threading.Lock()
         self._whole: Selection | None = None
+        self._fragments: list[Any] | None = None
 
     @property
     def num_rows(self) -> int:
@@ -106,6 +107,12 @@ class Table:
         if self._whole is None:
             self._whole = Selection.whole(self.fragment_rows)
         return self._whole
+
+    def lance_fragments(self) -> list[Any]:
+        """The Lance dataset's fragments (of the version opened), listed once."""
+        if self._fragments is None:
+            self._fragments = self.dataset.get_fragments()
+        return self._fragments
 
     def index(self, column: str) -> BoundIndex | None:
         """The bound index of ``column``, or None when it has none.

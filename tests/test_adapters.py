@@ -20,6 +20,7 @@ import pytest
 import pruner
 from pruner.adapters import datafusion as df_adapter
 from pruner.adapters import duckdb as duck_adapter
+from pruner.adapters import sources
 from pruner.adapters.sources import lance_source, parquet_parts
 from pruner.demo import engine_sql, read_sql_examples, rows_multiset
 from pruner.index import build_index
@@ -49,11 +50,22 @@ def outcomes() -> dict[str, Counter[str]]:
     return {engine: Counter() for engine in ENGINES}
 
 
+# Lance selections are read ahead into Arrow when small, streamed when not: force each.
+READ_AHEAD = {"read_ahead": 1 << 62, "streamed": 0}
+
+
+@pytest.mark.parametrize("lance_read", READ_AHEAD)
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("example", EXAMPLES, ids=[e.name for e in EXAMPLES])
 def test_every_example_gives_the_unpruned_answer(
-    example: Any, engine: str, example_paths: dict[str, Path], outcomes: Any
+    example: Any,
+    engine: str,
+    lance_read: str,
+    example_paths: dict[str, Path],
+    outcomes: Any,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setattr(sources, "READ_AHEAD_VALUES", READ_AHEAD[lance_read])
     sql = engine_sql(example, engine)
     parameters = list(example.parameters)
     as_written = {name: example_paths[name] for name in LAYOUTS["as_written"]}
@@ -63,7 +75,8 @@ def test_every_example_gives_the_unpruned_answer(
         assert _run(engine, sql, tables, parameters, prune=True) == expected, (
             f"{example.name} on {engine}, {layout}: pruning changed the answer"
         )
-    outcomes[engine]["refused" if isinstance(expected, type) else "ran"] += 1
+    if lance_read == "streamed":
+        outcomes[engine]["refused" if isinstance(expected, type) else "ran"] += 1
 
 
 def test_most_examples_really_ran(outcomes: dict[str, Counter[str]]) -> None:
@@ -144,20 +157,38 @@ def test_an_empty_selection_gives_an_empty_result_with_the_schema(
     assert grouped.to_pylist() == [{"n": 0}], "an aggregate over no rows still has one row"
 
 
-def test_lance_source_reads_exactly_the_selected_rows_without_deleted_ones(
-    lance_table: Path,
+@pytest.mark.parametrize("lance_read", READ_AHEAD)
+@pytest.mark.parametrize("deletions", [True, False])
+@pytest.mark.parametrize(
+    "ranges",
+    [[(0, 50, 100), (2, 4_000, 1_000)], [(1, 300, 1_200)], [(0, 0, 5_000), (1, 10, 1)]],
+    ids=["two_fragments", "one_range", "whole_and_one_row"],
+)
+def test_lance_source_reads_exactly_the_selected_live_rows(
+    tmp_path: Path,
+    ranges: list[tuple[int, int, int]],
+    deletions: bool,
+    lance_read: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    table = open_table(lance_table)
-    selection = Selection.from_ranges([(0, 50, 100), (2, 4_000, 1_000)])
+    path = tmp_path / "t.lance"
+    ids = np.random.default_rng(3).permutation(15_000).astype(np.int64)
+    lance.write_dataset(pa.table({"id": ids}), path, max_rows_per_file=5_000)
+    if deletions:  # offsets then stop matching positions among live rows
+        lance.dataset(path).delete("id < 3000")
+    monkeypatch.setattr(sources, "READ_AHEAD_VALUES", READ_AHEAD[lance_read])
+    table = open_table(path)
+    selection = Selection.from_ranges(ranges)
     source = lance_source(table, selection)
-    read = source.to_table(columns=["id"], with_row_address=True)
-    addresses = np.sort(read.column("_rowaddr").to_numpy().astype(np.int64))
-    full = lance.dataset(lance_table).to_table(with_row_address=True)
-    everything = full.column("_rowaddr").to_numpy().astype(np.int64)
-    fragments, offsets = everything >> 32, everything & 0xFFFFFFFF
-    assert (
-        addresses.tolist() == np.sort(everything[selection.contains(fragments, offsets)]).tolist()
-    ), "live rows of the selection, no more and no less"
+    assert isinstance(source, pa.Table) == (lance_read == "read_ahead")
+    read = source if isinstance(source, pa.Table) else source.to_table(columns=["id"])
+    full = lance.dataset(path).to_table(with_row_address=True)
+    addresses = full.column("_rowaddr").to_numpy().astype(np.int64)
+    wanted = selection.contains(addresses >> 32, addresses & 0xFFFFFFFF)
+    expected = full.column("id").to_numpy()[wanted]
+    assert sorted(read.column("id").to_pylist()) == sorted(expected.tolist()), (
+        "live rows of the selection, no more and no less"
+    )
 
 
 def test_parquet_parts_cover_every_selected_row_with_whole_row_groups(

@@ -3,8 +3,9 @@
 The SQL runs unchanged; each table name it uses is registered on the SessionContext as a
 ``pyarrow.dataset`` DataFusion scans with projection and filter pushdown:
 
-- Lance: :class:`~pruner.adapters.sources.PrunedLanceDataset`, whose fragments DataFusion
-  reads as its partitions, each restricted to the selected row addresses;
+- Lance: the selected rows themselves when few, registered as record batches; else a
+  :class:`~pruner.adapters.sources.PrunedLanceDataset`, whose fragments DataFusion reads as
+  its partitions, each restricted to the selected row addresses;
 - Parquet: a ``FileSystemDataset`` of the selected files, with only the selected row groups
   of partial files (DataFusion's Python API has no row-range read: row groups are the
   finest unit, a superset of the selection).
@@ -68,10 +69,15 @@ def register(
     opened = as_table(table)
     if context.table_exist(name):
         context.deregister_table(name)
-    if opened.kind == "lance":
-        context.register_dataset(name, lance_source(opened, selection))
-    else:
+    if opened.kind == "parquet":
         context.register_dataset(name, parquet_dataset(opened, selection))
+        return
+    source = lance_source(opened, selection)
+    if isinstance(source, pa.Table):
+        empty = pa.RecordBatch.from_pylist([], schema=source.schema)
+        context.register_record_batches(name, [source.to_batches() or [empty]])
+    else:
+        context.register_dataset(name, source)
 
 
 def bind(context: datafusion.SessionContext, prepared: Plan) -> datafusion.SessionContext:

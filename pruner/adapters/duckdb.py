@@ -3,9 +3,10 @@
 The SQL runs unchanged. Each table name the query uses is bound, on a cursor of the
 connection (so nothing leaks into the caller's session), to:
 
-- a Lance dataset restricted to the selected fragments and row addresses
-  (:class:`~pruner.adapters.sources.PrunedLanceDataset`); DuckDB still pushes its projection
-  and filters into Lance's scanner;
+- Lance: the selected rows themselves when few (an Arrow table, read before the query), else
+  a dataset restricted to the selected fragments and row addresses
+  (:class:`~pruner.adapters.sources.PrunedLanceDataset`), into whose scanner DuckDB still
+  pushes its projection and filters;
 - a view over ``read_parquet``: one list scan of the files read whole, plus, per partial
   file, a ``file_row_number`` scan of its selected row groups (DuckDB skips the others).
 
