@@ -27,7 +27,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from pruner.errors import InvalidParameterError, PrunerError
+from pruner.errors import EngineError, InvalidParameterError, PrunerError
 from pruner.index import (
     DEFAULT_ITEMS,
     DEFAULT_PROBABILITY,
@@ -185,10 +185,6 @@ def _cmd_query(args: argparse.Namespace) -> int:
         scanned = f"zones scanned {selected:,} / {zones:,} ({read:,} of {total:,} rows)"
     console.print(f"{scanned}, {result.num_rows:,} rows out, {elapsed * 1000:.1f} ms")
     return 0
-
-
-class EngineError(PrunerError):
-    """The engine refused or failed the query."""
 
 
 def _print_result(result: pa.Table, form: str) -> None:

@@ -7,6 +7,7 @@ what to do about it, so that a user never has to read a traceback to act.
 from __future__ import annotations
 
 __all__ = [
+    "EngineError",
     "IndexFormatError",
     "IndexNotFoundError",
     "InvalidParameterError",
@@ -38,3 +39,7 @@ class IndexNotFoundError(PrunerError, FileNotFoundError):
 
 class SqlSyntaxError(PrunerError, ValueError):
     """SQL text that does not parse; the message names the line and column."""
+
+
+class EngineError(PrunerError):
+    """The engine refused or failed the query, or could not start."""

@@ -205,8 +205,9 @@ class Table:
         return np.concatenate(starts), np.concatenate(ends)
 
 
-def open_table(source: str | os.PathLike[str]) -> Table:
-    """Open a Lance dataset or a directory of Parquet files.
+def open_table(source: str | os.PathLike[str], version: int | None = None) -> Table:
+    """Open a Lance dataset (at ``version``, default the latest) or a directory of Parquet
+    files.
 
     Raises:
         InvalidParameterError: the path is neither.
@@ -215,7 +216,7 @@ def open_table(source: str | os.PathLike[str]) -> Table:
     if _is_lance_dataset(path):
         import lance
 
-        dataset = lance.dataset(str(path))
+        dataset = lance.dataset(str(path), version=version)
         rows = {f.fragment_id: f.physical_rows for f in dataset.get_fragments()}
         return Table(path, "lance", dataset.schema, rows, dataset=dataset)
     if path.is_file() and path.suffix == ".parquet":

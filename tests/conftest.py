@@ -35,3 +35,11 @@ def example_paths(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     from pruner.demo import write_example_tables
 
     return write_example_tables(tmp_path_factory.mktemp("examples"), rows=40_000, items=1024)
+
+
+@pytest.fixture(scope="session")
+def spark() -> Any:
+    """The one SparkSession of the test run (start-up costs 7-12 s): local[2]."""
+    from pruner.adapters.spark import session
+
+    return session("local[2]")

@@ -1,0 +1,175 @@
+"""The Spark adapter: every sql_example pruned == unpruned on Spark, and the ``pruner`` data
+source read directly with pushed filters, on one shared SparkSession."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import lance
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import pruner
+from pruner.adapters import spark as spark_adapter
+from pruner.demo import engine_sql, read_sql_examples, rows_multiset
+from pruner.index import build_index
+
+EXAMPLES = read_sql_examples()
+LAYOUTS = {
+    "as_written": {"events": "events", "events_pq": "events_pq", "users": "users"},
+    "swapped": {"events": "events_pq", "events_pq": "events", "users": "users_lance"},
+}
+
+pytestmark = pytest.mark.slow  # Spark: a session for the run, then ~0.1-1 s a query
+
+
+def _run(sql: str, tables: dict[str, Any], parameters: Any, prune: bool, spark: Any) -> Any:
+    try:
+        result = spark_adapter.query(sql, tables, parameters=parameters, prune=prune, spark=spark)
+    except Exception as err:  # the engine's own error: pruned must raise it too
+        return type(err).__name__
+    return rows_multiset(result)
+
+
+@pytest.fixture(scope="module")
+def ran() -> list[str]:
+    return []
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=[e.name for e in EXAMPLES])
+def test_every_example_gives_the_unpruned_answer_on_spark(
+    example: Any, example_paths: dict[str, Path], spark: Any, ran: list[str]
+) -> None:
+    sql = engine_sql(example, "spark")
+    parameters = list(example.parameters)
+    as_written = {name: example_paths[name] for name in LAYOUTS["as_written"]}
+    expected = _run(sql, as_written, parameters, False, spark)
+    for layout, names in LAYOUTS.items():
+        tables = {name: example_paths[source] for name, source in names.items()}
+        assert _run(sql, tables, parameters, True, spark) == expected, (
+            f"{example.name} on spark, {layout}: pruning changed the answer"
+        )
+    if not isinstance(expected, str):
+        ran.append(example.name)
+
+
+def test_most_examples_really_ran_on_spark(ran: list[str]) -> None:
+    """Guards the test above against passing because every query errored."""
+    if not ran:
+        pytest.skip("runs only after the whole parametrized example test")
+    assert len(ran) >= len(EXAMPLES) // 2, ran
+
+
+@pytest.fixture(scope="module")
+def lance_table(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Three fragments of 10,000 rows, ids shuffled, some null, 1,000-row zones."""
+    path = tmp_path_factory.mktemp("spark") / "t.lance"
+    ids = np.random.default_rng(7).permutation(30_000).astype(np.int64)
+    values = pa.array(ids, mask=ids % 997 == 3)
+    lance.write_dataset(pa.table({"id": values}), path, max_rows_per_file=10_000)
+    build_index(path, "id", items=1_000)
+    return path
+
+
+@pytest.fixture(scope="module")
+def parquet_table(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Three files of 10,000 rows in row groups of 1,000, ids shuffled, some null."""
+    path = tmp_path_factory.mktemp("spark_pq")
+    ids = np.random.default_rng(8).permutation(30_000).astype(np.int64)
+    for number in range(3):
+        part = ids[number * 10_000 : (number + 1) * 10_000]
+        column = pa.array(part, mask=part % 997 == 3)
+        pq.write_table(pa.table({"id": column}), path / f"p{number}.parquet", row_group_size=1_000)
+    build_index(path, "id", items=1_000)
+    return path
+
+
+def _rows_scanned(frame: Any) -> int:
+    """Rows the data source handed Spark in ``frame``'s last run (its scan's metric)."""
+    plan = frame._jdf.queryExecution().executedPlan()
+    if plan.getClass().getSimpleName() == "AdaptiveSparkPlanExec":
+        plan = plan.finalPhysicalPlan()
+    leaves = plan.collectLeaves()
+    total = 0
+    for i in range(leaves.length()):
+        metrics = leaves.apply(i).metrics()
+        if metrics.contains("numOutputRows"):
+            total += metrics.apply("numOutputRows").value()
+    return int(total)
+
+
+CONDITIONS = ["id = 4242", "id IN (17, 4242, 29999)", "id IS NULL"]
+
+
+@pytest.mark.parametrize("condition", CONDITIONS)
+@pytest.mark.parametrize("kind", ["lance", "parquet"])
+def test_the_data_source_reads_only_the_selected_zones(
+    condition: str, kind: str, lance_table: Path, parquet_table: Path, spark: Any
+) -> None:
+    path = str(lance_table if kind == "lance" else parquet_table)
+    pruned = spark.read.format("pruner").load(path).where(condition)
+    whole = spark.read.format("pruner").option("prune", "false").load(path).where(condition)
+    got = sorted(pruned.collect(), key=str)
+    assert got == sorted(whole.collect(), key=str)
+    assert got, "each condition matches rows"
+    scanned, everything = _rows_scanned(pruned), _rows_scanned(whole)
+    assert everything == 30_000
+    plan = pruner.plan(f"SELECT * FROM t WHERE {condition}", {"t": path}, dialect="spark")
+    assert scanned <= plan.rows()[0] < everything, (scanned, plan.rows())
+
+
+def test_the_data_source_reads_everything_for_an_or(lance_table: Path, spark: Any) -> None:
+    """Spark pushes no OR (so the source cannot prune), yet the answer stays right; the SQL
+    path prunes it."""
+    frame = spark.read.format("pruner").load(str(lance_table)).where("id = 5 OR id = 6")
+    assert sorted(r.id for r in frame.collect()) == [5, 6]
+    assert _rows_scanned(frame) == 30_000
+    sql = "SELECT id FROM t WHERE id = 5 OR id = 6"
+    prepared = pruner.plan(sql, {"t": lance_table}, dialect="spark")
+    assert prepared.rows()[0] <= 2_000
+    result = pruner.query(sql, {"t": lance_table}, engine="spark", prepared=prepared)
+    assert sorted(result.column("id").to_pylist()) == [5, 6]
+
+
+@pytest.mark.parametrize("kind", ["lance", "parquet"])
+def test_an_empty_selection_on_spark_keeps_the_schema(
+    kind: str, lance_table: Path, parquet_table: Path, spark: Any
+) -> None:
+    path = lance_table if kind == "lance" else parquet_table
+    sql = "SELECT * FROM t WHERE id = 1000000000"
+    assert pruner.plan(sql, {"t": path}, dialect="spark").rows()[0] == 0
+    result = pruner.query(sql, {"t": path}, engine="spark")
+    assert result.num_rows == 0
+    assert result.schema.names == ["id"]
+    count = pruner.query(
+        "SELECT count(*) AS n FROM t WHERE id = 1000000000", {"t": path}, engine="spark"
+    )
+    assert count.to_pylist() == [{"n": 0}]
+
+
+def test_the_callers_session_is_left_alone(lance_table: Path, spark: Any) -> None:
+    spark.sql("CREATE OR REPLACE TEMP VIEW t AS SELECT 42L AS id")
+    frame = spark_adapter.sql(
+        spark, "SELECT count(*) AS n FROM t WHERE id = 4242", {"t": lance_table}
+    )
+    assert frame.collect()[0].n == 1
+    assert [r.id for r in spark.sql("SELECT id FROM t").collect()] == [42]
+    spark.catalog.dropTempView("t")
+
+
+def test_spark_parameters_bind_like_literals(lance_table: Path, spark: Any) -> None:
+    result = pruner.query(
+        "SELECT count(*) AS n FROM t WHERE id = ?",
+        {"t": lance_table},
+        engine="spark",
+        parameters=[4242],
+    )
+    assert result.to_pylist() == [{"n": 1}]
+
+
+def test_a_data_source_without_a_path_is_a_clear_error(spark: Any) -> None:
+    with pytest.raises(Exception, match="needs a path"):
+        spark.read.format("pruner").load().collect()
