@@ -110,7 +110,7 @@ def test_the_data_source_reads_only_the_selected_zones(
     condition: str, kind: str, lance_table: Path, parquet_table: Path, spark: Any
 ) -> None:
     path = str(lance_table if kind == "lance" else parquet_table)
-    pruned = spark.read.format("pruner").load(path).where(condition)
+    pruned = spark.read.format("pruner").option("pushdown", "true").load(path).where(condition)
     whole = spark.read.format("pruner").option("prune", "false").load(path).where(condition)
     got = sorted(pruned.collect(), key=str)
     assert got == sorted(whole.collect(), key=str)
@@ -121,10 +121,25 @@ def test_the_data_source_reads_only_the_selected_zones(
     assert scanned <= plan.rows()[0] < everything, (scanned, plan.rows())
 
 
+def test_a_reused_data_frame_gives_every_query_the_whole_table(
+    lance_table: Path, spark: Any
+) -> None:
+    """Spark 4.3 hands a loaded DataFrame's last pushdown result to its later scans: the
+    default (pushdown off) stays right; with pushdown on, the stale zones show (if Spark
+    stops doing this, this test fails: then pushdown can be on by default)."""
+    frame = spark.read.format("pruner").load(str(lance_table))
+    assert [r.id for r in frame.where("id = 4242").collect()] == [4242]
+    assert frame.count() == 30_000
+    pushed = spark.read.format("pruner").option("pushdown", "true").load(str(lance_table))
+    assert [r.id for r in pushed.where("id = 4242").collect()] == [4242]
+    assert pushed.count() < 30_000, "Spark no longer leaks pushdown state: revisit the default"
+
+
 def test_the_data_source_reads_everything_for_an_or(lance_table: Path, spark: Any) -> None:
     """Spark pushes no OR (so the source cannot prune), yet the answer stays right; the SQL
     path prunes it."""
-    frame = spark.read.format("pruner").load(str(lance_table)).where("id = 5 OR id = 6")
+    frame = spark.read.format("pruner").option("pushdown", "true").load(str(lance_table))
+    frame = frame.where("id = 5 OR id = 6")
     assert sorted(r.id for r in frame.collect()) == [5, 6]
     assert _rows_scanned(frame) == 30_000
     sql = "SELECT id FROM t WHERE id = 5 OR id = 6"

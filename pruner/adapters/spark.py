@@ -12,10 +12,10 @@ query uses is a temporary view of:
 - Lance: the ``pruner`` Python data source (:class:`PrunerDataSource`), whose partitions
   are the selected fragments and row ranges and whose ``read()`` yields Arrow batches.
 
-The data source is also for direct use, ``spark.read.format("pruner").load(path)``: it
-takes Equals / In / IsNull filters Spark pushes into it to choose the zones to read, and
-hands every filter back to Spark, which still applies them. Spark pushes no OR (and then
-no filter at all for that condition): for those, use :func:`query` or :func:`sql`.
+The data source is also for direct use, ``spark.read.format("pruner").load(path)``; with
+``option("pushdown", "true")`` it takes the Equals / In / IsNull filters Spark pushes into
+it to choose the zones to read, and hands every filter back to Spark, which still applies
+them (see :class:`PrunerDataSource` for why that is opt-in on Spark 4.3).
 """
 
 from __future__ import annotations
@@ -210,17 +210,22 @@ datetimes in the session's time zone: those filters only widen (they are not pro
 
 
 class PrunerDataSource(DataSource):
-    """``spark.read.format("pruner").load(path)``: a Lance dataset or a Parquet directory,
-    reading only the zones that may hold rows matching the ``=``, ``IN`` and ``IS NULL``
-    filters Spark pushes into it (every filter is still applied by Spark).
+    """``spark.read.format("pruner").load(path)``: a Lance dataset or a Parquet directory.
 
-    Spark pushes no OR, and no filter at all for a condition with an OR in it: such a query
-    reads everything here. Run it through :func:`pruner.query` (``engine="spark"``) or
-    :func:`sql`, which analyze the SQL themselves.
+    With ``.option("pushdown", "true")`` it reads only the zones that may hold rows matching
+    the ``=``, ``IN`` and ``IS NULL`` filters Spark pushes into it (every filter is still
+    applied by Spark). It is off by default because Spark 4.3 keeps one pushdown result per
+    loaded DataFrame and hands it to every later scan of that DataFrame: after
+    ``df.where("id = 5").collect()``, ``df.count()`` would count only the zones of 5. With
+    pushdown on, load a new DataFrame for each query, and never use one twice in a query.
+    Spark pushes no OR either (and then no filter at all for that condition).
 
-    Options: ``path`` (required); ``prune`` (``false``: read everything); ``ranges`` (JSON
-    ``[[fragment, start, length], ...]``: read only these; pruner's SQL path sets it);
-    ``version`` (the Lance version to read; default the latest).
+    :func:`pruner.query` (``engine="spark"``) and :func:`sql` have neither limit: they
+    analyze the SQL themselves and give every query its own source.
+
+    Options: ``path`` (required); ``pushdown`` (see above); ``prune`` (``false``: read
+    everything); ``ranges`` (JSON ``[[fragment, start, length], ...]``: read only these, as
+    pruner's SQL path does); ``version`` (the Lance version to read; default the latest).
     """
 
     @classmethod
@@ -284,15 +289,14 @@ class _Reader(DataSourceReader):
         ]
 
     def _selection(self, table: Table) -> Selection | None:
-        if self.options.get("prune", "true").lower() == "false":
+        options = {key.lower(): value for key, value in self.options.items()}
+        if options.get("prune", "true").lower() == "false":
             return None
-        selection = None
-        if "ranges" in self.options:
-            selection = Selection.from_ranges(json.loads(self.options["ranges"]))
-        if self.pushed:
-            pushed = _pushed_selection(table, self.pushed)
-            selection = pushed if selection is None else selection & pushed
-        return selection
+        if "ranges" in options:  # pruner's SQL path: the analysis covers every scan
+            return Selection.from_ranges(json.loads(options["ranges"]))
+        if self.pushed and options.get("pushdown", "false").lower() == "true":
+            return _pushed_selection(table, self.pushed)
+        return None
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, ZonePartition):  # Spark's stand-in when there are none
