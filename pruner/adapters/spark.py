@@ -310,11 +310,12 @@ class _Reader(DataSourceReader):
 
 def _term(condition: Filter) -> tuple[str, str, list[object]] | None:
     """A pushed filter pruner can probe with: (column, "=" / "in" / "null", values)."""
-    attribute = getattr(condition, "attribute", ())
-    if len(attribute) != 1:
+    attribute: tuple[str, ...] = getattr(condition, "attribute", ())
+    if len(attribute) != 1:  # a nested field
         return None
+    column = attribute[0]
     if isinstance(condition, IsNull):
-        return attribute[0], "null", []
+        return column, "null", []
     if isinstance(condition, EqualTo):
         values = [condition.value]
     elif isinstance(condition, In):
@@ -323,7 +324,7 @@ def _term(condition: Filter) -> tuple[str, str, list[object]] | None:
         return None
     if not values or not all(_pushable(v) for v in values):
         return None
-    return attribute[0], "=" if isinstance(condition, EqualTo) else "in", values
+    return column, "=" if isinstance(condition, EqualTo) else "in", values
 
 
 def _pushable(value: object) -> bool:
