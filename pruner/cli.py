@@ -1,6 +1,7 @@
 """The ``pruner`` command.
 
 ``pruner index build PATH --column COL``   build (and commit/store) zone bloom indexes
+                                           (``--engine spark``: as a Spark job)
 ``pruner index list PATH [--json]``        the bloom indexes of a dataset
 ``pruner explain "SQL" --table NAME=PATH``  what each table scan would read, and why
 ``pruner query "SQL" --table NAME=PATH``    run it on an engine, reading only what may match
@@ -31,6 +32,7 @@ from pruner.errors import EngineError, InvalidParameterError, PrunerError
 from pruner.index import (
     DEFAULT_ITEMS,
     DEFAULT_PROBABILITY,
+    ENGINES,
     ProgressCallback,
     ZoneIndex,
     build_index,
@@ -89,6 +91,7 @@ def _cmd_index_build(args: argparse.Namespace) -> int:
                 items=args.items,
                 probability=args.probability,
                 progress=progress,
+                engine=args.engine,
             )
         seconds = time.perf_counter() - started
         info = _summary(index)
@@ -230,6 +233,12 @@ def _parser() -> argparse.ArgumentParser:
     build.add_argument("--items", type=int, default=DEFAULT_ITEMS, help="rows per zone")
     build.add_argument(
         "--probability", type=float, default=DEFAULT_PROBABILITY, help="false-positive rate"
+    )
+    build.add_argument(
+        "--engine",
+        default="local",
+        choices=ENGINES,
+        help="index the fragments in threads here (local) or as Spark tasks (spark)",
     )
     build.set_defaults(run=_cmd_index_build)
     listing = index_commands.add_parser("list", help="list the bloom indexes of a dataset")

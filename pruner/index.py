@@ -36,9 +36,10 @@ import os
 import struct
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -62,6 +63,7 @@ from pruner.zones import (
 __all__ = [
     "DEFAULT_ITEMS",
     "DEFAULT_PROBABILITY",
+    "ENGINES",
     "INDEX_FILE_NAME",
     "INDEX_SCHEMA",
     "FragmentFile",
@@ -342,7 +344,7 @@ def _index_fragment(part: _FragmentColumn, num_bytes: int) -> _FragmentZoneRows:
 
 def _build(
     column: str,
-    readers: list[Callable[[], _FragmentColumn]],
+    readers: Sequence[Callable[[], _FragmentColumn]],
     items: int,
     probability: float,
     total_rows: int,
@@ -357,24 +359,43 @@ def _build(
     With a ``sink``, each fragment's zones are written while the next ones build.
     """
     num_bytes = sbbf.optimal_num_bytes(items, probability)
-    results: list[_FragmentZoneRows] = []
     workers = threads or os.cpu_count() or 1
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        done = 0
-        for rows in pool.map(lambda read: _index_fragment(read(), num_bytes), readers):
-            done += rows.rows
-            if rows.zone_start.size:
-                results.append(rows)
-                if sink is not None:
-                    sink.write_zones(
-                        rows.zone_fragment_id,
-                        rows.zone_start,
-                        rows.zone_length,
-                        rows.has_null,
-                        rows.filters,
-                    )
-            if progress is not None:
-                progress(done, total_rows)
+        built = pool.map(lambda read: _index_fragment(read(), num_bytes), readers)
+        return _assemble(column, items, probability, built, total_rows, progress, sink)
+
+
+def _assemble(
+    column: str,
+    items: int,
+    probability: float,
+    fragments: Iterable[_FragmentZoneRows],
+    total_rows: int,
+    progress: ProgressCallback | None,
+    sink: IndexFileWriter | None,
+) -> ZoneIndex:
+    """The index of the fragments' zones, in the order given (every build's last step).
+
+    Each fragment's zones go to ``sink`` and ``progress`` hears of it as soon as the iterable
+    yields it, so a lazy iterable overlaps writing with building.
+    """
+    num_bytes = sbbf.optimal_num_bytes(items, probability)
+    results: list[_FragmentZoneRows] = []
+    done = 0
+    for rows in fragments:
+        done += rows.rows
+        if rows.zone_start.size:
+            results.append(rows)
+            if sink is not None:
+                sink.write_zones(
+                    rows.zone_fragment_id,
+                    rows.zone_start,
+                    rows.zone_length,
+                    rows.has_null,
+                    rows.filters,
+                )
+        if progress is not None:
+            progress(done, total_rows)
 
     def cat(arrays: list[np.ndarray], dtype: type) -> np.ndarray:
         return np.concatenate(arrays) if arrays else np.zeros(0, dtype=dtype)
@@ -404,6 +425,35 @@ def _column_type(schema: pa.Schema, column: str, where: str) -> pa.DataType:
     return arrow_type
 
 
+def _read_lance_fragment(
+    dataset: object, fragment_id: int, column: str, items: int, version: int | None = None
+) -> _FragmentColumn:
+    """The live values of ``column`` in one Lance fragment, and the fragment's zones.
+
+    ``dataset`` is an open dataset, or its URI opened here at ``version``: all a Spark
+    executor can be handed, since an open dataset does not pickle.
+    """
+    fragment = _open_lance(dataset, version).get_fragment(fragment_id)
+    if fragment.metadata.deletion_file is None:
+        table = fragment.to_table(columns=[column])
+        return _FragmentColumn(
+            fragment_id, table.column(column), contiguous_zones(table.num_rows, items), None
+        )
+    table = fragment.to_table(columns=[column], with_row_address=True)
+    addresses = table.column("_rowaddr").to_numpy()
+    offsets = (addresses & np.uint64(0xFFFFFFFF)).astype(np.int64)
+    return _FragmentColumn(
+        fragment_id, table.column(column), lance_fragment_zones(offsets, items), offsets
+    )
+
+
+def _lance_fragments(dataset: object, column: str) -> tuple[Any, list[Any]]:
+    """The open dataset and its fragments, once ``column`` is known to be indexable."""
+    ds = _open_lance(dataset)
+    _column_type(ds.schema, column, f"Lance dataset {ds.uri}")
+    return ds, ds.get_fragments()
+
+
 def build_lance_index(
     dataset: object,
     column: str,
@@ -420,35 +470,10 @@ def build_lance_index(
     with ``IndexConfig(index_type="bloomfilter", parameters={"number_of_items": items,
     "probability": probability})``.
     """
-    ds = _open_lance(dataset)
-    _column_type(ds.schema, column, f"Lance dataset {ds.uri}")
+    ds, fragments = _lance_fragments(dataset, column)
     sbbf.optimal_num_bytes(items, probability)
-    fragments = ds.get_fragments()
     total = sum(f.count_rows() for f in fragments)
-
-    def reader(fragment: Any) -> Callable[[], _FragmentColumn]:
-        def read() -> _FragmentColumn:
-            if fragment.metadata.deletion_file is None:
-                table = fragment.to_table(columns=[column])
-                return _FragmentColumn(
-                    fragment.fragment_id,
-                    table.column(column),
-                    contiguous_zones(table.num_rows, items),
-                    None,
-                )
-            table = fragment.to_table(columns=[column], with_row_address=True)
-            addresses = table.column("_rowaddr").to_numpy()
-            offsets = (addresses & np.uint64(0xFFFFFFFF)).astype(np.int64)
-            return _FragmentColumn(
-                fragment.fragment_id,
-                table.column(column),
-                lance_fragment_zones(offsets, items),
-                offsets,
-            )
-
-        return read
-
-    readers = [reader(f) for f in fragments]
+    readers = [partial(_read_lance_fragment, ds, f.fragment_id, column, items) for f in fragments]
     return _build(column, readers, items, probability, total, progress, threads, sink)
 
 
@@ -478,21 +503,22 @@ def _assign_fragment_ids(relative_paths: list[str], previous: list[FragmentFile]
     return ids
 
 
-def build_parquet_index(
-    directory: str | os.PathLike[str],
-    column: str,
-    *,
-    items: int = DEFAULT_ITEMS,
-    probability: float = DEFAULT_PROBABILITY,
-    progress: ProgressCallback | None = None,
-    threads: int | None = None,
-    sink: IndexFileWriter | None = None,
-) -> ZoneIndex:
-    """Build the zone bloom index of ``column`` over a directory of Parquet files.
+def _read_parquet_fragment(
+    file: str | os.PathLike[str] | pq.ParquetFile, fragment_id: int, column: str, items: int
+) -> _FragmentColumn:
+    """The values of ``column`` in one Parquet file (an open one, or a path), and its zones."""
+    meta = file if isinstance(file, pq.ParquetFile) else pq.ParquetFile(file)
+    group_rows = [meta.metadata.row_group(i).num_rows for i in range(meta.num_row_groups)]
+    values = meta.read(columns=[column]).column(column)
+    return _FragmentColumn(fragment_id, values, parquet_file_zones(group_rows, items), None)
 
-    Each file is a fragment; zones never straddle a row group. Fragment ids stay stable
-    across rebuilds (a file keeps the id the previous index gave it).
-    """
+
+def _parquet_fragments(
+    directory: str | os.PathLike[str], column: str
+) -> tuple[list[pq.ParquetFile], list[FragmentFile]]:
+    """The Parquet files under ``directory``, open and as the index records them (paths
+    relative to ``directory``), once ``column`` is known to be indexable and stored with one
+    type in all of them."""
     root = Path(directory)
     if not root.is_dir():
         raise InvalidParameterError(
@@ -513,7 +539,6 @@ def build_parquet_index(
                 "every file must store the column with one type: rewrite the odd files, "
                 "or keep them in a directory of their own"
             )
-    sbbf.optimal_num_bytes(items, probability)
     relative = [p.relative_to(root).as_posix() for p in paths]
     try:
         previous = load_index(root, column).files or []
@@ -524,24 +549,31 @@ def build_parquet_index(
     for path, rel, fid, meta in zip(paths, relative, ids, metas, strict=True):
         stat = path.stat()
         files.append(FragmentFile(fid, rel, stat.st_size, stat.st_mtime_ns, meta.metadata.num_rows))
+    return metas, files
+
+
+def build_parquet_index(
+    directory: str | os.PathLike[str],
+    column: str,
+    *,
+    items: int = DEFAULT_ITEMS,
+    probability: float = DEFAULT_PROBABILITY,
+    progress: ProgressCallback | None = None,
+    threads: int | None = None,
+    sink: IndexFileWriter | None = None,
+) -> ZoneIndex:
+    """Build the zone bloom index of ``column`` over a directory of Parquet files.
+
+    Each file is a fragment; zones never straddle a row group. Fragment ids stay stable
+    across rebuilds (a file keeps the id the previous index gave it).
+    """
+    metas, files = _parquet_fragments(directory, column)
+    sbbf.optimal_num_bytes(items, probability)
     total = sum(f.rows for f in files)
-
-    def reader(
-        path: Path, file: FragmentFile, meta: pq.ParquetFile
-    ) -> Callable[[], _FragmentColumn]:
-        def read() -> _FragmentColumn:
-            group_rows = [meta.metadata.row_group(i).num_rows for i in range(meta.num_row_groups)]
-            values = meta.read(columns=[column]).column(column)
-            return _FragmentColumn(
-                file.fragment_id,
-                values,
-                parquet_file_zones(group_rows, items),
-                None,
-            )
-
-        return read
-
-    readers = [reader(*args) for args in zip(paths, files, metas, strict=True)]
+    readers = [
+        partial(_read_parquet_fragment, meta, file.fragment_id, column, items)
+        for meta, file in zip(metas, files, strict=True)
+    ]
     index = _build(column, readers, items, probability, total, progress, threads, sink)
     index.files = files
     return index
@@ -829,12 +861,13 @@ def read_index_file(path: str | os.PathLike[str], column: str = "") -> ZoneIndex
 # ------------------------------------------------------------------ Lance integration
 
 
-def _open_lance(dataset: object) -> lance.LanceDataset:  # type: ignore[name-defined] # noqa: F821
+def _open_lance(dataset: object, version: int | None = None) -> lance.LanceDataset:  # type: ignore[name-defined] # noqa: F821
+    """``dataset`` if it is an open dataset, else the dataset at that path (at ``version``)."""
     import lance
 
     if isinstance(dataset, lance.LanceDataset):
         return dataset
-    return lance.dataset(str(dataset))
+    return lance.dataset(str(dataset), version=version)
 
 
 @dataclass(frozen=True, slots=True)
@@ -944,6 +977,10 @@ def parquet_index_path(directory: str | os.PathLike[str], column: str) -> Path:
     return Path(directory) / PARQUET_INDEX_DIR / quote(column, safe="") / INDEX_FILE_NAME
 
 
+ENGINES = ("local", "spark")
+"""Where :func:`build_index` runs the per-fragment work: threads here, or a Spark job."""
+
+
 def build_index(
     source: str | os.PathLike[str],
     column: str,
@@ -951,25 +988,45 @@ def build_index(
     items: int = DEFAULT_ITEMS,
     probability: float = DEFAULT_PROBABILITY,
     progress: ProgressCallback | None = None,
+    engine: str = "local",
+    spark: Any = None,
 ) -> ZoneIndex:
     """Build and store the zone bloom index of ``column`` for a Lance dataset or Parquet dir.
 
     A Lance dataset gets a committed BLOOMFILTER index (Lance's scanner uses it); a Parquet
-    directory gets ``_pruner/<column>/bloomfilter.lance``.
+    directory gets ``_pruner/<column>/bloomfilter.lance``. ``engine="spark"`` indexes the
+    fragments as tasks of a Spark job on ``spark`` (default: the active session, or a local
+    one); either engine builds the same index and stores it the same way.
+
+    Raises:
+        InvalidParameterError: an unknown engine, column or parameter.
+        EngineError: the Spark job failed.
     """
+    if engine not in ENGINES:
+        raise InvalidParameterError(
+            f"unknown index build engine {engine!r}; use one of {', '.join(ENGINES)}"
+        )
     path = Path(source)
-    if _is_lance_dataset(path):
+    lance_source = _is_lance_dataset(path)
+    build: Callable[..., ZoneIndex]
+    if engine == "spark":
+        from pruner.spark_build import build_zone_index_spark
+
+        build = partial(build_zone_index_spark, spark=spark)
+    else:
+        build = build_lance_index if lance_source else build_parquet_index
+    if lance_source:
         ds = _open_lance(path)
         index_uuid = str(uuid.uuid4())
         with IndexFileWriter(_lance_index_path(ds, index_uuid)) as sink:
-            index = build_lance_index(
+            index = build(
                 ds, column, items=items, probability=probability, progress=progress, sink=sink
             )
             size = sink.finish(index)
         _commit_index_file(ds, index, index_uuid, size, None)
         return index
     with IndexFileWriter(parquet_index_path(path, column)) as sink:
-        index = build_parquet_index(
+        index = build(
             path, column, items=items, probability=probability, progress=progress, sink=sink
         )
         sink.finish(index)

@@ -1,0 +1,283 @@
+"""Build a zone bloom index as a Spark job: one task per fragment, zone rows to the driver.
+
+The work on each fragment is the local build's (:func:`pruner.index.build_index`): the same
+module-level reader (``_read_lance_fragment`` / ``_read_parquet_fragment``) and
+``_index_fragment``. Only where it runs differs:
+
+- the driver plans as the local build does (checks the column, lists the fragments, gives
+  Parquet files their stable fragment ids) and makes a DataFrame of one row per fragment,
+  one partition per row, so that each fragment is a task of its own;
+- ``mapInArrow`` reads and indexes the fragment of each row and yields only its zone rows
+  as Arrow record batches: no column data leaves the executor;
+- the driver collects the zone rows (with the defaults 32 KiB of filter per 8,192 rows),
+  puts them in the local build's fragment order and assembles the index with the local
+  build's own last step (``_assemble``), so both builds give the same index.
+
+A one-row-per-fragment ``mapInArrow`` measured best (``../shared/FACTS.md`` section 2): a
+``groupBy().applyInArrow`` shuffles every row of the column. Executors import lance only
+inside a task: Spark forks Python workers, and lance is not fork-safe.
+
+Executors open the Lance dataset (at the version the driver planned with) or the Parquet
+file by its path, so the path must name the same data on every executor: a local path
+with a local master, shared storage on a cluster.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from pruner import sbbf
+from pruner.adapters.spark import session
+from pruner.errors import EngineError
+from pruner.index import (
+    DEFAULT_ITEMS,
+    DEFAULT_PROBABILITY,
+    IndexFileWriter,
+    ProgressCallback,
+    ZoneIndex,
+    _assemble,
+    _FragmentColumn,
+    _FragmentZoneRows,
+    _index_fragment,
+    _is_lance_dataset,
+    _lance_fragments,
+    _parquet_fragments,
+    _read_lance_fragment,
+    _read_parquet_fragment,
+)
+
+__all__ = ["build_zone_index_spark"]
+
+ZONE_ROWS_SCHEMA = pa.schema(
+    [
+        pa.field("fragment_id", pa.int64(), nullable=False),
+        pa.field("zone_start", pa.int64(), nullable=False),
+        pa.field("zone_length", pa.int64(), nullable=False),
+        pa.field("has_null", pa.bool_(), nullable=False),
+        pa.field("bloom_filter_data", pa.binary(), nullable=False),
+        # The zone's null rows: physical offsets in its fragment, uint32 little-endian.
+        pa.field("null_offsets", pa.binary(), nullable=False),
+        pa.field("rows", pa.int64(), nullable=False),  # live rows in the zone
+    ]
+)
+"""What a task yields per zone (Spark has no unsigned types: ids and offsets as int64)."""
+
+# Filter bytes per yielded batch: keeps each Binary column far below its 2 GiB offset limit.
+_BATCH_BYTES = 64 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class _ZoneJob:
+    """The function ``mapInArrow`` runs: picklable, no open handles, only paths.
+
+    Row ``i`` of the input (a ``spark.range``) is the fragment ``fragments[i]``: its id and
+    the path an executor reads it from (the dataset URI for Lance, the file for Parquet).
+    """
+
+    column: str
+    items: int
+    num_bytes: int
+    fragments: list[tuple[int, str]]
+    lance_version: int | None  # the Lance dataset version planned with; None: Parquet
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for position in batch.column(0).to_pylist():
+                fragment_id, path = self.fragments[position]
+                part: _FragmentColumn
+                if self.lance_version is None:
+                    part = _read_parquet_fragment(path, fragment_id, self.column, self.items)
+                else:
+                    part = _read_lance_fragment(
+                        path, fragment_id, self.column, self.items, self.lance_version
+                    )
+                yield from _zone_batches(part, _index_fragment(part, self.num_bytes))
+
+
+def _zone_batches(part: _FragmentColumn, rows: _FragmentZoneRows) -> Iterator[pa.RecordBatch]:
+    """The zone rows of one indexed fragment, as record batches of ``ZONE_ROWS_SCHEMA``."""
+    zones = len(rows.zone_start)
+    nulls = rows.null_offsets if rows.null_offsets is not None else np.zeros(0, np.uint32)
+    # Null offsets ascend, and so do the zones: cut them at each zone's first offset.
+    null_cuts = np.append(np.searchsorted(nulls, rows.zone_start), len(nulls))
+    null_bytes = nulls.astype("<u4").tobytes()
+    live_rows = np.diff(part.zones.first_row)
+    width = rows.filters.shape[1]
+    per_batch = max(1, _BATCH_BYTES // width)
+    for start in range(0, zones, per_batch):
+        stop = min(start + per_batch, zones)
+        cuts = null_cuts[start : stop + 1]
+        filters = np.ascontiguousarray(rows.filters[start:stop]).reshape(-1)
+        filter_offsets = np.arange(0, (stop - start + 1) * width, width, dtype=np.int32)
+        yield pa.record_batch(
+            [
+                pa.array(rows.zone_fragment_id[start:stop].astype(np.int64)),
+                pa.array(rows.zone_start[start:stop].astype(np.int64)),
+                pa.array(rows.zone_length[start:stop].astype(np.int64)),
+                pa.array(rows.has_null[start:stop]),
+                pa.Array.from_buffers(
+                    pa.binary(),
+                    stop - start,
+                    [None, pa.py_buffer(filter_offsets), pa.py_buffer(filters)],
+                ),
+                pa.Array.from_buffers(
+                    pa.binary(),
+                    stop - start,
+                    [
+                        None,
+                        pa.py_buffer(((cuts - cuts[0]) * 4).astype(np.int32)),
+                        pa.py_buffer(null_bytes[cuts[0] * 4 : cuts[-1] * 4]),
+                    ],
+                ),
+                pa.array(live_rows[start:stop].astype(np.int64)),
+            ],
+            schema=ZONE_ROWS_SCHEMA,
+        )
+
+
+def _binary_parts(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+    """(int64 offsets, uint8 data) of a binary column, whichever offset width Spark chose."""
+    array = column.cast(pa.large_binary()).combine_chunks()
+    offsets = np.frombuffer(array.buffers()[1], dtype=np.int64)[
+        array.offset : array.offset + len(array) + 1
+    ]
+    data = np.frombuffer(array.buffers()[2] or b"", dtype=np.uint8)
+    return offsets - offsets[0], data[int(offsets[0]) : int(offsets[-1])]
+
+
+def _fragment_rows(
+    table: pa.Table, order: list[int], expected_rows: list[int], num_bytes: int
+) -> list[_FragmentZoneRows]:
+    """The collected zone rows as the local build's per-fragment results, in ``order``.
+
+    Raises:
+        EngineError: a fragment's rows differ from what the driver planned with (its data
+            changed during the build, or a task lost rows).
+    """
+    position = {fragment_id: i for i, fragment_id in enumerate(order)}
+    fragment_id = table.column("fragment_id").to_numpy()
+    zone_start = table.column("zone_start").to_numpy()
+    sort = np.lexsort((zone_start, np.array([position[f] for f in fragment_id.tolist()])))
+    table = table.take(pa.array(sort))
+    fragment_id = table.column("fragment_id").to_numpy().astype(np.uint64)
+    zone_start = table.column("zone_start").to_numpy().astype(np.uint64)
+    zone_length = table.column("zone_length").to_numpy().astype(np.uint64)
+    has_null = table.column("has_null").to_numpy(zero_copy_only=False)
+    live_rows = table.column("rows").to_numpy()
+    filter_offsets, filter_data = _binary_parts(table.column("bloom_filter_data"))
+    if (np.diff(filter_offsets) != num_bytes).any():
+        raise EngineError(f"Spark returned bloom filters that are not {num_bytes} bytes each")
+    filters = filter_data.reshape(-1, num_bytes)
+    null_offsets, null_data = _binary_parts(table.column("null_offsets"))
+    change = np.flatnonzero(fragment_id[1:] != fragment_id[:-1]) + 1
+    bounds = [0, *change.tolist(), len(fragment_id)] if len(fragment_id) else [0]
+    built = {}
+    for a, b in pairwise(bounds):
+        nulls = null_data[null_offsets[a] : null_offsets[b]].view("<u4").astype(np.uint32)
+        fragment = int(fragment_id[a])
+        built[fragment] = _FragmentZoneRows(
+            fragment,
+            fragment_id[a:b],
+            zone_start[a:b],
+            zone_length[a:b],
+            has_null[a:b],
+            filters[a:b],
+            nulls if len(nulls) else None,
+            int(live_rows[a:b].sum()),
+        )
+    for fragment, rows in zip(order, expected_rows, strict=True):
+        got = built[fragment].rows if fragment in built else 0
+        if got != rows:
+            raise EngineError(
+                f"fragment {fragment}: the Spark task indexed {got:,} rows but the driver "
+                f"planned with {rows:,}: the data changed during the build; build again"
+            )
+    return [built[f] for f in order if f in built]
+
+
+def _run(spark: Any, job: _ZoneJob) -> pa.Table:
+    """Run ``job`` over one task per fragment; the zone rows it yields, collected."""
+    from pyspark.sql.types import (
+        BinaryType,
+        BooleanType,
+        LongType,
+        StructField,
+        StructType,
+    )
+
+    spark_types = {pa.int64(): LongType(), pa.bool_(): BooleanType(), pa.binary(): BinaryType()}
+    schema = StructType(
+        [StructField(f.name, spark_types[f.type], nullable=False) for f in ZONE_ROWS_SCHEMA]
+    )
+    count = len(job.fragments)
+    try:
+        # spark.range splits evenly: with as many partitions as rows, one fragment per task.
+        frame = spark.range(0, count, 1, numPartitions=count).mapInArrow(job, schema)
+        return frame.toArrow()
+    except Exception as err:
+        raise EngineError(f"the Spark index build failed: {_spark_reason(err)}") from err
+
+
+def _spark_reason(err: BaseException) -> str:
+    """One line: the error raised inside the Python task when there is one, else Spark's."""
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    for line in reversed(lines):
+        # A worker's traceback ends with "ExceptionType: message".
+        name, sep, _ = line.partition(": ")
+        if sep and name.replace(".", "").isidentifier() and name.split(".")[-1][0].isupper():
+            return line
+    return lines[0] if lines else type(err).__name__
+
+
+def build_zone_index_spark(
+    source: object,
+    column: str,
+    *,
+    items: int = DEFAULT_ITEMS,
+    probability: float = DEFAULT_PROBABILITY,
+    progress: ProgressCallback | None = None,
+    sink: IndexFileWriter | None = None,
+    spark: Any = None,
+) -> ZoneIndex:
+    """Build the zone bloom index of ``column`` over a Lance dataset (a path or an open
+    dataset) or a directory of Parquet files, one Spark task per fragment.
+
+    Gives the index :func:`pruner.index.build_lance_index` / ``build_parquet_index`` give;
+    like them it only builds (``sink``: where the zones are written as they are assembled):
+    :func:`pruner.index.build_index` with ``engine="spark"`` also stores it. ``spark`` is
+    the session to run on (default: :func:`pruner.adapters.spark.session`); ``progress`` is
+    called as the collected fragments are assembled.
+
+    Raises:
+        InvalidParameterError: the column or a parameter is not valid.
+        EngineError: Spark could not start, or the job failed.
+    """
+    num_bytes = sbbf.optimal_num_bytes(items, probability)
+    files = None
+    if isinstance(source, str | os.PathLike) and not _is_lance_dataset(Path(source)):
+        root = Path(source).resolve()
+        _, files = _parquet_fragments(root, column)
+        fragments = [(f.fragment_id, str(root / f.path)) for f in files]
+        expected_rows = [f.rows for f in files]
+        version = None
+    else:
+        ds, lance_fragments = _lance_fragments(source, column)
+        uri = ds.uri if "://" in ds.uri else os.path.abspath(ds.uri)
+        fragments = [(f.fragment_id, uri) for f in lance_fragments]
+        expected_rows = [f.count_rows() for f in lance_fragments]
+        version = ds.version
+    job = _ZoneJob(column, items, num_bytes, fragments, version)
+    table = _run(spark or session(), job) if fragments else ZONE_ROWS_SCHEMA.empty_table()
+    order = [fragment_id for fragment_id, _ in fragments]
+    parts = _fragment_rows(table, order, expected_rows, num_bytes)
+    index = _assemble(column, items, probability, parts, sum(expected_rows), progress, sink)
+    index.files = files
+    return index
