@@ -27,20 +27,12 @@ ENGINES = ("duckdb", "datafusion", "spark")
 
 
 def adapter(engine: str) -> ModuleType:
-    """The adapter module of ``engine`` (imported now; ImportError names a missing extra)."""
+    """The adapter module of ``engine`` (imported now; an ImportError names a missing extra)."""
     if engine not in ENGINES:
         raise InvalidParameterError(
             f"unknown engine {engine!r}: choose one of {', '.join(ENGINES)}"
         )
-    try:
-        return importlib.import_module(f"pruner.adapters.{engine}")
-    except ModuleNotFoundError as err:
-        if err.name != f"pruner.adapters.{engine}":
-            raise
-        raise InvalidParameterError(
-            f"engine {engine!r} is not available in this version of pruner; "
-            "use duckdb or datafusion"
-        ) from err
+    return importlib.import_module(f"pruner.adapters.{engine}")
 
 
 def query(

@@ -296,18 +296,21 @@ def test_an_unknown_engine_is_a_clear_error(lance_table: Path) -> None:
         pruner.query("SELECT 1", {"t": lance_table}, engine="postgres")
 
 
-@pytest.mark.parametrize(("module", "extra"), [("duckdb", "duckdb"), ("datafusion", "datafusion")])
-def test_a_missing_engine_names_its_extra(module: str, extra: str) -> None:
+@pytest.mark.parametrize(
+    ("module", "adapter"),
+    [("duckdb", "duckdb"), ("datafusion", "datafusion"), ("pyspark", "spark")],
+)
+def test_a_missing_engine_names_its_extra(module: str, adapter: str) -> None:
     code = (
         f"import sys; sys.modules[{module!r}] = None\n"
         "import pruner\n"
         "try:\n"
-        f"    import pruner.adapters.{module}\n"
+        f"    import pruner.adapters.{adapter}\n"
         "except ImportError as err:\n"
         "    print(err)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert f"pip install 'pruner[{extra}]'" in out.stdout
+    assert f"pip install 'pruner[{adapter}]'" in out.stdout
 
 
 @pytest.mark.parametrize("engine", ENGINES)

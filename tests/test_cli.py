@@ -10,6 +10,7 @@ from pathlib import Path
 import lance
 import numpy as np
 import pyarrow as pa
+import pytest
 
 PRUNER = [sys.executable, "-m", "pruner.cli"]
 
@@ -135,5 +136,16 @@ def test_query_errors_are_one_line(tmp_path: Path) -> None:
         assert out.returncode == 2, (sql, out.stderr)
         assert message in out.stderr and "Traceback" not in out.stderr, out.stderr
         assert len(out.stderr.strip().splitlines()) == 1, out.stderr
-    engine = run("query", "SELECT 1", "--engine", "spark")
-    assert engine.returncode == 2 and "spark" in engine.stderr
+    engine = run("query", "SELECT 1", "--engine", "postgres")
+    assert engine.returncode == 2 and "postgres" in engine.stderr
+
+
+@pytest.mark.slow
+def test_query_on_spark(tmp_path: Path) -> None:
+    """The command starts its own local Spark session (~10 s)."""
+    path = _events(tmp_path)
+    sql = "SELECT id, v FROM e WHERE id IN (7, 11) ORDER BY id"
+    out = run("query", sql, "--table", f"e={path}", "--engine", "spark", "--format", "json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == [{"id": 7, "v": 14}, {"id": 11, "v": 22}]
+    assert "zones scanned 2 / 20" in out.stderr, out.stderr
