@@ -32,8 +32,8 @@ from pruner.selection import Selection
 from pruner.table import ParquetFile, Table
 
 __all__ = [
-    "ParquetPart",
     "READ_AHEAD_VALUES",
+    "ParquetPart",
     "PrunedLanceDataset",
     "lance_allowlist",
     "lance_source",
