@@ -3,6 +3,9 @@ source read directly with pushed filters, on one shared SparkSession."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -188,3 +191,21 @@ def test_spark_parameters_bind_like_literals(lance_table: Path, spark: Any) -> N
 def test_a_data_source_without_a_path_is_a_clear_error(spark: Any) -> None:
     with pytest.raises(Exception, match="needs a path"):
         spark.read.format("pruner").load().collect()
+
+
+def test_no_java_is_a_clear_error(tmp_path: Path) -> None:
+    """Without Java on PATH or JAVA_HOME, the session is refused before Spark tries."""
+    code = (
+        "from pruner.adapters.spark import session\n"
+        "from pruner.errors import EngineError\n"
+        "try:\n"
+        "    session()\n"
+        "except EngineError as err:\n"
+        "    print(err)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "JAVA_HOME"}
+    env["PATH"] = str(tmp_path)  # no java there
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert "Spark needs Java 17" in out.stdout, out.stdout + out.stderr
