@@ -145,6 +145,11 @@ def bind(spark: SparkSession, prepared: Plan) -> SparkSession:
     """A clone of ``spark`` (its settings, temporary views and data sources, on the same
     context) where every table of ``prepared`` is a view of its pruned source; ``spark``
     itself is untouched but for the ``pruner`` data source."""
+    if not hasattr(spark, "_jsparkSession"):
+        raise InvalidParameterError(
+            "pruner needs a classic SparkSession (with a JVM in this process), not Spark "
+            "Connect: start one with pruner.adapters.spark.session()"
+        )
     _register_source(spark)
     # newSession() would not carry registered Python data sources over; cloneSession does.
     bound = SparkSession(spark.sparkContext, jsparkSession=spark._jsparkSession.cloneSession())
