@@ -36,6 +36,7 @@ __all__ = [
     "ParquetPart",
     "PrunedLanceDataset",
     "lance_allowlist",
+    "lance_fragment_batches",
     "lance_source",
     "parquet_parts",
 ]
@@ -156,19 +157,43 @@ def _read_rows(
     fragments: list[Any],
     partial: dict[int, list[tuple[int, int]]],
 ) -> pa.Table:
-    """The rows of ``selection`` (in ``fragments``; ``partial`` those not read whole).
-
-    One range of a fragment without deletions is read by offset, Lance's cheapest read (its
-    offsets count only live rows, so a fragment with deletions goes through the allowlist).
-    """
+    """The rows of ``selection`` (in ``fragments``; ``partial`` those not read whole): one
+    fragment as :func:`lance_fragment_batches` reads it, several in one allowlist scan."""
+    if len(fragments) == 1:
+        fragment = fragments[0]
+        ranges = partial.get(fragment.fragment_id)
+        spans = None if ranges is None else [(start, end - start) for start, end in ranges]
+        batches = lance_fragment_batches(table, fragment, spans)
+        return pa.Table.from_batches(batches, schema=table.schema)
     if not fragments:
         return table.schema.empty_table()
-    ranges = selection.ranges()
-    if len(ranges) == 1 and fragments[0].metadata.deletion_file is None:
-        _, start, length = ranges[0]
-        return fragments[0].to_table(offset=start, limit=length)
     allowlist = lance_allowlist(selection) if partial else None
     return table.dataset.scanner(fragments=fragments, row_addr_allowlist=allowlist).to_table()
+
+
+def lance_fragment_batches(
+    table: Table, fragment: Any, ranges: list[tuple[int, int]] | None
+) -> Iterator[pa.RecordBatch]:
+    """The rows of one Lance fragment in ``ranges`` of ``(start, length)`` physical offsets
+    (all of it when None), read the cheapest way that keeps every one of them.
+
+    A fragment without deletions is read by offset, Lance's cheapest read (its offsets count
+    live rows, so they are physical only when nothing is deleted); one with deletions through
+    the address allowlist, except on a dataset with stable row ids, where Lance matches the
+    allowlist against row ids: that fragment is read whole.
+    """
+    if ranges is None:
+        yield from fragment.to_batches()
+    elif fragment.metadata.deletion_file is None:
+        for start, length in ranges:
+            yield from fragment.to_batches(offset=start, limit=length)
+    elif table.dataset.has_stable_row_ids:
+        yield from fragment.to_batches()
+    else:
+        spans = ((fragment.fragment_id, start, length) for start, length in ranges)
+        allowlist = lance_allowlist(Selection.from_ranges(spans))
+        scanner = table.dataset.scanner(fragments=[fragment], row_addr_allowlist=allowlist)
+        yield from scanner.to_batches()
 
 
 def _allowlist_of(fragment: int, partial: dict[int, list[tuple[int, int]]]) -> bytes | None:

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from pruner.adapters.sources import lance_allowlist, parquet_parts
+from pruner.adapters.sources import lance_fragment_batches, parquet_parts
 from pruner.errors import EngineError, InvalidParameterError
 from pruner.explain import as_table, explain
 from pruner.plan import Parameters, Plan, TableSource, plan
@@ -308,7 +308,9 @@ class _Reader(DataSourceReader):
             return
         table = _open(self.options)
         if table.kind == "lance":
-            yield from _lance_batches(table, partition)
+            fragment = table.dataset.get_fragment(partition.fragment_id)
+            ranges = None if partition.ranges is None else list(partition.ranges)
+            yield from lance_fragment_batches(table, fragment, ranges)
         else:
             yield from _parquet_batches(table, partition)
 
@@ -352,20 +354,6 @@ def _pushed_selection(table: Table, pushed: list[tuple[str, str, list[object]]])
     text = f"SELECT * FROM t WHERE {' AND '.join(terms)}"
     found = explain(text, {"t": table}, dialect="spark", parameters=values).selections()
     return found.get("t", table.whole())
-
-
-def _lance_batches(table: Table, partition: ZonePartition) -> Iterator[pa.RecordBatch]:
-    fragment = table.dataset.get_fragment(partition.fragment_id)
-    if partition.ranges is None:
-        yield from fragment.to_batches()
-    elif fragment.metadata.deletion_file is None:  # offsets count live rows: none deleted
-        for start, length in partition.ranges:
-            yield from fragment.to_batches(offset=start, limit=length)
-    else:
-        ranges = ((partition.fragment_id, start, length) for start, length in partition.ranges)
-        allowlist = lance_allowlist(Selection.from_ranges(ranges))
-        scanner = table.dataset.scanner(fragments=[fragment], row_addr_allowlist=allowlist)
-        yield from scanner.to_batches()
 
 
 def _parquet_batches(table: Table, partition: ZonePartition) -> Iterator[pa.RecordBatch]:
