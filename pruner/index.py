@@ -14,6 +14,13 @@ section 1): one row per zone with the columns
 and the schema metadata ``bloomfilter_item`` / ``bloomfilter_probability`` (and
 ``null_bitmap``: the index of a global buffer with the exact null row offsets per fragment).
 
+pruner adds ``pruner_zone_checksums``: the index of a global buffer holding, per zone, an
+XXH3-64 of its fragment id, start, length, null flag and filter bytes. A flipped bit in a
+filter passes every structural check and would drop rows; a zone whose checksum does not
+match is treated as damaged and its fragment is read whole. Lance ignores metadata keys and
+global buffers it does not know, so it still reads the file; indexes Lance wrote have no
+checksums and are trusted as they are.
+
 Where the index lives:
 
 - **Lance dataset**: ``<dataset>/_indices/<uuid>/bloomfilter.lance``, committed with
@@ -47,6 +54,7 @@ from urllib.parse import quote
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+import xxhash
 from pyroaring import BitMap
 
 from pruner import sbbf
@@ -78,9 +86,11 @@ __all__ = [
     "list_bloom_indexes",
     "load_index",
     "load_lance_index",
+    "parquet_footer_hash",
     "parquet_index_path",
     "read_index_file",
     "write_index_file",
+    "zone_checksums",
 ]
 
 INDEX_FILE_NAME = "bloomfilter.lance"
@@ -94,6 +104,7 @@ META_PROBABILITY = "bloomfilter_probability"
 META_NULL_BITMAP = "null_bitmap"
 META_FILES = "pruner_files"
 META_COLUMN = "pruner_column"
+META_CHECKSUMS = "pruner_zone_checksums"
 
 INDEX_SCHEMA = pa.schema(
     [
@@ -131,6 +142,7 @@ class FragmentFile:
     size: int
     mtime_ns: int
     rows: int
+    footer: int = 0  # XXH3-64 of the Parquet footer; 0 when unknown (an older index)
 
 
 @dataclass(eq=False)
@@ -152,6 +164,8 @@ class ZoneIndex:
     filter_data: list[bytes] | np.ndarray
     null_rows: dict[int, np.ndarray] | None = None
     files: list[FragmentFile] | None = None
+    # Per zone, True when its stored checksum does not match its content; None: no checksums.
+    damaged: np.ndarray | None = None
     _groups: list[tuple[np.ndarray, np.ndarray]] | None = field(default=None, repr=False)
     # Probing, per filter group (see _probe_layout): the sliced layout once built, and the
     # (value, zone) pairs probed directly until then.
@@ -259,6 +273,11 @@ class ZoneIndex:
             filters = np.concatenate(arrays)
         else:
             filters = [p.filter_bytes(z) for p in parts for z in range(p.num_zones)]
+        damaged = None
+        if any(p.damaged is not None for p in parts):
+            damaged = np.concatenate(
+                [np.zeros(p.num_zones, bool) if p.damaged is None else p.damaged for p in parts]
+            )
         null_rows: dict[int, np.ndarray] | None = None
         if any(p.null_rows is not None for p in parts):
             null_rows = {}
@@ -274,6 +293,26 @@ class ZoneIndex:
             has_null=np.concatenate([p.has_null for p in parts]),
             filter_data=filters,
             null_rows=null_rows,
+            damaged=damaged,
+        )
+
+    def subset(self, zones: np.ndarray) -> ZoneIndex:
+        """The index of only the zones ``zones`` (indices or a bool mask), in that order."""
+        picked = np.arange(self.num_zones)[zones]
+        data = self.filter_data
+        filters = data[picked] if isinstance(data, np.ndarray) else [data[z] for z in picked]
+        return ZoneIndex(
+            column=self.column,
+            items=self.items,
+            probability=self.probability,
+            fragment_id=self.fragment_id[picked],
+            zone_start=self.zone_start[picked],
+            zone_length=self.zone_length[picked],
+            has_null=self.has_null[picked],
+            filter_data=filters,
+            null_rows=self.null_rows,
+            files=self.files,
+            damaged=None if self.damaged is None else self.damaged[picked],
         )
 
     def zone_mask(self, hashes: np.ndarray) -> np.ndarray:
@@ -527,6 +566,9 @@ def _parquet_fragments(
     paths = _parquet_files(root)
     if not paths:
         raise InvalidParameterError(f"no *.parquet files under {root}")
+    # Identity first, content second: a file replaced in between then fails to match the
+    # identity the index records, and is read whole instead of probed with stale zones.
+    identities = [(p.stat(), parquet_footer_hash(p)) for p in paths]
     metas = [pq.ParquetFile(p) for p in paths]
     arrow_type = _column_type(metas[0].schema_arrow, column, f"Parquet file {paths[0]}")
     for path, meta in zip(paths[1:], metas[1:], strict=True):
@@ -546,9 +588,9 @@ def _parquet_fragments(
         previous = []
     ids = _assign_fragment_ids(relative, previous)
     files: list[FragmentFile] = []
-    for path, rel, fid, meta in zip(paths, relative, ids, metas, strict=True):
-        stat = path.stat()
-        files.append(FragmentFile(fid, rel, stat.st_size, stat.st_mtime_ns, meta.metadata.num_rows))
+    for (stat, footer), rel, fid, meta in zip(identities, relative, ids, metas, strict=True):
+        rows = meta.metadata.num_rows
+        files.append(FragmentFile(fid, rel, stat.st_size, stat.st_mtime_ns, rows, footer))
     return metas, files
 
 
@@ -615,6 +657,50 @@ def _decode_null_bitmap(data: bytes, where: str) -> dict[int, np.ndarray]:
         raise IndexFormatError(f"{where}: the null_bitmap buffer is damaged ({err})") from err
 
 
+_ZONE_HEADER = np.dtype([("f", "<u8"), ("s", "<u8"), ("l", "<u8"), ("n", "u1")])
+
+
+def zone_checksums(
+    fragment_id: np.ndarray,
+    zone_start: np.ndarray,
+    zone_length: np.ndarray,
+    has_null: np.ndarray,
+    filters: np.ndarray | Sequence[bytes],
+) -> np.ndarray:
+    """Per zone, XXH3-64 of its filter bytes seeded with XXH3-64 of its other four fields.
+
+    A flipped bit anywhere in a zone's row changes its checksum (xxhash, because a bit flip
+    in a bloom filter is invisible to every structural check and would drop rows).
+    """
+    headers = np.empty(len(fragment_id), dtype=_ZONE_HEADER)
+    headers["f"], headers["s"], headers["l"] = fragment_id, zone_start, zone_length
+    headers["n"] = has_null
+    raw = headers.view(np.uint8).reshape(len(headers), _ZONE_HEADER.itemsize)
+    digest = xxhash.xxh3_64_intdigest
+    return np.fromiter(
+        (digest(filters[z], seed=digest(raw[z])) for z in range(len(headers))),
+        dtype=np.uint64,
+        count=len(headers),
+    )
+
+
+def parquet_footer_hash(path: str | os.PathLike[str]) -> int:
+    """XXH3-64 of a Parquet file's footer (metadata and its length): an identity of the
+    file's content that survives a copy keeping size and modification time. 0 when the
+    file is too short to have one."""
+    with open(path, "rb") as handle:
+        handle.seek(0, os.SEEK_END)
+        size = handle.tell()
+        if size < 12:
+            return 0
+        handle.seek(size - 8)
+        (length,) = struct.unpack("<I", handle.read(4))
+        if length + 12 > size:
+            return 0
+        handle.seek(size - 8 - length)
+        return int(xxhash.xxh3_64_intdigest(handle.read(length + 8)))
+
+
 def _binary_array(filters: np.ndarray) -> pa.Array:
     """A zero-copy Binary array over the rows of a (zones, bytes) uint8 array."""
     count, width = filters.shape
@@ -641,6 +727,7 @@ class IndexFileWriter:
         self.target.parent.mkdir(parents=True, exist_ok=True)
         self._temporary = self.target.with_name(f".{self.target.name}.{uuid.uuid4().hex}.tmp")
         self._writer: Any = LanceFileWriter(str(self._temporary), INDEX_SCHEMA)
+        self._checksums: list[np.ndarray] = []
 
     def write_zones(
         self,
@@ -651,6 +738,9 @@ class IndexFileWriter:
         filters: np.ndarray,
     ) -> None:
         """Append zones; ``filters`` is (zones, bytes) uint8."""
+        self._checksums.append(
+            zone_checksums(fragment_id, zone_start, zone_length, has_null, filters)
+        )
         per_batch = max(1, _WRITE_BATCH_BYTES // max(1, filters.shape[1]))
         for start in range(0, len(filters), per_batch):
             rows = slice(start, start + per_batch)
@@ -678,9 +768,15 @@ class IndexFileWriter:
                 # Lance writes the buffer even when no row is null.
                 buffer_index = writer.add_global_buffer(_encode_null_bitmap(index.null_rows))
                 writer.add_schema_metadata(META_NULL_BITMAP, str(buffer_index))
+            checksums = np.concatenate(self._checksums or [np.zeros(0, np.uint64)])
+            buffer_index = writer.add_global_buffer(checksums.astype("<u8").tobytes())
+            writer.add_schema_metadata(META_CHECKSUMS, str(buffer_index))
             if index.files is not None:
                 writer.add_schema_metadata(META_COLUMN, index.column)
-                files = [[f.fragment_id, f.path, f.size, f.mtime_ns, f.rows] for f in index.files]
+                files = [
+                    [f.fragment_id, f.path, f.size, f.mtime_ns, f.rows, f.footer]
+                    for f in index.files
+                ]
                 writer.add_schema_metadata(META_FILES, json.dumps(files))
             writer.close()
             os.replace(self._temporary, self.target)
@@ -813,6 +909,12 @@ def read_index_file(path: str | os.PathLike[str], column: str = "") -> ZoneIndex
             if null_buffer_text is not None
             else None
         )
+        checksum_text = metadata.get(META_CHECKSUMS.encode())
+        checksum_buffer = (
+            bytes(reader.read_global_buffer(int(checksum_text)))
+            if checksum_text is not None
+            else None
+        )
     except BaseException as err:
         if not _is_lance_failure(err):
             raise
@@ -833,13 +935,25 @@ def read_index_file(path: str | os.PathLike[str], column: str = "") -> ZoneIndex
     zone_length = table.column("zone_length").to_numpy()
     if (zone_length == 0).any():
         raise IndexFormatError(f"{where} has a zone of length 0; rebuild the index")
+    fragment_id = table.column("fragment_id").to_numpy()
+    zone_start = table.column("zone_start").to_numpy()
+    has_null = table.column("has_null").to_numpy(zero_copy_only=False)
+    damaged = None
+    if checksum_buffer is not None:
+        if len(checksum_buffer) != 8 * table.num_rows:
+            raise IndexFormatError(
+                f"{where}: {META_CHECKSUMS} holds {len(checksum_buffer)} bytes for "
+                f"{table.num_rows} zones (zones are missing or added); rebuild the index"
+            )
+        stored = np.frombuffer(checksum_buffer, dtype="<u8")
+        damaged = stored != zone_checksums(fragment_id, zone_start, zone_length, has_null, filters)
     files = None
     files_text = metadata.get(META_FILES.encode())
     if files_text is not None:
         try:
             files = [
-                FragmentFile(int(a), str(b), int(c), int(d), int(e))
-                for a, b, c, d, e in json.loads(files_text)
+                FragmentFile(int(a), str(b), int(c), int(d), int(e), int(rest[0]) if rest else 0)
+                for a, b, c, d, e, *rest in json.loads(files_text)
             ]
         except (ValueError, TypeError) as err:
             raise IndexFormatError(f"{where}: {META_FILES} metadata is damaged ({err})") from err
@@ -848,13 +962,14 @@ def read_index_file(path: str | os.PathLike[str], column: str = "") -> ZoneIndex
         column=column,
         items=items,
         probability=probability,
-        fragment_id=table.column("fragment_id").to_numpy(),
-        zone_start=table.column("zone_start").to_numpy(),
+        fragment_id=fragment_id,
+        zone_start=zone_start,
         zone_length=zone_length,
-        has_null=table.column("has_null").to_numpy(zero_copy_only=False),
+        has_null=has_null,
         filter_data=filters,
         null_rows=_decode_null_bitmap(null_buffer, where) if null_buffer is not None else None,
         files=files,
+        damaged=damaged,
     )
 
 
@@ -1039,7 +1154,14 @@ def load_lance_index(dataset: object, column: str) -> ZoneIndex | None:
     segments = [info for info in list_bloom_indexes(dataset) if info.column == column]
     if not segments:
         return None
-    return ZoneIndex.concat([read_index_file(info.path, column) for info in segments])
+    parts = []
+    for info in segments:
+        part = read_index_file(info.path, column)
+        # Lance's manifest says which fragments a segment covers: zones of others (e.g. of a
+        # fragment whose column data Lance rewrote) describe data that is no longer there.
+        covered = np.isin(part.fragment_id, np.fromiter(info.fragment_ids, np.uint64))
+        parts.append(part if covered.all() else part.subset(covered))
+    return ZoneIndex.concat(parts)
 
 
 def load_index(source: str | os.PathLike[str], column: str) -> ZoneIndex:

@@ -2,10 +2,16 @@
 
 A Lance dataset's fragments are its fragments (ids from the manifest, physical row counts).
 A Parquet directory's fragments are its files, numbered in path order. An index is *bound*
-to the table's current fragments: zones of fragments that no longer exist, or of Parquet
-files whose size, modification time or row count changed since the index was built, are
-ignored, and fragments no zone covers are read whole. So a stale index widens a
-selection; it never drops a row.
+to the table's current fragments (:meth:`Table._bind`), and only what it proves is used:
+
+- zones of fragments that no longer exist, that Lance's manifest no longer counts as
+  covered, or of Parquet files whose size, modification time, row count or footer changed
+  since the index was built, are ignored (*stale*);
+- a fragment with a zone that is damaged (its checksum fails, or it reaches beyond the
+  fragment's rows), or with a live row no zone covers, is read whole;
+- a fragment no zone covers is read whole.
+
+So a stale or damaged index widens a selection; it never drops a row.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from pruner.index import (
     _parquet_files,
     list_bloom_indexes,
     load_lance_index,
+    parquet_footer_hash,
     parquet_index_path,
     read_index_file,
 )
@@ -44,6 +51,7 @@ class ParquetFile:
     mtime_ns: int
     rows: int
     row_group_rows: tuple[int, ...] = ()
+    footer: int = 0
 
 
 @dataclass(eq=False)
@@ -60,6 +68,20 @@ class BoundIndex:
     zone_starts: np.ndarray
     zone_ends: np.ndarray
     uncovered: Selection
+    stale_zones: int = 0
+    damaged_fragments: frozenset[int] = frozenset()
+
+    def coverage(self, fragment_rows: dict[int, int]) -> dict[str, int]:
+        """Fragments and rows the index proves something about, of the table's total."""
+        covered = set(np.unique(self.zone_starts[self.valid] >> FRAGMENT_SHIFT).tolist())
+        return {
+            "fragments_indexed": len(covered),
+            "fragments_total": len(fragment_rows),
+            "rows_indexed": sum(fragment_rows[f] for f in covered),
+            "rows_total": sum(fragment_rows.values()),
+            "stale_zones": self.stale_zones,
+            "damaged_fragments": len(self.damaged_fragments),
+        }
 
     def zones(self, mask: np.ndarray) -> Selection:
         """The selected zones' rows, plus every uncovered fragment."""
@@ -169,14 +191,65 @@ class Table:
         return self._bind(index, self._parquet_ids(index))
 
     def _bind(self, index: ZoneIndex, table_ids: np.ndarray) -> BoundIndex:
-        valid = table_ids >= 0
-        starts = (table_ids << FRAGMENT_SHIFT) + index.zone_start.astype(np.int64)
-        ends = starts + index.zone_length.astype(np.int64)
-        covered = set(np.unique(table_ids[valid]).tolist())
+        """Bind zones to fragments (``table_ids``: the table's id per zone, -1 for a stale
+        zone), keeping only zones proven to describe their fragment's rows."""
+        known = table_ids >= 0
+        ids = np.where(known, table_ids, 0)
+        limit = np.zeros(len(ids), np.uint64)
+        if known.any():
+            unique, inverse = np.unique(ids[known], return_inverse=True)
+            limit[known] = np.array([self.fragment_rows[int(f)] for f in unique], np.uint64)[
+                inverse
+            ]
+        start, length = index.zone_start, index.zone_length
+        with np.errstate(over="ignore"):
+            inside = (start <= limit) & (length <= limit - start)
+        broken = known & ~inside
+        if index.damaged is not None:
+            broken |= known & index.damaged
+        damaged = set(np.unique(ids[broken]).tolist())
+        valid = known & ~np.isin(ids, np.fromiter(damaged, np.int64, len(damaged)))
+        starts = np.where(
+            valid, (ids << FRAGMENT_SHIFT) + np.where(valid, start, 0).astype(np.int64), 0
+        )
+        ends = starts + np.where(valid, length, 0).astype(np.int64)
+        damaged |= self._unexplained_gaps(Selection.normalize(starts[valid], ends[valid]))
+        if damaged:
+            valid &= ~np.isin(ids, np.fromiter(damaged, np.int64, len(damaged)))
+        covered = set(np.unique(ids[valid]).tolist())
         uncovered = Selection.whole(
             {f: rows for f, rows in self.fragment_rows.items() if f not in covered}
         )
-        return BoundIndex(index, valid, starts, ends, uncovered)
+        return BoundIndex(
+            index, valid, starts, ends, uncovered, int((~known).sum()), frozenset(damaged)
+        )
+
+    def _unexplained_gaps(self, covered: Selection) -> set[int]:
+        """Fragments with zones but with a live row no zone covers.
+
+        Zones skip rows deleted before the build (Lance's and pruner's builds start a zone
+        at its first live row), so a Lance fragment's gaps are checked against its live rows;
+        a Parquet file has no deleted rows, so any gap there is unexplained.
+        """
+        spans = covered.ends - covered.starts
+        fragment = covered.starts >> FRAGMENT_SHIFT
+        ids, first = np.unique(fragment, return_index=True)
+        rows = np.add.reduceat(spans, first) if len(first) else np.zeros(0, np.int64)
+        gaps = [
+            int(f)
+            for f, n in zip(ids.tolist(), rows.tolist(), strict=True)
+            if n < self.fragment_rows[int(f)]
+        ]
+        if not gaps or self.kind != "lance":
+            return set(gaps)
+        unexplained = set()
+        fragments = {f.fragment_id: f for f in self.lance_fragments()}
+        for fid in gaps:
+            live = fragments[fid].to_table(columns=[], with_row_address=True)
+            addresses = live.column("_rowaddr").to_numpy().astype(np.int64)
+            if not covered.contains(addresses >> FRAGMENT_SHIFT, addresses & 0xFFFFFFFF).all():
+                unexplained.add(fid)
+        return unexplained
 
     def _parquet_ids(self, index: ZoneIndex) -> np.ndarray:
         """Index fragment id -> table fragment id, -1 where the file changed or is gone."""
@@ -187,7 +260,8 @@ class Table:
             if found is None:
                 continue
             fid, now = found
-            if (now.size, now.mtime_ns, now.rows) == (entry.size, entry.mtime_ns, entry.rows):
+            same = (now.size, now.mtime_ns, now.rows) == (entry.size, entry.mtime_ns, entry.rows)
+            if same and entry.footer in (0, now.footer):
                 mapping[entry.fragment_id] = fid
         lookup = np.vectorize(lambda f: mapping.get(int(f), -1), otypes=[np.int64])
         unique, inverse = np.unique(index.fragment_id, return_inverse=True)
@@ -237,6 +311,7 @@ def open_table(source: str | os.PathLike[str], version: int | None = None) -> Ta
     uniform = True
     for fid, file in enumerate(found):
         stat = file.stat()
+        footer = parquet_footer_hash(file)
         metadata = pq.read_metadata(file)
         file_schema = metadata.schema.to_arrow_schema()
         if schema is None:
@@ -254,6 +329,7 @@ def open_table(source: str | os.PathLike[str], version: int | None = None) -> Ta
             stat.st_mtime_ns,
             metadata.num_rows,
             tuple(metadata.row_group(g).num_rows for g in range(metadata.num_row_groups)),
+            footer,
         )
     assert schema is not None
     rows = {fid: f.rows for fid, f in files.items()}

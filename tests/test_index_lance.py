@@ -40,8 +40,12 @@ def assert_same_index(mine: ZoneIndex, theirs: ZoneIndex, what: str) -> None:
 
 
 def raw_metadata_and_null_buffer(path: Path) -> tuple[dict[bytes, bytes], bytes]:
+    """Lance's schema metadata (without the key pruner adds for its zone checksums' buffer,
+    which comes after Lance's own) and the null bitmap buffer."""
     reader = LanceFileReader(str(path))
     metadata = dict(reader.read_all().to_table().schema.metadata)
+    checksums = metadata.pop(b"pruner_zone_checksums", None)
+    assert checksums in (None, b"2"), "pruner's buffer follows Lance's schema and null bitmap"
     return metadata, bytes(reader.read_global_buffer(int(metadata[b"null_bitmap"])))
 
 
