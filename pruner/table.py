@@ -213,6 +213,7 @@ class Table:
             valid, (ids << FRAGMENT_SHIFT) + np.where(valid, start, 0).astype(np.int64), 0
         )
         ends = starts + np.where(valid, length, 0).astype(np.int64)
+        damaged |= _overlapping(starts[valid], ends[valid])
         damaged |= self._unexplained_gaps(Selection.normalize(starts[valid], ends[valid]))
         if damaged:
             valid &= ~np.isin(ids, np.fromiter(damaged, np.int64, len(damaged)))
@@ -277,6 +278,15 @@ class Table:
         if not starts:
             return np.empty(0, np.int64), np.empty(0, np.int64)
         return np.concatenate(starts), np.concatenate(ends)
+
+
+def _overlapping(starts: np.ndarray, ends: np.ndarray) -> set[int]:
+    """Fragments where two zones claim the same row: at least one of them lies about its
+    rows (no writer makes such zones), so neither filter can be trusted."""
+    order = np.argsort(starts, kind="stable")
+    starts, ends = starts[order], ends[order]
+    clash = starts[1:] < np.maximum.accumulate(ends)[:-1] if len(starts) > 1 else np.zeros(0, bool)
+    return set((starts[1:][clash] >> FRAGMENT_SHIFT).tolist())
 
 
 def open_table(source: str | os.PathLike[str], version: int | None = None) -> Table:

@@ -1,18 +1,23 @@
-"""Damaged index files raise IndexFormatError with advice, and never crash the process."""
+"""Damaged indexes: a damaged file raises IndexFormatError with advice and never crashes the
+process; a query over a damaged index reads what the damage touches whole and returns the
+right answer."""
 
 from __future__ import annotations
 
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from lance.file import LanceFileWriter
 
 from pruner.errors import IndexFormatError
 from pruner.index import INDEX_SCHEMA, read_index_file
+from pruner.selection import Selection
 
 
 def _write(
@@ -167,3 +172,291 @@ def test_filters_of_different_sizes_are_read_and_probed(tmp_path: Path) -> None:
     assert [len(index.filter_bytes(z)) for z in range(2)] == [32, 96]
     found = index.might_contain(hashes)
     assert found[0, 0] and found[1:, 1].all(), "each value is found in the zone that holds it"
+
+
+# ----------------------------------------------------------------- damaged, then queried
+#
+# The catalogue above damages a file; below, a damaged index sits where pruner finds it (a
+# Lance dataset's committed index, a Parquet directory's _pruner/ file) and queries run on
+# DuckDB. Every damage either makes the index unreadable, and the scan reads the whole table
+# with the reason in its explanation, or damages some zones, and exactly their fragments are
+# read whole while the other fragments are still pruned. The answer is always the right one.
+
+ROWS, PER_FRAGMENT, ITEMS = 4000, 1000, 100  # 4 fragments of 10 (Lance) or 12 (Parquet) zones
+DAMAGED_FRAGMENT = 1
+
+
+def _ids() -> np.ndarray:
+    return np.random.default_rng(7).permutation(ROWS).astype(np.int64)
+
+
+def _nulls(ids: np.ndarray) -> np.ndarray:
+    return ids % 97 == 5
+
+
+def _table_data() -> pa.Table:
+    ids = _ids()
+    return pa.table({"id": pa.array(ids, mask=_nulls(ids)), "pos": np.arange(ROWS)})
+
+
+def _make(layout: str, directory: Path) -> tuple[Path, Path]:
+    """A table with an index on ``id``, and where that index's file is."""
+    import lance
+
+    from pruner.index import build_index, list_bloom_indexes, parquet_index_path
+
+    data = _table_data()
+    if layout == "lance":
+        path = directory / "t.lance"
+        lance.write_dataset(data, str(path), max_rows_per_file=PER_FRAGMENT)
+        build_index(path, "id", items=ITEMS)
+        return path, list_bloom_indexes(path)[0].path
+    path = directory / "t"
+    path.mkdir()
+    for number in range(ROWS // PER_FRAGMENT):
+        part = data.slice(number * PER_FRAGMENT, PER_FRAGMENT)
+        pq.write_table(part, path / f"part-{number}.parquet", row_group_size=250)
+    build_index(path, "id", items=ITEMS)
+    return path, parquet_index_path(path, "id")
+
+
+def _probe_values() -> tuple[int, int]:
+    """An id stored in fragment 1's fourth zone, and one in fragment 2."""
+    ids = _ids()
+    first = next(
+        int(v) for v in ids[PER_FRAGMENT + 3 * ITEMS : PER_FRAGMENT + 4 * ITEMS] if v % 97 != 5
+    )
+    second = next(int(v) for v in ids[2 * PER_FRAGMENT :] if v % 97 != 5)
+    return first, second
+
+
+def _rewrite(
+    index_file: Path,
+    change: Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]],
+    checksums: str,
+) -> None:
+    """Rewrite the index file's zones through ``change``; ``checksums``: ``keep`` the old
+    checksums (content damaged after writing), ``recompute`` them (a writer that believed in
+    its zones) or ``drop`` them (an index as Lance writes it)."""
+    from lance.file import LanceFileReader
+
+    from pruner.index import zone_checksums
+
+    reader = LanceFileReader(str(index_file))
+    table = reader.read_all().to_table()
+    metadata = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
+    nulls = bytes(reader.read_global_buffer(int(metadata.pop("null_bitmap"))))
+    old = bytes(reader.read_global_buffer(int(metadata.pop("pruner_zone_checksums"))))
+    zones = {name: table.column(name).to_numpy(zero_copy_only=False) for name in table.schema.names}
+    zones["bloom_filter_data"] = np.stack(
+        [np.frombuffer(b, np.uint8) for b in zones["bloom_filter_data"]]
+    ).copy()
+    zones = change(zones)
+    columns = [
+        pa.array(zones["fragment_id"], pa.uint64()),
+        pa.array(zones["zone_start"], pa.uint64()),
+        pa.array(zones["zone_length"], pa.uint64()),
+        pa.array(zones["has_null"], pa.bool_()),
+        pa.array([bytes(f) for f in zones["bloom_filter_data"]], pa.binary()),
+    ]
+    index_file.unlink()
+    writer = LanceFileWriter(str(index_file), INDEX_SCHEMA)
+    writer.write_batch(pa.record_batch(columns, schema=INDEX_SCHEMA))
+    for key, value in metadata.items():
+        writer.add_schema_metadata(key, value)
+    writer.add_schema_metadata("null_bitmap", str(writer.add_global_buffer(nulls)))
+    if checksums != "drop":
+        fields = [zones[n] for n in ("fragment_id", "zone_start", "zone_length", "has_null")]
+        fresh = zone_checksums(*fields, zones["bloom_filter_data"]).astype("<u8").tobytes()
+        buffer = writer.add_global_buffer(old if checksums == "keep" else fresh)
+        writer.add_schema_metadata("pruner_zone_checksums", str(buffer))
+    writer.close()
+
+
+def _zone(zones: dict[str, np.ndarray], fragment: int, number: int) -> int:
+    return int(np.flatnonzero(zones["fragment_id"] == fragment)[number])
+
+
+def _flip_bits_hiding(value: int) -> Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]:
+    """Clear one bit of the filter of the zone holding ``value``, a bit its probe needs: the
+    filter then proves ``value`` absent, a false negative no structural check can see."""
+
+    def change(zones: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        from pruner import sbbf
+        from pruner.hashing import hash_array
+
+        hashes, _ = hash_array(pa.array([value], pa.int64()))
+        row = zones["bloom_filter_data"][_zone(zones, DAMAGED_FRAGMENT, 3)]
+        assert sbbf.check(row[None, :], hashes)[0, 0], "the undamaged zone holds the value"
+        for byte in np.flatnonzero(row):
+            for bit in range(8):
+                if row[byte] >> bit & 1:
+                    row[byte] ^= 1 << bit
+                    if not sbbf.check(row[None, :], hashes)[0, 0]:
+                        return zones
+                    row[byte] ^= 1 << bit
+        raise AssertionError("no single bit hides the value")
+
+    return change
+
+
+def _edit(
+    field: str, fragment: int, number: int, value: Callable[[Any], Any]
+) -> Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]:
+    def change(zones: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        zone = _zone(zones, fragment, number)
+        zones[field] = zones[field].copy()
+        zones[field][zone] = value(zones[field][zone])
+        return zones
+
+    return change
+
+
+def _drop_zone(zones: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    keep = np.ones(len(zones["fragment_id"]), bool)
+    keep[_zone(zones, DAMAGED_FRAGMENT, 3)] = False
+    return {name: array[keep] for name, array in zones.items()}
+
+
+def _overlap(zones: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    zone = _zone(zones, DAMAGED_FRAGMENT, 3)
+    zones["zone_start"] = zones["zone_start"].copy()
+    zones["zone_length"] = zones["zone_length"].copy()
+    zones["zone_start"][zone] -= 50
+    zones["zone_length"][zone] += 50
+    return zones
+
+
+def _reverse(zones: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    return {name: array[::-1].copy() for name, array in zones.items()}
+
+
+def _fragment_renamed(new_id: int) -> Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]:
+    def change(zones: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        ids = zones["fragment_id"].astype(np.uint64)
+        ids[ids == DAMAGED_FRAGMENT] = np.uint64(new_id)
+        zones["fragment_id"] = ids
+        return zones
+
+    return change
+
+
+# name -> (change to the zones, checksums, fragments read whole); None: the index is unusable
+ZONE_DAMAGES: dict[str, tuple[Any, str, set[int] | None]] = {
+    "zones_reversed": (_reverse, "recompute", set()),
+    "filter_bit_flipped": (_flip_bits_hiding(_probe_values()[0]), "keep", {DAMAGED_FRAGMENT}),
+    "has_null_flipped": (
+        _edit("has_null", DAMAGED_FRAGMENT, 0, lambda v: not v),
+        "keep",
+        {DAMAGED_FRAGMENT},
+    ),
+    "zone_start_shifted": (
+        _edit("zone_start", DAMAGED_FRAGMENT, 3, lambda v: v + 1),
+        "keep",
+        {DAMAGED_FRAGMENT},
+    ),
+    # Zone 3 also claims the second half of zone 2's rows: two zones claim one row, so at
+    # least one describes rows it never hashed; neither is trusted.
+    "zones_overlapping": (_overlap, "recompute", {DAMAGED_FRAGMENT}),
+    "zone_beyond_fragment": (
+        _edit("zone_length", DAMAGED_FRAGMENT, -1, lambda v: v + 1),
+        "recompute",
+        {DAMAGED_FRAGMENT},
+    ),
+    "zone_start_past_2_32": (
+        _edit("zone_start", DAMAGED_FRAGMENT, -1, lambda v: v + (1 << 33)),
+        "recompute",
+        {DAMAGED_FRAGMENT},
+    ),
+    "zone_length_wraps_uint64": (
+        _edit("zone_length", DAMAGED_FRAGMENT, -1, lambda v: (1 << 64) - 1),
+        "recompute",
+        {DAMAGED_FRAGMENT},
+    ),
+    "zone_missing_lance_style": (_drop_zone, "drop", {DAMAGED_FRAGMENT}),
+    "zone_missing_with_checksums": (_drop_zone, "keep", None),
+    "unknown_fragment_id": (_fragment_renamed(77), "recompute", {DAMAGED_FRAGMENT}),
+    "fragment_id_max_uint64": (_fragment_renamed((1 << 64) - 1), "recompute", {DAMAGED_FRAGMENT}),
+}
+
+
+def _duckdb_rows(sql: str, path: Path, prune: bool) -> list[Any]:
+    import pruner
+
+    result = pruner.query(sql, {"t": path}, engine="duckdb", prune=prune)
+    return sorted(result.column("pos").to_pylist())
+
+
+def _expected_positions(values: tuple[int, ...]) -> list[int]:
+    ids = _ids()
+    return sorted(np.flatnonzero(np.isin(ids, values) | _nulls(ids)).tolist())
+
+
+@pytest.mark.parametrize("layout", ["lance", "parquet"])
+@pytest.mark.parametrize("damage", list(ZONE_DAMAGES))
+def test_damaged_zones_are_read_whole_and_no_row_is_lost(
+    damage: str, layout: str, tmp_path: Path
+) -> None:
+    from pruner.explain import explain
+    from pruner.selection import FRAGMENT_SHIFT
+    from pruner.table import open_table
+
+    path, index_file = _make(layout, tmp_path)
+    change, checksums, whole = ZONE_DAMAGES[damage]
+    _rewrite(index_file, change, checksums)
+    values = _probe_values()
+    sql = f"SELECT pos FROM t WHERE id IN {values} OR id IS NULL"
+    assert _duckdb_rows(sql, path, prune=True) == _expected_positions(values)
+    assert _duckdb_rows(sql, path, prune=False) == _expected_positions(values)
+
+    table = open_table(path)
+    scan = explain(sql, {"t": table}).scans[0]
+    read_whole = {
+        f
+        for f, rows in table.fragment_rows.items()
+        if (scan.selection & Selection.whole({f: rows})).num_rows == rows
+    }
+    if whole is None:
+        assert read_whole == set(table.fragment_rows)
+        assert any("unreadable" in t.reason for t in scan.terms), scan.terms
+        return
+    # Damaged fragments are read whole; intact ones are still pruned to a few zones.
+    fragment_of = {DAMAGED_FRAGMENT: DAMAGED_FRAGMENT}
+    if layout == "parquet":  # file ids are path order, the same numbering here
+        fragment_of = {f: f for f in table.fragment_rows}
+    assert read_whole == {fragment_of[f] for f in whole}
+    intact = 3  # holds neither value: at most its null zones are read
+    selected = scan.selection & Selection.whole({intact: table.fragment_rows[intact]})
+    assert 0 < selected.num_rows < table.fragment_rows[intact]
+    bound = table.index("id")
+    assert bound is not None and bound.damaged_fragments | {
+        int(f) for f in np.unique(bound.uncovered.starts >> FRAGMENT_SHIFT)
+    } >= {fragment_of[f] for f in whole}
+
+
+def _file_damaged_in_place(name: str) -> Callable[[Path], None]:
+    def damage(index_file: Path) -> None:
+        good = index_file.with_name("good.copy")
+        shutil.move(index_file, good)
+        DAMAGES[name](good, index_file)
+
+    return damage
+
+
+@pytest.mark.parametrize("layout", ["lance", "parquet"])
+@pytest.mark.parametrize("damage", list(DAMAGES))
+def test_an_unreadable_index_reads_the_table_whole(
+    damage: str, layout: str, tmp_path: Path
+) -> None:
+    from pruner.explain import explain
+    from pruner.table import open_table
+
+    path, index_file = _make(layout, tmp_path)
+    _file_damaged_in_place(damage)(index_file)
+    values = _probe_values()
+    sql = f"SELECT pos FROM t WHERE id IN {values} OR id IS NULL"
+    assert _duckdb_rows(sql, path, prune=True) == _expected_positions(values)
+    table = open_table(path)
+    scan = explain(sql, {"t": table}).scans[0]
+    assert scan.selection == table.whole()
+    assert any("unreadable" in t.reason and "id" in t.reason for t in scan.terms), scan.terms
