@@ -28,7 +28,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from pruner.errors import EngineError, InvalidParameterError, PrunerError
+from pruner.errors import EngineError, IndexFormatError, InvalidParameterError, PrunerError
 from pruner.index import (
     DEFAULT_ITEMS,
     DEFAULT_PROBABILITY,
@@ -36,10 +36,9 @@ from pruner.index import (
     ProgressCallback,
     ZoneIndex,
     build_index,
-    list_bloom_indexes,
-    load_index,
-    read_index_file,
 )
+from pruner.table import Table as PrunerTable
+from pruner.table import open_table
 
 __all__ = ["main"]
 
@@ -102,25 +101,52 @@ def _cmd_index_build(args: argparse.Namespace) -> int:
     return 0
 
 
+def _index_status(table: PrunerTable, column: str) -> dict[str, object]:
+    """One index's summary, its coverage of the table now, and its state:
+    ``current``, ``stale`` (fragments changed or added since the build: read whole),
+    ``damaged`` (some fragments read whole) or ``unreadable`` (the whole table is read)."""
+    try:
+        bound = table.index(column)
+    except IndexFormatError as err:
+        return {"column": column, "state": "unreadable", "error": str(err)}
+    if bound is None:
+        reason = "the files disagree on its type" if column in table.mixed_types else "none"
+        return {"column": column, "state": "unusable", "error": reason}
+    coverage = bound.coverage(table.fragment_rows)
+    state = "current"
+    if coverage["stale_zones"] or coverage["fragments_indexed"] < coverage["fragments_total"]:
+        state = "stale"
+    if coverage["damaged_fragments"]:
+        state = "damaged"
+    return {**_summary(bound.index), **coverage, "state": state}
+
+
 def _cmd_index_list(args: argparse.Namespace) -> int:
-    path = Path(args.path)
-    rows: list[dict[str, object]] = []
-    if (path / "_versions").is_dir():
-        for column in sorted({info.column for info in list_bloom_indexes(path)}):
-            rows.append(_summary(load_index(path, column)))
-    else:
-        for index_file in sorted((path / "_pruner").glob("*/bloomfilter.lance")):
-            rows.append(_summary(read_index_file(index_file)))
+    table = open_table(args.path)
+    rows = [_index_status(table, column) for column in table.indexed_columns()]
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
     if not rows:
-        print(f"no bloom indexes in {path}")
+        print(f"no bloom indexes in {args.path}")
         return 0
-    table = Table(*rows[0].keys())
+    shown = Table(
+        "column", "state", "zones", "fragments indexed", "rows indexed", "stale zones", "filter"
+    )
     for row in rows:
-        table.add_row(*(f"{v:,}" if isinstance(v, int) else str(v) for v in row.values()))
-    Console().print(table)
+        if "error" in row:
+            shown.add_row(str(row["column"]), str(row["state"]), str(row["error"]))
+            continue
+        shown.add_row(
+            str(row["column"]),
+            str(row["state"]),
+            f"{row['zones']:,}",
+            f"{row['fragments_indexed']:,} / {row['fragments_total']:,}",
+            f"{row['rows_indexed']:,} / {row['rows_total']:,}",
+            f"{row['stale_zones']:,}",
+            f"{row['filter_bytes']:,} B, {row['items']:,} items, p={row['probability']}",
+        )
+    Console().print(shown)
     return 0
 
 
