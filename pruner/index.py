@@ -876,16 +876,49 @@ def _filters_from_column(column: pa.ChunkedArray, where: str) -> list[bytes] | n
     return column.to_pylist()
 
 
+_READ_ATTEMPTS = 5
+
+
+def _file_identity(path: Path) -> tuple[int, ...] | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return (stat.st_ino, stat.st_dev, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+
+
 def read_index_file(path: str | os.PathLike[str], column: str = "") -> ZoneIndex:
     """Read a Lance BLOOMFILTER index file, whoever wrote it, validating it fully.
+
+    Lance's reader opens the file by name more than once, so a rebuild renaming a new file
+    over it mid-read could hand it pieces of both: a read is kept only when the name
+    pointed at the same file before and after it, and is retried otherwise.
 
     Raises:
         IndexFormatError: the file is missing pieces, damaged, or not such an index.
     """
+    target = Path(path)
+    for _ in range(_READ_ATTEMPTS):
+        before = _file_identity(target)
+        try:
+            index, error = _read_index_file_once(target, column), None
+        except IndexFormatError as err:
+            index, error = None, err
+        if _file_identity(target) == before:
+            if error is not None:
+                raise error
+            assert index is not None
+            return index
+    raise IndexFormatError(
+        f"bloom index file {path} was replaced during each of {_READ_ATTEMPTS} reads "
+        "(is a build rewriting it in a loop?); try again when the builds are done"
+    )
+
+
+def _read_index_file_once(target: Path, column: str) -> ZoneIndex:
     from lance.file import LanceFileReader
 
-    where = f"bloom index file {path}"
-    target = Path(path)
+    where = f"bloom index file {target}"
     if not target.is_file():
         kind = "a directory" if target.is_dir() else "missing"
         raise IndexFormatError(f"{where} is {kind}; rebuild the index with `pruner index build`")
@@ -1043,10 +1076,33 @@ def _lance_index_path(ds: Any, index_uuid: str) -> Path:
     return Path(ds.uri) / "_indices" / index_uuid / INDEX_FILE_NAME
 
 
+_COMMIT_ATTEMPTS = 8
+
+
 def _commit_index_file(
     ds: Any, index: ZoneIndex, index_uuid: str, size: int, name: str | None
 ) -> None:
-    """Commit the already written ``_indices/<uuid>/bloomfilter.lance`` of ``index``."""
+    """Commit the already written ``_indices/<uuid>/bloomfilter.lance`` of ``index``.
+
+    When another writer commits first (another build of this index, an append), Lance
+    refuses with a retryable conflict; the commit is then retried on the newest version,
+    replacing whatever bloom index on the column that version has. Two builds at once so
+    leave one whole index, the last to commit: zones describe fragments, which appends and
+    deletes do not change.
+    """
+    from lance.commit import CommitConflictError
+
+    for attempt in range(_COMMIT_ATTEMPTS):
+        try:
+            _commit_once(ds, index, index_uuid, size, name)
+            return
+        except CommitConflictError:
+            if attempt == _COMMIT_ATTEMPTS - 1:
+                raise
+            ds = _open_lance(ds.uri)
+
+
+def _commit_once(ds: Any, index: ZoneIndex, index_uuid: str, size: int, name: str | None) -> None:
     from lance.bitmap import Bitmap
     from lance.dataset import Index, IndexFile, LanceDataset, LanceOperation
 
