@@ -460,3 +460,28 @@ def test_an_unreadable_index_reads_the_table_whole(
     scan = explain(sql, {"t": table}).scans[0]
     assert scan.selection == table.whole()
     assert any("unreadable" in t.reason and "id" in t.reason for t in scan.terms), scan.terms
+
+
+@pytest.mark.parametrize("layout", ["lance", "parquet"])
+def test_index_list_reports_damage(layout: str, tmp_path: Path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    def listed(path: Path) -> dict[str, Any]:
+        command = [sys.executable, "-m", "pruner.cli", "index", "list", str(path), "--json"]
+        result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, result.stderr
+        (row,) = json.loads(result.stdout)
+        return dict(row)
+
+    path, index_file = _make(layout, tmp_path)
+    assert listed(path)["state"] == "current"
+    change, checksums, _ = ZONE_DAMAGES["filter_bit_flipped"]
+    _rewrite(index_file, change, checksums)
+    row = listed(path)
+    assert (row["state"], row["damaged_fragments"]) == ("damaged", 1)
+    assert row["fragments_indexed"] == row["fragments_total"] - 1
+    _file_damaged_in_place("truncated_to_half")(index_file)
+    row = listed(path)
+    assert row["state"] == "unreadable" and "rebuild" in row["error"]
