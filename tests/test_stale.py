@@ -291,3 +291,33 @@ def test_spark_reads_stale_tables_right(tmp_path: Path, spark: Any) -> None:
         result = pruner.query(sql, {"t": path}, engine="spark")
         got = sorted(zip(*(result.column(c).to_pylist() for c in ("id", "tag")), strict=True))
         assert got == _answer(path, wanted), path
+
+
+def test_lance_data_replacement_of_the_indexed_column(tmp_path: Path) -> None:
+    """Lance's DataReplacement swaps a fragment's file for one column in place: the fragment
+    keeps its id, and Lance takes it out of the index's fragment bitmap. pruner follows the
+    bitmap, so the old zones of fragment 0 (which would miss every new value) go unused."""
+    from lance import LanceOperation
+    from lance.file import LanceFileWriter
+    from lance.fragment import DataFile
+
+    path = tmp_path / "t.lance"
+    lance.write_dataset(pa.table({"k": np.arange(2000)}), str(path), max_rows_per_file=1000)
+    lance.dataset(str(path)).add_columns({"id": "k * 2"})
+    build_index(path, "id", items=ITEMS)
+    dataset = lance.dataset(str(path))
+    field = dataset.lance_schema.field("id").id()
+    writer = LanceFileWriter(str(path / "data" / "replaced.lance"), pa.schema([("id", pa.int64())]))
+    writer.write_batch(pa.table({"id": np.arange(1000) + 500_000}))
+    writer.close()
+    replacement = DataFile("replaced.lance", [field], [0], 2, 0)
+    operation = LanceOperation.DataReplacement(
+        [LanceOperation.DataReplacementGroup(0, replacement)]
+    )
+    lance.LanceDataset.commit(str(path), operation, read_version=dataset.version)
+    sql = "SELECT k, id FROM t WHERE id IN (500005, 1002, 2002)"
+    for engine in ENGINES:
+        got = pruner.query(sql, {"t": path}, engine=engine).to_pylist()
+        assert sorted((r["k"], r["id"]) for r in got) == [(5, 500_005), (1001, 2002)], engine
+    table = open_table(path)
+    assert _read_whole(table, [500_005]) == {0}
