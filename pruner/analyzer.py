@@ -727,6 +727,15 @@ class _Resolver:
         return self._convert(node, alias)
 
     def _convert(self, node: exp.Expr, alias: str) -> Predicate:
+        if node.args.get("negate"):
+            # Postgres-style parsers give `x IS NOT NULL` as Is(negate=True) (DuckDB and
+            # Spark as Not(Is)); `NOT LIKE` is Like(negate=True) everywhere.
+            plain = node.copy()
+            plain.set("negate", None)
+            negated = not_(self._convert(plain, alias))
+            if isinstance(negated, Unknown):
+                return Unknown(negated.reason, self.sql(node))
+            return negated
         if isinstance(node, exp.Paren):
             return self._convert(node.this, alias)
         if isinstance(node, exp.And):

@@ -215,3 +215,15 @@ def test_two_from_items_with_one_name_prune_nothing() -> None:
     sql = "SELECT * FROM (SELECT id FROM a) x, (SELECT id FROM b) x WHERE x.id = 3"
     for scan in analyze(sql, SCHEMAS).scans:
         assert not any(isinstance(leaf, Equals) for leaf in leaves(scan.predicate)), scan
+
+
+@pytest.mark.parametrize("dialect", ["duckdb", "spark", "datafusion"])
+def test_is_not_null_is_never_is_null_in_any_dialect(dialect: str) -> None:
+    """sqlglot's postgres parser (DataFusion's dialect) gives `id IS NOT NULL` as
+    Is(negate=True); read as IS NULL it dropped every non-null row (found by the
+    differential harness)."""
+    for sql in ("SELECT * FROM a WHERE id IS NOT NULL", "SELECT * FROM a WHERE NOT id IS NULL"):
+        (scan,) = analyze(sql, SCHEMAS, dialect).scans
+        assert scan.predicate == NotNull("id"), (sql, scan.predicate)
+    (scan,) = analyze("SELECT * FROM a WHERE x NOT LIKE 'a'", SCHEMAS, dialect).scans
+    assert isinstance(scan.predicate, Unknown) and "NOT LIKE" in scan.predicate.sql.upper()
