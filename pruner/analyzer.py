@@ -32,6 +32,7 @@ import contextlib
 import functools
 import re
 import sys
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -65,15 +66,21 @@ from pruner.expressions import (
     or_,
     rewrite_not,
 )
+from pruner.folding import Folded, check, fold, unfold
 from pruner.literals import INTEGER_CASTS, literal_from_python
 
-__all__ = ["DIALECTS", "Analysis", "Scan", "analyze"]
+__all__ = ["DIALECTS", "MAX_PARSED_CHARS", "Analysis", "Scan", "analyze", "names_table"]
 
 # pruner dialect -> sqlglot dialect. DataFusion parses with sqlparser-rs' generic dialect,
 # which reads SQL as PostgreSQL does (double-quoted identifiers, ::casts, $1 parameters).
 DIALECTS = {"duckdb": "duckdb", "spark": "spark", "datafusion": "postgres"}
 _PARAMETER_PREFIX = "__pruner_parameter_"
-_RECURSION_LIMIT = 12_000
+MAX_PARSED_CHARS = 262_144
+"""Longest SQL text (after :mod:`pruner.folding` took its literal lists out) pruner parses:
+sqlglot takes ~10 us and ~250 bytes per character. Longer SQL is not analysed: every table
+it names is read whole, and explain says why."""
+_CACHED_CHARS = 65_536  # longer SQL is analysed again each time, not kept in the cache
+_MAX_CONDITION_DEPTH = 64  # AND / OR nesting the analyzer follows; deeper is Unknown
 _JOIN_SIDES = {"", "LEFT", "RIGHT", "FULL"}
 _JOIN_KINDS = {"", "INNER", "OUTER", "CROSS", "SEMI", "ANTI"}
 
@@ -102,6 +109,8 @@ class Analysis:
 
     def bind(self, parameters: Sequence[object] | Mapping[str, object] = ()) -> Analysis:
         """Substitute query parameters (``?``, ``$1``, ``:name``) by values."""
+        if not self.parameters:  # no placeholder to substitute
+            return self
         if isinstance(parameters, Mapping):
             values = {str(key): value for key, value in parameters.items()}
         else:
@@ -156,11 +165,11 @@ def _number_placeholders(sql: str, dialect: str) -> str:
     return "".join(pieces)
 
 
+class _TooComplex(Exception):
+    """The SQL is beyond what pruner analyses: every table it names is read whole."""
+
+
 def _parse(sql: str, dialect: str) -> list[exp.Expr]:
-    if dialect not in DIALECTS:
-        raise SqlSyntaxError(
-            f"unknown SQL dialect {dialect!r}; use one of {', '.join(sorted(DIALECTS))}"
-        )
     read = DIALECTS[dialect]
     try:
         statements = sqlglot.parse(_number_placeholders(sql, read), read=read)
@@ -176,11 +185,39 @@ def _parse(sql: str, dialect: str) -> list[exp.Expr]:
     except TokenError as err:
         raise SqlSyntaxError(f"could not read the SQL ({dialect}): {err}") from err
     except RecursionError as err:
-        raise SqlSyntaxError(
-            f"the SQL is nested too deeply for pruner's parser ({dialect}); "
-            "run it without pruning, or flatten the nesting"
+        raise _TooComplex(
+            "the SQL is nested too deeply for pruner's parser: every table it names is read "
+            "whole (the engine runs it as written)"
         ) from err
     return [statement for statement in statements if statement is not None]
+
+
+def _parse_folded(sql: str, dialect: str) -> tuple[Folded, list[exp.Expr]]:
+    """Parse ``sql`` with its long literal lists folded (:mod:`pruner.folding`): every fold
+    that parsed where its values were is kept, any other is put back and the text parsed
+    again (at most twice more, the last time with nothing folded)."""
+    folded = fold(sql)
+    first = True
+    while True:
+        if len(folded.sql) > MAX_PARSED_CHARS:
+            raise _TooComplex(
+                f"the SQL is {len(folded.sql):,} characters long"
+                + (" after folding its literal lists" if folded.lists else "")
+                + f"; pruner analyses at most {MAX_PARSED_CHARS:,}: every table it names is "
+                "read whole"
+            )
+        try:
+            statements = _parse(folded.sql, dialect)
+        except SqlSyntaxError:
+            if not folded.lists:
+                raise
+            folded = unfold(folded, ())
+            continue
+        good = check(folded, statements)
+        if len(good) == len(folded.lists):
+            return folded, statements
+        folded = unfold(folded, good if first else ())
+        first = False
 
 
 # ------------------------------------------------------------------- condition -> predicate
@@ -281,7 +318,9 @@ def _renames_columns(item: exp.Expr, scope: Scope | None) -> bool:
 
 
 class _Analyzer:
-    def __init__(self, schemas: Mapping[str, pa.Schema], dialect: str) -> None:
+    def __init__(
+        self, schemas: Mapping[str, pa.Schema], dialect: str, folded: Folded | None = None
+    ) -> None:
         # DuckDB and Spark compare identifiers case-insensitively; DataFusion lower-cases
         # unquoted ones (normalize_identifiers does that first) and compares exactly.
         self.fold: Callable[[str], str] = (
@@ -296,6 +335,15 @@ class _Analyzer:
         self.seen_scopes: set[int] = set()
         self.pushdown = True
         self.budget = 10_000
+        self.folded = folded
+
+    def list_values(self, node: exp.Expr) -> tuple[Literal, ...] | None:
+        """The values of a literal list :mod:`pruner.folding` took out, where ``node`` is its
+        placeholder."""
+        if self.folded is None or not isinstance(node, exp.Placeholder):
+            return None
+        entry = self.folded.lists.get(str(node.this or ""))
+        return None if entry is None else entry.values
 
     # ---------------------------------------------------------------- statements
 
@@ -353,7 +401,14 @@ class _Analyzer:
 
     def sql(self, node: exp.Expr) -> str:
         text = node.sql(self.dialect)
+        if self.folded is not None and self.folded.lists and self.folded.prefix in text:
+            text = re.sub(f":({re.escape(self.folded.prefix)}[0-9]+)", self._shown_list, text)
         return text if len(text) <= 200 else text[:197] + "..."
+
+    def _shown_list(self, match: re.Match[str]) -> str:
+        assert self.folded is not None
+        values = self.folded.lists[match.group(1)].values
+        return ", ".join(str(v) for v in values[:3]) + f", ... {len(values) - 3:,} more"
 
     def known_table(self, table: exp.Table) -> str | None:
         if not isinstance(table.this, exp.Identifier) or table.args.get("db"):
@@ -676,6 +731,7 @@ class _Resolver:
         self.sources = {s.alias: s for s in sources}
         self.fold = analyzer.fold
         self.sql = analyzer.sql
+        self.list_values = analyzer.list_values
         self.dialect = analyzer.dialect
         self._outputs: dict[str, tuple[str, str]] | None = None
 
@@ -724,26 +780,35 @@ class _Resolver:
 
     def predicate(self, node: exp.Expr, alias: str) -> Predicate:
         """What ``node`` (a condition of this SELECT) says about the rows of item ``alias``."""
-        return self._convert(node, alias)
+        return self._convert(node, alias, 0, None)
 
-    def _convert(self, node: exp.Expr, alias: str) -> Predicate:
+    def _convert(
+        self, node: exp.Expr, alias: str, depth: int, within: type[exp.Expr] | None
+    ) -> Predicate:
+        """``depth``: AND / OR levels above ``node`` that alternate (an AND in an AND
+        flattens into it); ``within``: the kind of the nearest one."""
         if node.args.get("negate"):
             # Postgres-style parsers give `x IS NOT NULL` as Is(negate=True) (DuckDB and
             # Spark as Not(Is)); `NOT LIKE` is Like(negate=True) everywhere.
             plain = node.copy()
             plain.set("negate", None)
-            negated = not_(self._convert(plain, alias))
+            negated = not_(self._convert(plain, alias, depth, None))
             if isinstance(negated, Unknown):
                 return Unknown(negated.reason, self.sql(node))
             return negated
         if isinstance(node, exp.Paren):
-            return self._convert(node.this, alias)
-        if isinstance(node, exp.And):
-            return and_(*(self._convert(part, alias) for part in node.flatten()))
-        if isinstance(node, exp.Or):
-            return or_(*(self._convert(part, alias) for part in node.flatten()))
+            return self._convert(node.this, alias, depth, within)
+        if isinstance(node, exp.And | exp.Or):
+            kind = type(node)
+            depth += kind is not within
+            if depth > _MAX_CONDITION_DEPTH:
+                # Every consumer of a predicate recurses on it: keep them all shallow.
+                reason = f"AND / OR nested more than {_MAX_CONDITION_DEPTH} levels deep"
+                return Unknown(reason, self.sql(node))
+            parts = [self._convert(part, alias, depth, kind) for part in node.flatten()]
+            return and_(*parts) if kind is exp.And else or_(*parts)
         if isinstance(node, exp.Not):
-            return not_(self._convert(node.this, alias))
+            return not_(self._convert(node.this, alias, depth, None))
         if isinstance(node, exp.Boolean):
             return AlwaysTrue() if node.this else AlwaysFalse("FALSE")
         if isinstance(node, exp.Null):
@@ -820,10 +885,17 @@ class _Resolver:
             return column
         if node.args.get("query") or node.args.get("unnest") or node.args.get("field"):
             return Unknown("IN (subquery) is not a list of constants", self.sql(node))
-        values = [_literal(value) for value in node.expressions]
-        if any(value is None for value in values):
-            return Unknown("IN list holds something other than constants", self.sql(node))
-        return in_(column, [v for v in values if v is not None])
+        values: list[Literal] = []
+        for element in node.expressions:
+            folded = self.list_values(element)
+            if folded is not None:
+                values.extend(folded)
+                continue
+            value = _literal(element)
+            if value is None:
+                return Unknown("IN list holds something other than constants", self.sql(node))
+            values.append(value)
+        return in_(column, values)
 
 
 def _why_not(node: exp.Expr) -> str:
@@ -852,37 +924,118 @@ def _why_not_here(left: exp.Expr, right: exp.Expr, alias: str) -> str:
     return f"not a condition on {alias}"
 
 
+# Deep nesting: sqlglot's parser takes ~23 Python frames per level of parentheses and ~33 per
+# NOT (...). Python 3.11 keeps pure-Python frames off the C stack, but a call through C (a
+# generator, a builtin calling back) still takes C stack, and the recursion limit counts
+# those too. So the analysis runs on a thread of its own whose C stack holds the whole
+# limit's worth of such frames (4 KiB each; only the pages touched are ever allocated), and a
+# query nested deeper than the limit is read whole instead of crashing the process.
+_RECURSION_LIMIT = 60_000  # ~2,600 levels of parentheses, ~1,800 of NOT (...)
+_STACK_BYTES = 256 * 2**20
+_limit_lock = threading.Lock()
+_limit_users = 0
+_limit_before = 0
+
+
 @contextlib.contextmanager
 def _deep_recursion() -> Iterator[None]:
-    """sqlglot's parser uses ~20 Python frames per level of parentheses: allow ~500 levels.
-
-    Python 3.11 runs pure-Python recursion without growing the C stack, so this is safe.
-    """
-    previous = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(previous, _RECURSION_LIMIT))
+    """Raise the interpreter's recursion limit while any analysis runs (the limit is one for
+    all threads: the first analysis in raises it, the last one out puts it back)."""
+    global _limit_users, _limit_before
+    with _limit_lock:
+        if _limit_users == 0:
+            _limit_before = sys.getrecursionlimit()
+            sys.setrecursionlimit(max(_limit_before, _RECURSION_LIMIT))
+        _limit_users += 1
     try:
         yield
     finally:
-        sys.setrecursionlimit(previous)
+        with _limit_lock:
+            _limit_users -= 1
+            if _limit_users == 0:
+                sys.setrecursionlimit(_limit_before)
 
 
-@functools.lru_cache(maxsize=256)
-def _analyze_cached(
-    sql: str, dialect: str, schema_key: tuple[tuple[str, pa.Schema], ...]
-) -> Analysis:
-    analyzer = _Analyzer(dict(schema_key), dialect)
-    with _deep_recursion():
-        statements = _parse(sql, dialect)
+def _on_deep_stack(function: Callable[[], Analysis]) -> Analysis:
+    """``function()`` on a thread with a ``_STACK_BYTES`` C stack, under the raised limit
+    (inline, under the usual limit, where no such thread can start)."""
+    outcome: list[Analysis | BaseException] = []
+
+    def run() -> None:
         try:
-            for statement in statements:
-                if dialect == "datafusion":
-                    statement = normalize_identifiers(statement, dialect=DIALECTS[dialect])
-                analyzer.statement(statement)
-        except RecursionError as err:
-            raise SqlSyntaxError(
-                "the SQL is nested too deeply for pruner to analyse; "
-                "run it without pruning, or flatten the nesting"
-            ) from err
+            with _deep_recursion():
+                outcome.append(function())
+        except BaseException as err:  # handed to the caller's thread
+            outcome.append(err)
+
+    try:
+        with _limit_lock:  # stack_size() is process-wide: set it only around our start()
+            previous = threading.stack_size(_STACK_BYTES)
+            try:
+                worker = threading.Thread(target=run, name="pruner-analyze", daemon=True)
+                worker.start()
+            finally:
+                threading.stack_size(previous)
+    except (RuntimeError, ValueError, MemoryError):
+        return function()
+    worker.join()
+    (result,) = outcome
+    if isinstance(result, BaseException):
+        raise result
+    return result
+
+
+def _whole(sql: str, dialect: str, schemas: Mapping[str, pa.Schema], reason: str) -> Analysis:
+    """Every table ``sql`` names, read whole, for ``reason``."""
+    scans = tuple(
+        Scan(name, name, Unknown(reason, "the whole query"))
+        for name in schemas
+        if names_table(name, sql)
+    )
+    return Analysis(sql, dialect, scans)
+
+
+def names_table(name: str, sql: str) -> bool:
+    """Can ``sql`` name the table ``name``: does it occur, plain or with its quote
+    characters doubled as inside a quoted identifier?
+
+    >>> names_table('a"b', 'SELECT * FROM "a""b" AS x'), names_table("users", "SELECT 1")
+    (True, False)
+    """
+    text = sql.casefold()
+    folded = name.casefold()
+    forms = {folded, *(folded.replace(q, q + q) for q in "\"`'")}
+    return any(form in text for form in forms)
+
+
+def _analyze(sql: str, dialect: str, schema_key: tuple[tuple[str, pa.Schema], ...]) -> Analysis:
+    if dialect not in DIALECTS:
+        raise SqlSyntaxError(
+            f"unknown SQL dialect {dialect!r}; use one of {', '.join(sorted(DIALECTS))}"
+        )
+    schemas = dict(schema_key)
+    try:
+        return _on_deep_stack(lambda: _analyze_statements(sql, dialect, schemas))
+    except _TooComplex as err:
+        return _whole(sql, dialect, schemas, str(err))
+    except RecursionError:
+        reason = (
+            "the SQL is nested too deeply for pruner to analyse: every table it names is "
+            "read whole (the engine runs it as written)"
+        )
+        return _whole(sql, dialect, schemas, reason)
+
+
+_analyze_cached = functools.lru_cache(maxsize=256)(_analyze)
+
+
+def _analyze_statements(sql: str, dialect: str, schemas: Mapping[str, pa.Schema]) -> Analysis:
+    folded, statements = _parse_folded(sql, dialect)
+    analyzer = _Analyzer(schemas, dialect, folded)
+    for statement in statements:
+        if dialect == "datafusion":
+            statement = normalize_identifiers(statement, dialect=DIALECTS[dialect])
+        analyzer.statement(statement)
     if any(isinstance(st, exp.Set | exp.Pragma | exp.Command) for st in statements):
         reason = "a SET / PRAGMA statement may change how values compare"
         analyzer.scans = [
@@ -919,4 +1072,6 @@ def analyze(sql: str, schemas: Mapping[str, pa.Schema], dialect: str = "duckdb")
         SqlSyntaxError: the SQL does not parse; the message names the position.
     """
     key = tuple(sorted(schemas.items(), key=lambda item: item[0]))
+    if len(sql) > _CACHED_CHARS:  # a cache of 256 such analyses could hold gigabytes
+        return _analyze(sql, dialect, key)
     return _analyze_cached(sql, dialect, key)

@@ -35,7 +35,7 @@ from pruner.expressions import (
     to_sql,
 )
 from pruner.hashing import hash_array
-from pruner.literals import coerce
+from pruner.literals import coerce_all
 from pruner.selection import Selection
 from pruner.table import BoundIndex, Table
 
@@ -150,27 +150,20 @@ class _Evaluator:
             self.terms.append(TermReport(term, False, f"no column {column} in the table", column))
             return None
         arrow_type = self.table.schema.field(column).type
-        probes: list[object] = []
-        reasons = []
-        for literal in values:
-            coerced = coerce(literal, arrow_type, self.dialect)
-            if coerced.values is not None:
-                probes.extend(coerced.values)
-            elif coerced.no_match:
-                reasons.append(coerced.reason)
-            else:
-                self.terms.append(TermReport(term, False, coerced.reason, column))
-                return None
-        if not probes:
-            self.terms.append(TermReport(term, False, "; ".join(reasons), column, 0))
+        coerced = coerce_all(values, arrow_type, self.dialect)
+        if coerced.values is None:
+            self.terms.append(TermReport(term, False, coerced.reason, column))
+            return None
+        if coerced.no_match:
+            self.terms.append(TermReport(term, False, coerced.reason, column, 0))
             return Selection.empty()
         index = self.bound(column, term)
         if index is None:
             return None
-        hashes, _ = hash_array(pa.array(probes, arrow_type))
+        hashes, _ = hash_array(pa.array(coerced.values, arrow_type))
         mask = index.index.zone_mask(hashes)
-        note = "; ".join(reasons)
-        self.terms.append(TermReport(term, True, note, column, int((mask & index.valid).sum())))
+        selected = int((mask & index.valid).sum())
+        self.terms.append(TermReport(term, True, coerced.reason, column, selected))
         return index.zones(mask)
 
     def nulls(self, column: str, term: str) -> Selection | None:

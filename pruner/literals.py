@@ -29,6 +29,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -38,7 +39,7 @@ import pyarrow as pa
 
 from pruner.expressions import Literal
 
-__all__ = ["INTEGER_CASTS", "Coercion", "coerce", "literal_from_python"]
+__all__ = ["INTEGER_CASTS", "Coercion", "coerce", "coerce_all", "literal_from_python"]
 
 _EXACT_DOUBLE = 2**53
 _INTEGER = re.compile(r"[+-]?[0-9]+")
@@ -389,6 +390,65 @@ def coerce(literal: Literal, arrow_type: pa.DataType, dialect: str = "duckdb") -
     if pa.types.is_time(arrow_type):
         return _time_column(kind, raw, arrow_type, shown)
     return _unknown(f"pruner does not index {arrow_type} columns")
+
+
+_SHOWN_REASONS = 3
+
+
+def coerce_all(
+    literals: Sequence[Literal], arrow_type: pa.DataType, dialect: str = "duckdb"
+) -> Coercion:
+    """What ``column IN (literals)`` can match: every literal's values, or None with the
+    reason of the first literal pruner cannot tell about; ``no_match`` when none can match,
+    and ``reason`` then names (some of) the literals that cannot.
+
+    The plain cases of long lists (integers as written on an integer column, strings on a
+    string column) take one cheap step per value; the rest go through :func:`coerce`.
+
+    >>> coerce_all([Literal.number("5"), Literal.number("1.5")], pa.int8()).values
+    [5]
+    >>> coerce_all([Literal.number("300")], pa.int8()).no_match
+    True
+    """
+    values: list[Any] = []
+    integers: list[int] = []
+    integer_literals: list[Literal] = []
+    others: list[Literal] = []
+    integer_column = pa.types.is_integer(arrow_type)
+    string_column = pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type)
+    for literal in literals:
+        if literal.cast is None and not literal.double:
+            if integer_column and literal.kind == "number":
+                # At most 18 characters: well inside int64, and no engine reads it as DOUBLE.
+                text = literal.text
+                digits = text[1:] if text[:1] in ("-", "+") else text
+                if len(text) <= 18 and digits.isdigit() and digits.isascii():
+                    integers.append(int(text))
+                    integer_literals.append(literal)
+                    continue
+            elif string_column and literal.kind == "string":
+                values.append(literal.text)
+                continue
+        others.append(literal)
+    if integers:
+        info = np.iinfo(arrow_type.to_pandas_dtype())
+        if info.min <= min(integers) and max(integers) <= info.max:
+            values.extend(integers)
+        else:
+            others.extend(integer_literals)
+    reasons: list[str] = []
+    for literal in others:
+        coerced = coerce(literal, arrow_type, dialect)
+        if coerced.values is not None:
+            values.extend(coerced.values)
+        elif coerced.no_match:
+            reasons.append(coerced.reason)
+        else:
+            return coerced
+    reason = "; ".join(reasons[:_SHOWN_REASONS])
+    if len(reasons) > _SHOWN_REASONS:
+        reason += f"; and {len(reasons) - _SHOWN_REASONS:,} more values that cannot match"
+    return Coercion(values, not values, reason)
 
 
 def literal_from_python(value: object) -> Literal:

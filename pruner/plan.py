@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from pruner.analyzer import names_table
 from pruner.explain import Explanation, Parameters, TableSource, explain, open_tables
 from pruner.selection import Selection
 from pruner.table import Table
@@ -72,7 +73,4 @@ def named_in(name: str, sql: str) -> bool:
     >>> named_in('a"b', 'SELECT * FROM "a""b" AS x'), named_in("users", "SELECT 1")
     (True, False)
     """
-    text = sql.casefold()
-    folded = name.casefold()
-    forms = {folded, *(folded.replace(q, q + q) for q in "\"`'")}
-    return any(form in text for form in forms)
+    return names_table(name, sql)
