@@ -40,7 +40,7 @@ except ImportError as err:  # pragma: no cover - exercised only without the extr
         "pruner's DataFusion adapter needs datafusion: pip install 'pruner[datafusion]'"
     ) from err
 
-__all__ = ["bind", "parquet_dataset", "query", "register", "sql"]
+__all__ = ["bind", "parquet_dataset", "query", "quote_identifier", "register", "sql"]
 
 
 def parquet_dataset(table: Table, selection: Selection | None) -> pads.FileSystemDataset:
@@ -67,17 +67,31 @@ def register(
     """Bind ``name`` on ``context`` to ``table`` restricted to ``selection`` (None: all),
     replacing whatever ``name`` was bound to."""
     opened = as_table(table)
-    if context.table_exist(name):
-        context.deregister_table(name)
+    quoted = quote_identifier(name)
+    if context.table_exist(quoted):
+        context.deregister_table(quoted)
     if opened.kind == "parquet":
-        context.register_dataset(name, parquet_dataset(opened, selection))
+        context.register_dataset(quoted, parquet_dataset(opened, selection))
         return
     source = lance_source(opened, selection)
     if isinstance(source, pa.Table):
         empty = pa.RecordBatch.from_pylist([], schema=source.schema)
-        context.register_record_batches(name, [source.to_batches() or [empty]])
+        context.register_record_batches(quoted, [source.to_batches() or [empty]])
     else:
-        context.register_dataset(name, source)
+        context.register_dataset(quoted, source)
+
+
+def quote_identifier(name: str) -> str:
+    """``name`` as a DataFusion identifier: the registered table is named exactly ``name``.
+
+    DataFusion parses a name given to ``register_*`` as SQL: ``a.b`` would be table ``b`` of
+    schema ``a``, ``t--x`` would be ``t`` and ``Events`` would be ``events``. Quoted, it is the
+    name itself, the one the analyzer matches (so a mixed-case table is ``"Events"`` in SQL).
+
+    >>> quote_identifier('a"b')
+    '"a""b"'
+    """
+    return '"' + name.replace('"', '""') + '"'
 
 
 def bind(context: datafusion.SessionContext, prepared: Plan) -> datafusion.SessionContext:

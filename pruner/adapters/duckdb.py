@@ -22,13 +22,16 @@ connection (so nothing leaks into the caller's session), to:
 from __future__ import annotations
 
 import contextlib
+import re
 import threading
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
 from pruner.adapters.sources import ParquetPart, lance_source, parquet_parts
+from pruner.errors import EngineError
 from pruner.explain import as_table
 from pruner.plan import Parameters, Plan, TableSource, named_in, plan
 from pruner.selection import Selection
@@ -39,7 +42,7 @@ try:
 except ImportError as err:  # pragma: no cover - exercised only without the extra
     raise ImportError("pruner's DuckDB adapter needs duckdb: pip install 'pruner[duckdb]'") from err
 
-__all__ = ["bind", "query", "register", "sql"]
+__all__ = ["bind", "query", "quote_identifier", "quote_path", "quote_string", "register", "sql"]
 
 
 def quote_identifier(name: str) -> str:
@@ -60,6 +63,35 @@ def quote_string(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
+_GLOB = re.compile(r"([*?\[])")
+
+
+def quote_path(path: Path) -> str:
+    """A local file's path as a DuckDB string literal ``read_parquet`` reads as that one file.
+
+    DuckDB reads ``*``, ``?`` and ``[...]`` in a path as a glob (``part[1]`` would read
+    ``part1``): each is put in a class of its own, which matches only itself. The path is made
+    absolute, so no leading ``~`` or scheme-like first folder is read as one.
+
+    >>> quote_path(Path("/data/it's [1]/a*.parquet"))
+    "'/data/it''s [[]1]/a[*].parquet'"
+
+    Raises:
+        EngineError: the path holds both a backslash and a glob character, which DuckDB's
+            glob cannot match literally.
+    """
+    text = str(path.absolute())
+    if _GLOB.search(text):
+        if "\\" in text:
+            raise EngineError(
+                f"DuckDB cannot read {text!r}: its glob matching cannot take a path that holds "
+                "both a backslash and one of * ? [ literally; rename the folder or file, or "
+                "use another engine"
+            )
+        text = _GLOB.sub(r"[\1]", text)
+    return quote_string(text)
+
+
 def parquet_view_sql(table: Table, selection: Selection | None) -> str:
     """The SELECT a pruned Parquet table is a view of (all of it when ``selection`` is None)."""
     parts = parquet_parts(table, selection)
@@ -70,13 +102,13 @@ def parquet_view_sql(table: Table, selection: Selection | None) -> str:
     options = f"hive_partitioning = {str(hive).lower()}"
     if not parts:
         first = files[min(files)].path
-        return f"SELECT * FROM read_parquet({quote_string(str(first))}, {options}) LIMIT 0"
+        return f"SELECT * FROM read_parquet({quote_path(first)}, {options}) LIMIT 0"
     if "file_row_number" in table.schema.names:  # the pseudo-column would clash: read whole
         parts = [ParquetPart(part.file, None) for part in parts]
     whole = [part for part in parts if part.row_groups is None]
     selects = []
     if whole:
-        listing = ", ".join(quote_string(str(part.file.path)) for part in whole)
+        listing = ", ".join(quote_path(part.file.path) for part in whole)
         selects.append(f"SELECT * FROM read_parquet([{listing}], {options})")
     for part in parts:
         if part.row_groups is None:
@@ -86,7 +118,7 @@ def parquet_view_sql(table: Table, selection: Selection | None) -> str:
         )
         selects.append(
             "SELECT * EXCLUDE (file_row_number) FROM read_parquet("
-            f"{quote_string(str(part.file.path))}, file_row_number = true, {options}) "
+            f"{quote_path(part.file.path)}, file_row_number = true, {options}) "
             f"WHERE {spans}"
         )
     return " UNION ALL BY NAME ".join(selects)

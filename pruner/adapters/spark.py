@@ -53,7 +53,15 @@ try:
 except ImportError as err:  # pragma: no cover - exercised only without the extra
     raise ImportError("pruner's Spark adapter needs pyspark: pip install 'pruner[spark]'") from err
 
-__all__ = ["PrunerDataSource", "bind", "query", "register", "session", "sql"]
+__all__ = [
+    "PrunerDataSource",
+    "bind",
+    "query",
+    "quote_identifier",
+    "register",
+    "session",
+    "sql",
+]
 
 _session: SparkSession | None = None
 _session_lock = threading.Lock()
@@ -122,20 +130,37 @@ def register(
 ) -> None:
     """Make ``name`` a temporary view of ``table`` restricted to ``selection`` (None: all) on
     ``spark``, replacing whatever ``name`` was."""
-    _frame(spark, as_table(table), selection).createOrReplaceTempView(name)
+    _frame(spark, as_table(table), selection).createOrReplaceTempView(quote_identifier(name))
+
+
+def quote_identifier(name: str) -> str:
+    """``name`` as a Spark identifier: a temporary view takes only plain names otherwise
+    (``with space``, ``naïve`` and ``it's`` are invalid, ``a.b`` has two parts).
+
+    >>> quote_identifier("x`y")
+    '`x``y`'
+    """
+    return "`" + name.replace("`", "``") + "`"
+
+
+_HADOOP_SPECIAL = frozenset(":*?[]{}\\")
+"""Characters Hadoop's paths read as a scheme or a glob: Spark's own reader would read other
+files than the one named (``part[1]`` is ``part1``), or refuse the path."""
 
 
 def _frame(spark: SparkSession, table: Table, selection: Selection | None) -> DataFrame:
-    if table.kind == "parquet":
+    if table.kind == "parquet" and not _HADOOP_SPECIAL.intersection(str(table.path.absolute())):
         parts = parquet_parts(table, selection)
         files = table.files or {}
         # basePath keeps hive partition columns (k=v folders) whatever subset is read.
-        reader = spark.read.option("basePath", str(table.path))
+        reader = spark.read.option("basePath", str(table.path.absolute()))
         if not parts:
-            return reader.parquet(str(files[min(files)].path)).limit(0)
-        return reader.parquet(*(str(part.file.path) for part in parts))
-    reader = spark.read.format("pruner").option("path", str(table.path))
-    reader = reader.option("version", str(table.dataset.version))
+            return reader.parquet(str(files[min(files)].path.absolute())).limit(0)
+        return reader.parquet(*(str(part.file.path.absolute()) for part in parts))
+    # Lance, and Parquet under a path Hadoop cannot name: pruner's own data source.
+    reader = spark.read.format("pruner").option("path", str(table.path.absolute()))
+    if table.kind == "lance":
+        reader = reader.option("version", str(table.dataset.version))
     if selection is None:
         return reader.option("prune", "false").load()
     return reader.option("ranges", json.dumps(selection.ranges())).load()
