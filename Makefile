@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.installed-demo
 
-.PHONY: install demo test lint typecheck pytest bench clean
+.PHONY: install demo test lint typecheck pytest bench fuzz clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,12 @@ test: lint typecheck pytest
 bench: $(STAMP)
 	$(PY) bench/build_throughput.py
 	$(PY) bench/point_lookup.py
+
+# The differential harness with new random cases: FUZZ_CASES split across DuckDB,
+# DataFusion and Spark (tests/test_differential.py FUZZ_SHARE); prints per-engine counts.
+FUZZ_CASES ?= 20000
+fuzz: $(STAMP)
+	PRUNER_FUZZ_CASES=$(FUZZ_CASES) $(PY) -m pytest -q -p no:cacheprovider tests/test_differential.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
