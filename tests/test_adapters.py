@@ -334,3 +334,32 @@ def test_stable_row_ids_restrict_whole_fragments_only(engine: str, tmp_path: Pat
     assert source._pruner_allowlist is None
     result = pruner.query(sql, {"t": table}, engine=engine)
     assert sorted(result.column("id").to_pylist()) == sorted(wanted)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_filters_lance_cannot_apply_are_applied_by_pyarrow(
+    engine: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Lance refuses a pushed filter on unsigned, large string, date64, time and duration
+    columns when the scan runs; the engines treat a pushed filter as applied, so pruner
+    applies it with pyarrow instead (found by the differential harness: unpruned raised)."""
+    path = tmp_path / "u.lance"
+    table = pa.table(
+        {
+            "k": pa.array([0, 1, 2, 3], pa.int64()),
+            "u16": pa.array([6, None, 65535, 6], pa.uint16()),
+            "ls": pa.array(["a", "b", None, "a"], pa.large_string()),
+        }
+    )
+    lance.write_dataset(table, str(path), max_rows_per_file=2)
+    build_index(path, "u16", items=1)
+    monkeypatch.setattr(sources, "READ_AHEAD_VALUES", 0)  # stream: the engine pushes filters
+    cases = {
+        "SELECT k FROM u WHERE u16 = 6": [0, 3],
+        "SELECT k FROM u WHERE u16 > 5 AND ls = 'a'": [0, 3],
+        "SELECT k FROM u WHERE ls IS NULL OR u16 IS NULL": [1, 2],
+    }
+    for sql, expected in cases.items():
+        for prune in (True, False):
+            got = pruner.query(sql, {"u": path}, engine=engine, prune=prune)
+            assert sorted(got.column("k").to_pylist()) == expected, (sql, prune)

@@ -26,6 +26,8 @@ from typing import Any
 import lance
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as pads
 from pyroaring import BitMap
 
 from pruner.selection import Selection
@@ -76,13 +78,16 @@ class PrunedLanceDataset(lance.LanceDataset):
     _pruner_allowlist: bytes | None
     _pruner_fragment_allowlists: dict[int, bytes | None]
     _pruner_options: dict[str, Any]
+    _pruner_filter_here: bool
 
     def scanner(self, *args: Any, **kwargs: Any) -> Any:
         kwargs.update(self._pruner_options)
         kwargs["fragments"] = self._pruner_fragments
         if self._pruner_allowlist is not None:
             kwargs["row_addr_allowlist"] = self._pruner_allowlist
-        return super().scanner(*args, **kwargs)
+        return _scan(
+            lambda options: lance.LanceDataset.scanner(self, *args, **options), kwargs, self
+        )
 
     def get_fragments(self, filter: Any = None) -> list[Any]:
         # The engine's filter is applied again by each part's scanner.
@@ -102,10 +107,48 @@ class _PrunedFragment:
         allow = self._dataset._pruner_fragment_allowlists[self._fragment.fragment_id]
         if allow is not None:
             kwargs["row_addr_allowlist"] = allow
-        return lance.LanceDataset.scanner(self._dataset, **kwargs)
+        dataset = self._dataset
+        return _scan(
+            lambda options: lance.LanceDataset.scanner(dataset, **options), kwargs, dataset
+        )
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._fragment, name)
+
+
+def _lance_cannot_filter(arrow_type: pa.DataType) -> bool:
+    """Types Lance 14's scanner cannot filter on: it turns a pushed filter into Substrait and
+    refuses these (measured: unsigned integers, large strings and binaries, date64, times,
+    durations), when the scan runs."""
+    return (
+        pa.types.is_unsigned_integer(arrow_type)
+        or pa.types.is_large_string(arrow_type)
+        or pa.types.is_large_binary(arrow_type)
+        or pa.types.is_date64(arrow_type)
+        or pa.types.is_time(arrow_type)
+        or pa.types.is_duration(arrow_type)
+    )
+
+
+def _scan(make: Any, options: dict[str, Any], dataset: PrunedLanceDataset) -> Any:
+    """``make(options)``, a Lance scanner, with the engine's pushed filter kept in Lance when
+    Lance can apply it, else applied here by pyarrow on what Lance reads.
+
+    An engine treats a filter it pushed as done, so it must be applied exactly: on a dataset
+    with a column Lance cannot filter on, and for a filter that is a constant (DataFusion
+    pushes ``NULL`` as a BooleanScalar), pyarrow applies it to the scanned batches.
+    """
+    condition = options.get("filter")
+    if condition is None:
+        return make(options)
+    if isinstance(condition, pc.Expression) and not dataset._pruner_filter_here:
+        return make(options)
+    if not isinstance(condition, pc.Expression):
+        condition = pc.scalar(condition.as_py() is True)
+    columns = options.get("columns")
+    options = {k: v for k, v in options.items() if k not in ("filter", "columns")}
+    reader = make(options).to_reader()
+    return pads.Scanner.from_batches(reader, filter=condition, columns=columns)
 
 
 READ_AHEAD_VALUES = 1 << 18
@@ -142,6 +185,7 @@ def lance_source(table: Table, selection: Selection | None) -> pa.Table | lance.
     pruned.__dict__.update(dataset.__dict__)
     pruned._pruner_fragments = fragments
     pruned._pruner_options = {"use_scalar_index": False} if selection is None else {}
+    pruned._pruner_filter_here = any(_lance_cannot_filter(f.type) for f in table.schema)
     pruned._pruner_fragment_allowlists = {
         f.fragment_id: _allowlist_of(f.fragment_id, partial) for f in fragments
     }
