@@ -61,6 +61,7 @@ from pruner.expressions import (
     Unknown,
     and_,
     in_,
+    leaves,
     map_leaves,
     not_,
     or_,
@@ -326,7 +327,14 @@ class _Analyzer:
         self.fold: Callable[[str], str] = (
             (lambda name: name) if dialect == "datafusion" else str.lower
         )
-        self.schemas = {self.fold(name): (name, schema) for name, schema in schemas.items()}
+        # Names that fold to one key ("T" and "t" on DuckDB) are left out: which one a
+        # reference means is the engine's choice, so neither is ever pruned.
+        folds = Counter(self.fold(name) for name in schemas)
+        self.schemas = {
+            self.fold(name): (name, schema)
+            for name, schema in schemas.items()
+            if folds[self.fold(name)] == 1
+        }
         self.dialect = DIALECTS.get(dialect, dialect)  # sqlglot's name, for SQL text
         self.scans: list[Scan] = []
         self.visited: set[int] = set()  # ids of exp.Table nodes analysed
@@ -400,6 +408,13 @@ class _Analyzer:
                 self.scans.append(Scan(name, table.alias_or_name, Unknown(reason, self.sql(table))))
 
     def sql(self, node: exp.Expr) -> str:
+        """``node`` as SQL text for explain, cut to 200 characters. A large node is only named:
+        generating its whole text for every scan that meets it would be quadratic (a
+        subquery nested 2,000 deep)."""
+        if _larger_than(node, _SHOWN_NODES):
+            head = node.this if isinstance(node.this, exp.Expr) else None
+            shown = "" if head is None or _larger_than(head, 20) else head.sql(self.dialect) + " "
+            return f"{shown}{type(node).__name__.upper()} ..."
         text = node.sql(self.dialect)
         if self.folded is not None and self.folded.lists and self.folded.prefix in text:
             text = re.sub(f":({re.escape(self.folded.prefix)}[0-9]+)", self._shown_list, text)
@@ -567,9 +582,12 @@ class _Analyzer:
                 prunes = [*seen, source.alias]
             on = join.args.get("on")
             if on is not None:
-                for alias in [s.alias for s in sources if s.alias in [*seen, source.alias]]:
-                    part = rewrite_not(resolver.predicate(on, alias))
-                    if alias not in prunes:
+                joined = {*seen, source.alias}
+                targets = [s.alias for s in sources if s.alias in joined]
+                pruned = set(prunes)
+                for alias, converted in resolver.conditions(on, targets).items():
+                    part = rewrite_not(converted)
+                    if alias not in pruned:
                         part = _refused(part, f"the {side or kind} JOIN keeps {alias}'s rows")
                     elif alias in null_extended and _can_be_true_on_nulls(part):
                         part = _refused(part, f"outer join may null-extend {alias}")
@@ -584,10 +602,13 @@ class _Analyzer:
             seen.append(source.alias)
 
         where = query.args.get("where")
+        where_parts = (
+            {} if where is None else resolver.conditions(where.this, [s.alias for s in sources])
+        )
         for source in sources:
             parts = []
-            if where is not None:
-                parts.append(resolver.predicate(where.this, source.alias))
+            if source.alias in where_parts:
+                parts.append(where_parts[source.alias])
             if pushed is not None:
                 mine = {
                     output: column
@@ -632,6 +653,16 @@ class _Analyzer:
                     schema = self.schemas[self.fold(known)][1]
                     names = list(_column_map(schema.names, self.fold))
         return names
+
+
+_SHOWN_NODES = 400
+_FEW_SOURCES = 16  # FROM items up to which a condition is converted for every one of them
+_NO_ALIAS = "\x00"  # an alias no FROM item has
+
+
+def _larger_than(node: exp.Expr, limit: int) -> bool:
+    """Has ``node`` more than ``limit`` nodes (counted only up to ``limit + 1``)?"""
+    return any(count >= limit for count, _ in enumerate(node.walk()))
 
 
 def _bare_star(select: exp.Expr) -> bool:
@@ -734,6 +765,27 @@ class _Resolver:
         self.list_values = analyzer.list_values
         self.dialect = analyzer.dialect
         self._outputs: dict[str, tuple[str, str]] | None = None
+        self._owners: dict[str, list[_Source]] = {}  # folded column name -> items that have it
+        for source in self.sources.values():
+            for name in source.columns:
+                self._owners.setdefault(name, []).append(source)
+        self._unknown_columns = any(not s.known_columns for s in self.sources.values())
+
+    def conditions(self, node: exp.Expr, aliases: list[str]) -> dict[str, Predicate]:
+        """What ``node`` says about each item of ``aliases``, in that order.
+
+        With many FROM items (a join of hundreds of tables), an item none of whose columns the
+        condition names is left out: all it would get is UNKNOWN terms, and converting the
+        condition once per item would be quadratic. Unless the condition can be false with no
+        column at all (``ON FALSE``): then every item gets it.
+        """
+        if len(self.sources) <= _FEW_SOURCES:
+            return {alias: self.predicate(node, alias) for alias in aliases}
+        named = {found[0] for column in node.find_all(exp.Column) if (found := self.column(column))}
+        alone = rewrite_not(self.predicate(node, _NO_ALIAS))
+        if any(isinstance(leaf, AlwaysFalse) for leaf in leaves(alone)):
+            named = set(aliases)
+        return {alias: self.predicate(node, alias) for alias in aliases if alias in named}
 
     def outputs(self, query: exp.Select) -> dict[str, tuple[str, str]]:
         """Output name -> (alias, column) for outputs that are plain columns of one item."""
@@ -772,9 +824,8 @@ class _Resolver:
             if source is None or name not in source.columns:
                 return None
             return source.alias, source.columns[name]
-        owners = [s for s in self.sources.values() if name in s.columns]
-        unknown = [s for s in self.sources.values() if not s.known_columns]
-        if len(owners) == 1 and not unknown:
+        owners = self._owners.get(name, [])
+        if len(owners) == 1 and not self._unknown_columns:
             return owners[0].alias, owners[0].columns[name]
         return None
 
@@ -1049,8 +1100,6 @@ def _analyze_statements(sql: str, dialect: str, schemas: Mapping[str, pa.Schema]
 
 
 def _parameter_keys(predicate: Predicate) -> Iterator[str]:
-    from pruner.expressions import leaves
-
     for leaf in leaves(predicate):
         values = getattr(leaf, "values", None) or (
             (leaf.value,) if isinstance(leaf, Equals | NotEquals) else ()

@@ -158,13 +158,16 @@ def bind(connection: duckdb.DuckDBPyConnection, prepared: Plan) -> duckdb.DuckDB
 
     A view or macro of the database resolves a table name to the cursor's binding when the
     query runs, and the analyzer never saw its body: a table such a definition names is
-    bound whole.
+    bound whole. So is every table when the database compares strings under a default
+    collation (``SET GLOBAL default_collation = 'nocase'``): 'V7' then equals 'v7', which
+    a probe of the bytes of 'V7' would miss.
     """
     cursor = connection.cursor()
     definitions = [] if connection is _shared else _definitions(connection)
+    [(collation,)] = cursor.execute("SELECT current_setting('default_collation')").fetchall()
     for name, table in prepared.tables.items():
         selection = prepared.selections.get(name)
-        if any(named_in(name, text) for text in definitions):
+        if collation or any(named_in(name, text) for text in definitions):
             selection = None
         _bind_table(cursor, name, table, selection)
     return cursor
