@@ -15,8 +15,8 @@ import pytest
 PRUNER = [sys.executable, "-m", "pruner.cli"]
 
 
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*PRUNER, *args], capture_output=True, text=True, timeout=120)
+def run(*args: str, timeout: int = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*PRUNER, *args], capture_output=True, text=True, timeout=timeout)
 
 
 def test_index_build_and_list(tmp_path: Path) -> None:
@@ -142,10 +142,13 @@ def test_query_errors_are_one_line(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_query_on_spark(tmp_path: Path) -> None:
-    """The command starts its own local Spark session (~10 s)."""
+    """The command starts its own local Spark session (~10 s alone; a minute or more when the
+    machine is busy with a second JVM, hence the long timeout)."""
     path = _events(tmp_path)
     sql = "SELECT id, v FROM e WHERE id IN (7, 11) ORDER BY id"
-    out = run("query", sql, "--table", f"e={path}", "--engine", "spark", "--format", "json")
+    out = run(
+        "query", sql, "--table", f"e={path}", "--engine", "spark", "--format", "json", timeout=600
+    )
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout) == [{"id": 7, "v": 14}, {"id": 11, "v": 22}]
     assert "zones scanned 2 / 20" in out.stderr, out.stderr
