@@ -392,25 +392,31 @@ def _expected_positions(values: tuple[int, ...]) -> list[int]:
     return sorted(np.flatnonzero(np.isin(ids, values) | _nulls(ids)).tolist())
 
 
+def _checked_scan(path: Path) -> tuple[Any, Any]:
+    """Query the damaged table (pruned and not: the right rows), then the opened table and
+    the explained scan of the query."""
+    from pruner.explain import explain
+    from pruner.table import open_table
+
+    values = _probe_values()
+    sql = f"SELECT pos FROM t WHERE id IN {values} OR id IS NULL"
+    for prune in (True, False):
+        assert _duckdb_rows(sql, path, prune=prune) == _expected_positions(values), prune
+    table = open_table(path)
+    return table, explain(sql, {"t": table}).scans[0]
+
+
 @pytest.mark.parametrize("layout", ["lance", "parquet"])
 @pytest.mark.parametrize("damage", list(ZONE_DAMAGES))
 def test_damaged_zones_are_read_whole_and_no_row_is_lost(
     damage: str, layout: str, tmp_path: Path
 ) -> None:
-    from pruner.explain import explain
     from pruner.selection import FRAGMENT_SHIFT
-    from pruner.table import open_table
 
     path, index_file = _make(layout, tmp_path)
     change, checksums, whole = ZONE_DAMAGES[damage]
     _rewrite(index_file, change, checksums)
-    values = _probe_values()
-    sql = f"SELECT pos FROM t WHERE id IN {values} OR id IS NULL"
-    assert _duckdb_rows(sql, path, prune=True) == _expected_positions(values)
-    assert _duckdb_rows(sql, path, prune=False) == _expected_positions(values)
-
-    table = open_table(path)
-    scan = explain(sql, {"t": table}).scans[0]
+    table, scan = _checked_scan(path)
     read_whole = {
         f
         for f, rows in table.fragment_rows.items()
@@ -448,16 +454,9 @@ def _file_damaged_in_place(name: str) -> Callable[[Path], None]:
 def test_an_unreadable_index_reads_the_table_whole(
     damage: str, layout: str, tmp_path: Path
 ) -> None:
-    from pruner.explain import explain
-    from pruner.table import open_table
-
     path, index_file = _make(layout, tmp_path)
     _file_damaged_in_place(damage)(index_file)
-    values = _probe_values()
-    sql = f"SELECT pos FROM t WHERE id IN {values} OR id IS NULL"
-    assert _duckdb_rows(sql, path, prune=True) == _expected_positions(values)
-    table = open_table(path)
-    scan = explain(sql, {"t": table}).scans[0]
+    table, scan = _checked_scan(path)
     assert scan.selection == table.whole()
     assert any("unreadable" in t.reason and "id" in t.reason for t in scan.terms), scan.terms
 
