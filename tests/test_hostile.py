@@ -161,7 +161,8 @@ def test_long_lists_prune_and_answer_as_unpruned(
             explanation = pruner.explain(sql, {"t": path}, dialect=engine)
             (scan,) = explanation.scans
             assert scan.terms[0].used_index, str(explanation)
-            assert scan.zones_selected < scan.zones_total / 2, str(explanation)
+            if count <= 100:  # 20,000 probes hit a false positive in most zones
+                assert scan.zones_selected < scan.zones_total / 2, str(explanation)
 
 
 # The folding must never change what the analyzer concludes: drawn SQL, analysed with every
@@ -372,6 +373,22 @@ def test_and_or_alternating_deeper_than_pruner_follows(parquet_path: Path) -> No
     explanation = pruner.explain(sql, {"t": parquet_path})
     assert explanation.scans[0].zones_selected == 1, "id = 0 AND ...: only zone 0"
     assert _same_answer(sql, {"t": parquet_path}, "duckdb").to_pylist() == [{"n": 0}]
+
+
+@pytest.mark.parametrize("engine", ["duckdb", "datafusion"])
+def test_deep_filters_pushed_into_lance_stay_fast(engine: str, lance_path: Path) -> None:
+    # DuckDB pushes an OR chain into the Lance scanner one level per term, and Lance's
+    # Substrait serialization of a filter doubles in time with each level (40 terms: hours,
+    # unpruned as well): pyarrow applies such a filter instead. Either way it is exact.
+    ored = " OR ".join(f"s = 'v{i}'" for i in range(0, 80, 2))
+    levels = 200 if engine == "duckdb" else 16  # DataFusion's parser stops at ~20
+    nested = "".join(f"(id = {i} {'OR' if i % 2 else 'AND'} " for i in range(levels))
+    queries = {
+        f"SELECT count(*) AS n FROM t WHERE {ored}": 40,
+        f"SELECT count(*) AS n FROM t WHERE {nested}id = 1{')' * levels}": 0,
+    }
+    for sql, count in queries.items():
+        assert _same_answer(sql, {"t": lance_path}, engine).to_pylist() == [{"n": count}]
 
 
 def _leaves(predicate: Predicate) -> Iterator[Predicate]:
