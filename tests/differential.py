@@ -83,17 +83,13 @@ EXCLUDED: dict[tuple[str, str], frozenset[str]] = {
     # unconverted and Spark refuses the batches (DATA_SOURCE_RETURN_SCHEMA_MISMATCH), pruned
     # or not: a limitation of the adapter, not of pruning.
     ("spark", "lance"): _UNSIGNED | {"ls", "tsms", "tzms"},
-    # KNOWN BUG (/work/mismatches.md #1): DuckDB and DataFusion push a filter on an unsigned
-    # or large_string column into the Lance scanner, which refuses it (the unpruned run
-    # raises); a pruned selection read ahead into Arrow escapes, so the answers differ.
-    ("duckdb", "lance"): _UNSIGNED | {"ls"},
-    ("datafusion", "lance"): _UNSIGNED | {"ls"},
 }
 """(engine, layout) -> columns the engine cannot read in that layout, left out of any
 dataset that has a table of that layout."""
 
 _EPOCH = dt.date(1970, 1, 1)
 _STRINGS = ["", "a", "A", "b", "it's", "ü", "a b", "a%", "_", "5", "zz", "x" * 40]
+_STRINGS += ["1, 2", "s = 'a' OR s = 'b'", "-- /*"]  # SQL in strings: text folding must skip
 _FLOATS = [0.0, -0.0, 1.5, 2.0, -3.25, math.nan, math.inf, -math.inf, 0.1, 7.0]
 _EXTREME_INTS = {
     "i8": [-128, 127],
@@ -326,7 +322,7 @@ class Dataset:
     """Two tables of one schema, ``a`` and ``b``, and the queries to run on them."""
 
     tables: dict[str, TableSpec]
-    queries: list[str] = field(default_factory=list)
+    queries: list[Query] = field(default_factory=list)
 
     @property
     def columns(self) -> list[str]:
@@ -419,22 +415,16 @@ def literals(name: str, dialect: str = "") -> st.SearchStrategy[str]:
         column_values(name),
         st.integers(0, 7),
     )
-    if dialect in NO_NULL_LITERALS:
-        return st.one_of(own, own, own, own, _foreign_literal(name))
     return st.one_of(own, own, own, own, st.just("NULL"), _foreign_literal(name))
-
-
-NO_NULL_LITERALS = frozenset({"datafusion"})
-"""KNOWN BUG (/work/mismatches.md #2): DataFusion folds ``col = NULL`` to a NULL scalar and
-pushes ``NULL AND <filter>`` into the pyarrow / Lance scan, which raises; a Lance selection
-read ahead into Arrow answers. Until that is fixed DataFusion gets no NULL literals."""
 
 
 # --------------------------------------------------------------------------- conditions
 
+# Functions that cannot fail on a value: an error raised by one row (abs(-128) overflows
+# TINYINT) would make the unpruned run fail where a pruned one skips the row.
 _FUNCTIONS: dict[str, list[str]] = {
-    "int": ["abs({c})", "{c} + 1", "{c} % 3", "coalesce({c}, 0)", "CAST({c} AS BIGINT)"],
-    "uint": ["{c} + 1", "coalesce({c}, 0)", "CAST({c} AS BIGINT)"],
+    "int": ["{c} % 3", "coalesce({c}, 0)", "CAST({c} AS BIGINT)", "CAST({c} AS DOUBLE) + 1"],
+    "uint": ["{c} % 3", "coalesce({c}, 0)", "CAST({c} AS BIGINT)"],
     "float": ["abs({c})", "round({c})", "coalesce({c}, 0.0)", "{c} * 2"],
     "string": ["lower({c})", "upper({c})", "substr({c}, 1, 1)", "trim({c})", "concat({c}, 'x')"],
     "date": ["coalesce({c}, DATE '1970-01-01')", "CAST({c} AS TIMESTAMP)"],
@@ -448,14 +438,21 @@ _FAMILY |= {"date": "time", "timestamp": "time", "tz": "tz", "bool": "bool"}
 
 
 @st.composite
-def leaf(draw: st.DrawFn, scope: Sequence[tuple[str, Sequence[str]]], dialect: str = "") -> str:
+def leaf(
+    draw: st.DrawFn,
+    scope: Sequence[tuple[str, Sequence[str]]],
+    dialect: str = "",
+    wide: bool = True,
+) -> str:
     """One comparison on a column of ``scope``: (qualifier, columns) pairs, e.g. ("x.", [...])."""
     qualifier, names = draw(st.sampled_from(list(scope)))
     name = draw(st.sampled_from(list(names)))
     column = qualifier + name
     kind = kind_of(name)
     literal = literals(name, dialect)
-    shape = draw(st.integers(0, 15))
+    shape = draw(st.integers(0, 16))
+    if shape == 16 and kind != "bool":
+        return draw(long_lists(column, name, dialect, wide))
     if kind == "bool" and shape >= 9:
         return draw(
             st.sampled_from(
@@ -515,27 +512,68 @@ def leaf(draw: st.DrawFn, scope: Sequence[tuple[str, Sequence[str]]], dialect: s
 
 
 @st.composite
+def long_lists(
+    draw: st.DrawFn, column: str, name: str, dialect: str = "", wide: bool = True
+) -> str:
+    """``IN`` of 32-48 literals, or (``wide``) as many ``column = v`` joined by OR: pruner
+    folds such runs out of the SQL text before parsing (pruner/folding.py). The OR run is
+    left bare, so in ``c AND x = 1 OR x = 2 ...`` the AND binds tighter, and a NOT may
+    precede it."""
+    plain = st.builds(
+        lambda value, style: sql_literal(name, value, style, dialect),
+        column_values(name),
+        st.sampled_from([0, 0, 0, 1]),  # mostly plain literals: those are folded
+    )
+    values = draw(st.lists(plain, min_size=32, max_size=48))
+    if kind_of(name) in ("int", "uint") and draw(st.booleans()):
+        values[draw(st.integers(0, len(values) - 1))] = draw(_foreign_literal(name))
+    variant = draw(st.integers(0, 4 if wide else 1))
+    if variant <= 1:
+        return f"{column} {'NOT ' if variant else ''}IN ({', '.join(values)})"
+    run = " OR ".join(f"{column} = {value}" for value in values)
+    if variant == 2:
+        return run
+    if variant == 3:
+        return f"NOT {run}"
+    return f"({run})"
+
+
+@st.composite
 def conditions(
     draw: st.DrawFn,
     scope: Sequence[tuple[str, Sequence[str]]],
     dialect: str = "",
     depth: int = 0,
+    wide: bool = True,
 ) -> str:
-    """A boolean tree of leaves over ``scope``: AND, OR, NOT, nested up to three deep."""
+    """A boolean tree of leaves over ``scope``: AND, OR, NOT, nested up to three deep.
+
+    ``wide=False`` keeps every OR to two operands and leaves out long OR runs (WIDE_ORS)."""
     if depth < 3 and draw(st.integers(0, 2)) == 0:
         operator = draw(st.sampled_from(["AND", "OR", "NOT"]))
+        below = conditions(scope, dialect, depth + 1, wide)
         if operator == "NOT":
-            return f"NOT ({draw(conditions(scope, dialect, depth + 1))})"
-        parts = draw(st.lists(conditions(scope, dialect, depth + 1), min_size=2, max_size=3))
+            return f"NOT ({draw(below)})"
+        widest = 3 if wide or operator == "AND" else 2
+        parts = draw(st.lists(below, min_size=2, max_size=widest))
         return "(" + f" {operator} ".join(parts) + ")"
-    return draw(leaf(scope, dialect))
+    return draw(leaf(scope, dialect, wide))
+
+
+def wide_ors(engine: str, layouts: Sequence[str]) -> bool:
+    """Whether queries may OR many terms: not on DuckDB over Lance, where the cost of a scan
+    grows exponentially with the OR terms DuckDB pushes into it (/work/mismatches.md #4:
+    20 terms take seconds, 24 more than 2 GB)."""
+    return not (engine == "duckdb" and "lance" in layouts)
 
 
 # --------------------------------------------------------------------------- queries
 
 
 @st.composite
-def queries(draw: st.DrawFn, columns: Sequence[str], dialect: str = "") -> str:
+def sql_queries(
+    draw: st.DrawFn, columns: Sequence[str], dialect: str = "", wide: bool = True
+) -> str:
     """One query over tables ``a`` and ``b`` of ``columns`` (``k`` included), valid in
     DuckDB, DataFusion and Spark (with ``dialect``'s own spellings here and there)."""
     names = list(columns)
@@ -543,16 +581,23 @@ def queries(draw: st.DrawFn, columns: Sequence[str], dialect: str = "") -> str:
     plain = [n for n in names if kind_of(n) != "float"]  # join and group keys
 
     def where(*scope: tuple[str, Sequence[str]]) -> str:
-        return draw(conditions(scope, dialect))
+        return draw(conditions(scope, dialect, wide=wide))
 
     def pick(pool: Sequence[str]) -> str:
         return draw(st.sampled_from(list(pool)))
 
     table = pick(["a", "b"])
     other = "b" if table == "a" else "a"
-    shape = draw(st.integers(0, 19))
-    if shape <= 3:  # one table, a filter, some projection
+    shape = draw(st.integers(0, 26))
+    if shape <= 3:  # one table, a filter, some projection; names in any case, or quoted
         projection = pick(["*", "k", f"k, {pick(values)}", "count(*) AS n"])
+        spelling = draw(st.integers(0, 5))
+        if spelling == 0:  # unquoted names are case-insensitive in all three
+            return f"SELECT {projection.upper()} FROM {table.upper()} WHERE {where(('', names))}"
+        if spelling == 1:
+            quote = "`" if dialect == "spark" else '"'
+            condition = where((f"{quote}{table}{quote}.", names))
+            return f"SELECT {projection} FROM {quote}{table}{quote} WHERE {condition}"
         return f"SELECT {projection} FROM {table} WHERE {where(('', names))}"
     if shape == 4:  # aggregates
         group = pick(plain)
@@ -656,8 +701,106 @@ def queries(draw: st.DrawFn, columns: Sequence[str], dialect: str = "") -> str:
             f"SELECT t.{group}, t.n FROM (SELECT {group}, count(*) AS n FROM {table} "
             f"GROUP BY {group}) AS t WHERE {where(('t.', [group]))}"
         )
+    if shape == 19:  # a derived table or CTE that swaps two column names (of one family,
+        # so that every literal compares with both without a per-row cast error)
+        first = pick(names)
+        family = [n for n in names if _FAMILY[kind_of(n)] == _FAMILY[kind_of(first)]]
+        partners = [n for n in family if n != first]
+        if not partners:
+            inner = f"SELECT * FROM {table}"
+            return f"SELECT t.k FROM ({inner}) AS t WHERE {where(('t.', names))}"
+        second = pick(partners)
+        variant = pick(["aliases", "column list", "cte"])
+        if variant == "aliases":
+            inner = f"SELECT {first} AS {second}, {second} AS {first} FROM {table}"
+            return f"SELECT t.{first} FROM ({inner}) AS t WHERE {where(('t.', [first, second]))}"
+        if variant == "column list":
+            inner = f"SELECT {first}, {second} FROM {table}"
+            return (
+                f"SELECT t.{first} FROM ({inner}) AS t({second}, {first}) "
+                f"WHERE {where(('t.', [first, second]))}"
+            )
+        return (
+            f"WITH c({second}, {first}) AS (SELECT {first}, {second} FROM {table}) "
+            f"SELECT c.{first} FROM c WHERE {where(('c.', [first, second]))}"
+        )
+    if shape == 20:  # USING and NATURAL joins (DataFusion: qualified, it calls k ambiguous)
+        join = pick(["JOIN", "LEFT JOIN", "RIGHT JOIN", "FULL OUTER JOIN", "NATURAL JOIN"])
+        using = "" if join == "NATURAL JOIN" else " USING (k)"
+        key = "a.k" if dialect == "datafusion" else "k"
+        scope = [("a.", names), ("b.", names)] + ([] if key == "a.k" else [("", ["k"])])
+        return f"SELECT {key} FROM a {join} b{using} WHERE {where(*scope)}"
+    if shape == 21:  # anti-join: IS NULL on the nullable side means "no match"
+        key = pick(plain)
+        on = f"x.{key} = y.{key}"
+        if draw(st.booleans()):
+            on += f" AND {where(('y.', names))}"
+        missing = pick([f"y.{key} IS NULL", f"y.{pick(names)} IS NULL", "y.k IS NULL"])
+        more = pick(["", f" AND {where(('x.', names))}", f" OR {where(('y.', names))}"])
+        return f"SELECT x.k FROM {table} AS x LEFT JOIN {other} AS y ON {on} WHERE {missing}{more}"
+    if shape == 22:  # correlated scalar subquery in the projection
+        key = pick(plain)
+        return (
+            f"SELECT x.k, (SELECT count(*) FROM {other} AS y WHERE y.{key} = x.{key} AND "
+            f"{where(('y.', names))}) AS n FROM {table} AS x WHERE {where(('x.', names))}"
+        )
+    if shape == 23:  # a window partitioned by the filtered column, or filtered on its value
+        group = pick([n for n in plain if n != "k"] or values)
+        outer = pick([where(("t.", [group])), f"t.w > 1 AND {where(('t.', [group]))}"])
+        return (
+            f"SELECT t.k, t.w FROM (SELECT k, {group}, count(*) OVER (PARTITION BY {group}) "
+            f"AS w FROM {table}) AS t WHERE {outer}"
+        )
+    if shape == 24:  # the same table twice with different filters
+        key = pick(plain)
+        return (
+            f"SELECT k FROM {table} WHERE {key} IN (SELECT {key} FROM {table} WHERE "
+            f"{where(('', names))}) AND {where(('', names))}"
+        )
+    if shape == 25:  # CASE in WHERE
+        condition, then, otherwise = (where(("", names)) for _ in range(3))
+        return f"SELECT k FROM {table} WHERE CASE WHEN {condition} THEN {then} ELSE {otherwise} END"
     # no WHERE at all, or a constant one
     return f"SELECT count(*) AS n FROM {table}{pick(['', ' WHERE 1 = 1', ' WHERE 1 = 0'])}"
+
+
+@dataclass(frozen=True)
+class Query:
+    """SQL and the values of its placeholders."""
+
+    sql: str
+    parameters: tuple[Any, ...] = ()
+
+
+def placeholder(dialect: str, number: int) -> str:
+    """The ``number``-th (from 1) positional placeholder in ``dialect``."""
+    return f"${number}" if dialect == "datafusion" else "?"
+
+
+@st.composite
+def parameter_queries(
+    draw: st.DrawFn, columns: Sequence[str], dialect: str, wide: bool = True
+) -> Query:
+    """Equals / IN with placeholders bound to Python values (pruner coerces those too)."""
+    names = [n for n in columns if kind_of(n) != "bool"]
+    table = draw(st.sampled_from(["a", "b"]))
+    first, second = draw(st.sampled_from(names)), draw(st.sampled_from(names))
+    values = [draw(column_values(first)), *draw(st.lists(column_values(second), max_size=3))]
+    marks = [placeholder(dialect, i + 1) for i in range(len(values))]
+    condition = f"{first} = {marks[0]}"
+    if len(values) > 1:
+        joiner = draw(st.sampled_from(["AND", "OR"]))
+        condition += f" {joiner} {second} IN ({', '.join(marks[1:])})"
+    more = draw(conditions([("", list(columns))], dialect, wide=wide))
+    condition += draw(st.sampled_from(["", f" AND {more}", f" OR {more}"]))
+    return Query(f"SELECT k FROM {table} WHERE {condition}", tuple(values))
+
+
+def queries(columns: Sequence[str], dialect: str, wide: bool = True) -> st.SearchStrategy[Query]:
+    """Mostly literal SQL, sometimes with placeholders."""
+    literal = sql_queries(columns, dialect, wide).map(Query)
+    with_parameters = parameter_queries(columns, dialect, wide)
+    return st.one_of(literal, literal, literal, literal, with_parameters)
 
 
 @st.composite
@@ -668,7 +811,7 @@ def datasets(draw: st.DrawFn, engine: str, queries_per_dataset: int) -> Dataset:
     pool = [n for n in COLUMN_TYPES if n != "k" and n not in excluded]
     columns = draw(st.lists(st.sampled_from(pool), min_size=2, max_size=6, unique=True))
     tables = {name: draw(table_specs(columns, layout)) for name, layout in layouts.items()}
-    sql = queries(["k", *columns], engine)
+    sql = queries(["k", *columns], engine, wide_ors(engine, list(layouts.values())))
     drawn = draw(st.lists(sql, min_size=queries_per_dataset, max_size=queries_per_dataset))
     return Dataset(tables, drawn)
 
@@ -693,16 +836,21 @@ class Answer:
         return f"{sum(self.rows.values())} rows: {shown}{more}"
 
 
-def answer(engine: str, sql: str, tables: Mapping[str, Any], prune: bool) -> Answer:
+def answer(
+    engine: str, sql: str, tables: Mapping[str, Any], prune: bool, parameters: Sequence[Any] = ()
+) -> Answer:
     try:
-        return Answer(rows=rows_multiset(pruner.query(sql, tables, engine=engine, prune=prune)))
+        result = pruner.query(sql, tables, engine=engine, prune=prune, parameters=parameters)
+        return Answer(rows=rows_multiset(result))
     except Exception as err:  # the engine's (or pruner's) error: compared by type
         return Answer(error=err)
 
 
 @dataclass(frozen=True)
 class Outcome:
-    """``equal``, ``refused`` (both runs raised the same exception type) or ``mismatch``."""
+    """``equal``, ``refused`` (both runs raised the same exception type), ``known`` (the
+    unpruned run hit a known engine failure, the pruned one gave the :func:`oracle` answer)
+    or ``mismatch`` (``expected`` is then the oracle's answer if one was asked)."""
 
     kind: str
     expected: Answer
@@ -718,23 +866,87 @@ class Outcome:
         return "\n".join(lines)
 
 
-def compare(engine: str, sql: str, tables: Mapping[str, Any]) -> Outcome:
+KNOWN_UNPRUNED_FAILURES: dict[str, tuple[str, ...]] = {
+    # KNOWN BUG (/work/mismatches.md #1): DuckDB and DataFusion push a filter on an unsigned
+    # or large_string column into the Lance scanner, which refuses it.
+    "duckdb": (
+        "not yet supported by Substrait conversion",
+        "Substrait is only capable of representing unsafe casts",
+    ),
+    # KNOWN BUG (/work/mismatches.md #2): DataFusion folds a condition to a constant (col =
+    # NULL, contradictory equalities, ...) and pushes it into the pyarrow / Lance scan as a
+    # BooleanScalar, which they refuse.
+    "datafusion": ("not yet supported by Substrait conversion", "pyarrow.lib.BooleanScalar"),
+}
+"""Errors of the unpruned run, by engine, that come from the engine pushing a filter into a
+streamed scan; a pruned selection small enough to be read ahead into Arrow has no such scan
+and answers. Such a case is checked against :func:`oracle` instead (outcome ``known``)."""
+
+
+def whole_table(table: Table) -> pa.Table:
+    """Every live row of ``table``, read without any engine."""
+    if table.kind == "lance":
+        return table.dataset.to_table()
+    files = sorted((table.files or {}).items())
+    return pa.concat_tables([pq.read_table(file.path) for _, file in files])
+
+
+def oracle(
+    engine: str, sql: str, tables: Mapping[str, Table], parameters: Sequence[Any] = ()
+) -> Answer:
+    """``engine``'s answer over in-memory copies of the whole tables (no scan to push into)."""
+    data = {name: whole_table(table) for name, table in tables.items()}
+    try:
+        if engine == "duckdb":
+            import duckdb
+
+            con = duckdb.connect()
+            for name, table in data.items():
+                con.register(name, table)
+            relation = con.execute(sql, list(parameters)) if parameters else con.execute(sql)
+            return Answer(rows=rows_multiset(relation.to_arrow_table()))
+        import datafusion
+
+        context = datafusion.SessionContext()
+        for name, table in data.items():
+            empty = [pa.RecordBatch.from_pylist([], schema=table.schema)]
+            context.register_record_batches(name, [table.to_batches() or empty])
+        values = {str(i): v for i, v in enumerate(parameters, start=1)} or None
+        return Answer(rows=rows_multiset(context.sql(sql, param_values=values).to_arrow_table()))
+    except Exception as err:
+        return Answer(error=err)
+
+
+def compare(
+    engine: str, sql: str, tables: Mapping[str, Table], parameters: Sequence[Any] = ()
+) -> Outcome:
     """Run ``sql`` unpruned, then pruned, on ``engine`` and classify the difference."""
-    expected = answer(engine, sql, tables, prune=False)
-    observed = answer(engine, sql, tables, prune=True)
+    expected = answer(engine, sql, tables, False, parameters)
+    observed = answer(engine, sql, tables, True, parameters)
     if expected.error is not None:
         same = observed.error is not None and type(observed.error) is type(expected.error)
-        return Outcome("refused" if same else "mismatch", expected, observed)
+        if same:
+            return Outcome("refused", expected, observed)
+        known = KNOWN_UNPRUNED_FAILURES.get(engine, ())
+        if observed.error is None and any(text in str(expected.error) for text in known):
+            reference = oracle(engine, sql, tables, parameters)
+            kind = "known" if reference.rows == observed.rows else "mismatch"
+            return Outcome(kind, reference if kind == "mismatch" else expected, observed)
+        return Outcome("mismatch", expected, observed)
     if observed.error is None and observed.rows == expected.rows:
         return Outcome("equal", expected, observed)
     return Outcome("mismatch", expected, observed)
 
 
-def reproduction(engine: str, specs: Mapping[str, TableSpec], sql: str) -> str:
+def reproduction(engine: str, specs: Mapping[str, TableSpec], query: Query) -> str:
     """Python source of a test that reproduces the case."""
     tables = "\n".join(
         f"        {name!r}: {spec.python('        ')}," for name, spec in specs.items()
     )
+    parameters = ""
+    if query.parameters:
+        values = ", ".join(_value_literal(v) for v in query.parameters)
+        parameters = f", parameters=[{values}]"
     return (
         "import datetime\n"
         "import math\n\n"
@@ -744,23 +956,32 @@ def reproduction(engine: str, specs: Mapping[str, TableSpec], sql: str) -> str:
         "    tables = {\n"
         f"{tables}\n"
         "    }\n"
-        f"    sql = {sql!r}\n"
-        f"    assert_same_answer({engine!r}, tables, sql, tmp_path)\n"
+        f"    sql = {query.sql!r}\n"
+        f"    assert_same_answer({engine!r}, tables, sql, tmp_path{parameters})\n"
     )
 
 
-def mismatch_report(engine: str, specs: Mapping[str, TableSpec], sql: str, outcome: Outcome) -> str:
+def mismatch_report(
+    engine: str, specs: Mapping[str, TableSpec], query: Query, outcome: Outcome
+) -> str:
+    parameters = f"\nparameters: {list(query.parameters)!r}" if query.parameters else ""
     return (
-        f"pruning changed the answer on {engine}\nSQL: {sql}\n{outcome.difference()}\n"
-        f"--- reproduction (paste into a test) ---\n{reproduction(engine, specs, sql)}"
+        f"pruning changed the answer on {engine}\nSQL: {query.sql}{parameters}\n"
+        f"{outcome.difference()}\n"
+        f"--- reproduction (paste into a test) ---\n{reproduction(engine, specs, query)}"
     )
 
 
 def assert_same_answer(
-    engine: str, specs: Mapping[str, TableSpec], sql: str, directory: Path | None = None
+    engine: str,
+    specs: Mapping[str, TableSpec],
+    sql: str,
+    directory: Path | None = None,
+    parameters: Sequence[Any] = (),
 ) -> Outcome:
     """Write ``specs``, run ``sql`` on ``engine`` pruned and unpruned, assert no mismatch."""
     with written(specs, directory) as tables:
-        outcome = compare(engine, sql, tables)
-    assert outcome.kind != "mismatch", mismatch_report(engine, specs, sql, outcome)
+        outcome = compare(engine, sql, tables, parameters)
+    query = Query(sql, tuple(parameters))
+    assert outcome.kind != "mismatch", mismatch_report(engine, specs, query, outcome)
     return outcome

@@ -63,10 +63,11 @@ def report_counts(request: pytest.FixtureRequest) -> Iterator[None]:
         counts = TALLY[engine]
         lines.append(
             f"  {engine:10s} cases {counts['cases']:6d}  mismatches {counts['mismatch']:4d}  "
-            f"refused {counts['refused']:5d}  datasets {counts['datasets']:5d}  "
+            f"refused {counts['refused']:5d}  known-bug {counts['known']:4d}  "
+            f"datasets {counts['datasets']:5d}  "
             f"{SECONDS[engine]:7.1f} s"
         )
-    capture = request.config.pluginmanager.get_plugin("capturemanager")
+    capture: Any = request.config.pluginmanager.get_plugin("capturemanager")
     with capture.global_and_fixture_disabled():  # pytest captures fixture teardown too
         if reporter is not None:
             reporter.ensure_newline()
@@ -102,12 +103,12 @@ def test_pruning_never_changes_an_answer(
     def check(dataset: Dataset) -> None:
         TALLY[engine]["datasets"] += 1
         with written(dataset.tables, tmp_path) as tables:
-            for sql in dataset.queries:
-                outcome = compare(engine, sql, tables)
+            for query in dataset.queries:
+                outcome = compare(engine, query.sql, tables, query.parameters)
                 TALLY[engine]["cases"] += 1
                 TALLY[engine][outcome.kind] += 1
                 assert outcome.kind != "mismatch", mismatch_report(
-                    engine, dataset.tables, sql, outcome
+                    engine, dataset.tables, query, outcome
                 )
 
     started = time.perf_counter()
