@@ -988,7 +988,7 @@ def _read_index_file_once(target: Path, column: str) -> ZoneIndex:
                 FragmentFile(int(a), str(b), int(c), int(d), int(e), int(rest[0]) if rest else 0)
                 for a, b, c, d, e, *rest in json.loads(files_text)
             ]
-        except (ValueError, TypeError) as err:
+        except (ValueError, TypeError, RecursionError) as err:
             raise IndexFormatError(f"{where}: {META_FILES} metadata is damaged ({err})") from err
         column = column or metadata.get(META_COLUMN.encode(), b"").decode()
     return ZoneIndex(

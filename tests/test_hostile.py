@@ -601,11 +601,6 @@ def test_a_pickled_arrow_extension_type_is_not_loaded(indexed_folder: Path, tmp_
     assert not marker.exists()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="pruner/index.py lets json.loads' RecursionError out of read_index_file: its "
-    "META_FILES parsing should also catch RecursionError (an IndexFormatError then)",
-)
 def test_deeply_nested_json_in_index_metadata_is_a_damaged_index(indexed_folder: Path) -> None:
     index_file = parquet_index_path(indexed_folder, "id")
     _rewrite_index(index_file, {META_FILES: "[" * 200_000 + "]" * 200_000})
