@@ -983,21 +983,31 @@ def _why_not_here(left: exp.Expr, right: exp.Expr, alias: str) -> str:
 # query nested deeper than the limit is read whole instead of crashing the process.
 _RECURSION_LIMIT = 60_000  # ~2,600 levels of parentheses, ~1,800 of NOT (...)
 _STACK_BYTES = 256 * 2**20
+# SQL this short cannot nest deeply: it is analysed on the caller's thread (starting one costs
+# 0.1-0.25 ms, half a short query's analysis) under the limit the caller's stack can take.
+_INLINE_CHARS = 2_000
+_INLINE_RECURSION_LIMIT = 12_000
 _limit_lock = threading.Lock()
 _limit_users = 0
 _limit_before = 0
 
 
+_limit_raised = 0
+
+
 @contextlib.contextmanager
-def _deep_recursion() -> Iterator[None]:
-    """Raise the interpreter's recursion limit while any analysis runs (the limit is one for
-    all threads: the first analysis in raises it, the last one out puts it back)."""
-    global _limit_users, _limit_before
+def _deep_recursion(limit: int = _RECURSION_LIMIT) -> Iterator[None]:
+    """Raise the interpreter's recursion limit to ``limit`` while any analysis runs (the
+    limit is one for all threads: the first analysis in raises it, the last one out puts it
+    back; a deep analysis raises it further while it runs)."""
+    global _limit_users, _limit_before, _limit_raised
     with _limit_lock:
         if _limit_users == 0:
-            _limit_before = sys.getrecursionlimit()
-            sys.setrecursionlimit(max(_limit_before, _RECURSION_LIMIT))
+            _limit_before = _limit_raised = sys.getrecursionlimit()
         _limit_users += 1
+        if limit > _limit_raised:
+            _limit_raised = limit
+            sys.setrecursionlimit(limit)
     try:
         yield
     finally:
@@ -1007,9 +1017,12 @@ def _deep_recursion() -> Iterator[None]:
                 sys.setrecursionlimit(_limit_before)
 
 
-def _on_deep_stack(function: Callable[[], Analysis]) -> Analysis:
-    """``function()`` on a thread with a ``_STACK_BYTES`` C stack, under the raised limit
-    (inline, under the usual limit, where no such thread can start)."""
+def _on_deep_stack(function: Callable[[], Analysis], sql: str) -> Analysis:
+    """``function()`` on a thread with a ``_STACK_BYTES`` C stack, under the raised limit;
+    for short SQL, or where no such thread can start, on this thread under a lower one."""
+    if len(sql) <= _INLINE_CHARS:
+        with _deep_recursion(_INLINE_RECURSION_LIMIT):
+            return function()
     outcome: list[Analysis | BaseException] = []
 
     def run() -> None:
@@ -1028,7 +1041,8 @@ def _on_deep_stack(function: Callable[[], Analysis]) -> Analysis:
             finally:
                 threading.stack_size(previous)
     except (RuntimeError, ValueError, MemoryError):
-        return function()
+        with _deep_recursion(_INLINE_RECURSION_LIMIT):
+            return function()
     worker.join()
     (result,) = outcome
     if isinstance(result, BaseException):
@@ -1066,7 +1080,7 @@ def _analyze(sql: str, dialect: str, schema_key: tuple[tuple[str, pa.Schema], ..
         )
     schemas = dict(schema_key)
     try:
-        return _on_deep_stack(lambda: _analyze_statements(sql, dialect, schemas))
+        return _on_deep_stack(lambda: _analyze_statements(sql, dialect, schemas), sql)
     except _TooComplex as err:
         return _whole(sql, dialect, schemas, str(err))
     except RecursionError:
