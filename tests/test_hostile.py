@@ -165,6 +165,19 @@ def test_long_lists_prune_and_answer_as_unpruned(
                 assert scan.zones_selected < scan.zones_total / 2, str(explanation)
 
 
+@pytest.mark.slow
+def test_datafusion_plans_10000_ored_terms_without_crashing(tmp_path: Path) -> None:
+    # DataFusion recurses once per OR while it plans, on the calling thread: 10,000 terms
+    # overflowed the main thread's stack and killed the process. The adapter runs it on a
+    # thread with a large stack. (Over two columns DataFusion still crashes, on its own
+    # execution threads, pruned or not: not pruner's to fix.)
+    path = tmp_path / "small.lance"
+    lance.write_dataset(pa.table({"id": pa.array(range(64), pa.int64())}), path)
+    build_index(path, "id", items=16)
+    sql = "SELECT count(*) AS n FROM t WHERE " + " OR ".join(f"id = {i}" for i in range(10_000))
+    assert _same_answer(sql, {"t": path}, "datafusion").to_pylist() == [{"n": 64}]
+
+
 # The folding must never change what the analyzer concludes: drawn SQL, analysed with every
 # run of 2+ literals folded and with nothing folded, must give the same predicates.
 

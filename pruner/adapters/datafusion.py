@@ -21,7 +21,8 @@ The SQL runs unchanged; each table name it uses is registered on the SessionCont
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
 
 import pyarrow as pa
 import pyarrow.dataset as pads
@@ -134,8 +135,50 @@ def query(
             query_text, tables, dialect="datafusion", parameters=parameters, prune=prune
         )
     context = bind(context if context is not None else datafusion.SessionContext(), prepared)
-    frame = context.sql(query_text, param_values=_engine_parameters(parameters))
-    return frame.to_arrow_table()
+    return _on_big_stack(
+        lambda: context.sql(
+            query_text, param_values=_engine_parameters(parameters)
+        ).to_arrow_table()
+    )
+
+
+_STACK_BYTES = 1 << 30
+
+
+def _on_big_stack(function: Callable[[], pa.Table]) -> pa.Table:
+    """``function()`` on a thread with a 1 GiB stack (only the pages used are allocated).
+
+    DataFusion plans on the calling thread and recurses once per operator of an expression:
+    10,000 ORed equalities overflowed the 8 MiB main-thread stack and killed the process
+    (SIGSEGV); on this thread they are planned and answered. Where no such thread can start,
+    on this one.
+    """
+    outcome: list[pa.Table | BaseException] = []
+
+    def run() -> None:
+        try:
+            outcome.append(function())
+        except BaseException as err:  # handed to the caller's thread
+            outcome.append(err)
+
+    try:
+        with _stack_lock:
+            previous = threading.stack_size(_STACK_BYTES)
+            try:
+                worker = threading.Thread(target=run, name="pruner-datafusion", daemon=True)
+                worker.start()
+            finally:
+                threading.stack_size(previous)
+    except (RuntimeError, ValueError, MemoryError):
+        return function()
+    worker.join()
+    (result,) = outcome
+    if isinstance(result, BaseException):
+        raise result
+    return result
+
+
+_stack_lock = threading.Lock()
 
 
 def _engine_parameters(parameters: Parameters) -> dict[str, object] | None:
