@@ -4,7 +4,9 @@ tests/differential.py for what is generated and what a case is).
 CI runs ``CI_CASES`` cases per engine, derandomized (the same cases every run). ``make
 fuzz`` sets ``PRUNER_FUZZ_CASES`` (split across the engines by ``FUZZ_SHARE``, Spark being
 ~20x slower per query) and draws new cases each run. Either way the per-engine counts of
-cases, mismatches and refused cases are printed at the end.
+cases, mismatches, refused cases (both runs raised) and known-bug cases (an engine failure
+listed in tests/differential.py, checked against the engine on in-memory copies) are printed
+at the end.
 
 A mismatch fails the test with Hypothesis's shrunk example: the assertion message holds
 the data, how it was written and the SQL as a test to paste.
