@@ -152,7 +152,7 @@ def _number_placeholders(sql: str, dialect: str) -> str:
     """Give every ``?`` its position, so parameters bind in textual order."""
     if "?" not in sql:
         return sql
-    tokens = sqlglot.Dialect.get_or_raise(dialect).tokenize(sql)
+    tokens = sqlglot.Dialect.get_or_raise(dialect).tokenize(sql + "\n")
     pieces, position, count = [], 0, 0
     for token in tokens:
         if token.text in ("?", "?::") and token.token_type in (
@@ -173,7 +173,9 @@ class _TooComplex(Exception):
 def _parse(sql: str, dialect: str) -> list[exp.Expr]:
     read = DIALECTS[dialect]
     try:
-        statements = sqlglot.parse(_number_placeholders(sql, read), read=read)
+        # The newline changes no token; without it sqlglot 30's postgres tokenizer fails on
+        # text with a ``$n`` placeholder that ends in ``''`` (SQL DataFusion accepts).
+        statements = sqlglot.parse(_number_placeholders(sql, read) + "\n", read=read)
     except ParseError as err:
         first = err.errors[0] if err.errors else {}
         where = f"line {first.get('line', '?')}, column {first.get('col', '?')}"

@@ -897,11 +897,8 @@ and answers. Such a case is checked against :func:`oracle` instead (outcome ``kn
 KNOWN_PRUNED_FAILURES: dict[str, tuple[str, ...]] = {
     # KNOWN BUG (/work/mismatches.md #7): an empty selection of a Parquet table is a dataset
     # of 0 fragments, which DataFusion's sanity check refuses under a TopK or a window.
-    # KNOWN BUG (#8): sqlglot's postgres tokenizer (pruner's DataFusion dialect) fails on
-    # SQL with a $n placeholder that ends in '' (the engine runs it).
     "datafusion": (
         "does not satisfy distribution requirements: SinglePartition",
-        "could not read the SQL (datafusion): Error tokenizing",
     ),
 }
 """Errors only the pruned run raises, by engine: real bugs of pruning, counted as ``known``

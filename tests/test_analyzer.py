@@ -228,3 +228,13 @@ def test_is_not_null_is_never_is_null_in_any_dialect(dialect: str) -> None:
         assert scan.predicate == NotNull("id"), (sql, scan.predicate)
     (scan,) = analyze("SELECT * FROM a WHERE x NOT LIKE 'a'", SCHEMAS, dialect).scans
     assert isinstance(scan.predicate, Unknown) and "NOT LIKE" in scan.predicate.sql.upper()
+
+
+@pytest.mark.parametrize("dialect", ["duckdb", "spark", "datafusion"])
+def test_sql_ending_in_an_empty_string_after_a_placeholder_is_read(dialect: str) -> None:
+    """sqlglot's postgres tokenizer failed on a ``$n`` followed by SQL ending in ``''``, so
+    a query DataFusion answers raised SqlSyntaxError only when pruned (found by make fuzz)."""
+    placeholder = "$1" if dialect == "datafusion" else "?"
+    sql = f"SELECT * FROM a WHERE id = {placeholder} AND x = ''"
+    (scan,) = analyze(sql, SCHEMAS, dialect).scans
+    assert str(scan.predicate) == "id = $1 AND x = ''", scan.predicate
