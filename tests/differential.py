@@ -897,9 +897,7 @@ and answers. Such a case is checked against :func:`oracle` instead (outcome ``kn
 KNOWN_PRUNED_FAILURES: dict[str, tuple[str, ...]] = {
     # KNOWN BUG (/work/mismatches.md #7): an empty selection of a Parquet table is a dataset
     # of 0 fragments, which DataFusion's sanity check refuses under a TopK or a window.
-    "datafusion": (
-        "does not satisfy distribution requirements: SinglePartition",
-    ),
+    "datafusion": ("does not satisfy distribution requirements: SinglePartition",),
 }
 """Errors only the pruned run raises, by engine: real bugs of pruning, counted as ``known``
 (and reported) rather than stopping the run, until fixed."""
