@@ -445,7 +445,6 @@ def leaf(
     draw: st.DrawFn,
     scope: Sequence[tuple[str, Sequence[str]]],
     dialect: str = "",
-    wide: bool = True,
 ) -> str:
     """One comparison on a column of ``scope``: (qualifier, columns) pairs, e.g. ("x.", [...])."""
     qualifier, names = draw(st.sampled_from(list(scope)))
@@ -455,7 +454,7 @@ def leaf(
     literal = literals(name, dialect)
     shape = draw(st.integers(0, 16))
     if shape == 16 and kind != "bool":
-        return draw(long_lists(column, name, dialect, wide))
+        return draw(long_lists(column, name, dialect))
     if kind == "bool" and shape >= 9:
         return draw(
             st.sampled_from(
@@ -515,10 +514,8 @@ def leaf(
 
 
 @st.composite
-def long_lists(
-    draw: st.DrawFn, column: str, name: str, dialect: str = "", wide: bool = True
-) -> str:
-    """``IN`` of 32-48 literals, or (``wide``) as many ``column = v`` joined by OR: pruner
+def long_lists(draw: st.DrawFn, column: str, name: str, dialect: str = "") -> str:
+    """``IN`` of 32-48 literals, or as many ``column = v`` joined by OR: pruner
     folds such runs out of the SQL text before parsing (pruner/folding.py). The OR run is
     left bare, so in ``c AND x = 1 OR x = 2 ...`` the AND binds tighter, and a NOT may
     precede it."""
@@ -530,7 +527,7 @@ def long_lists(
     values = draw(st.lists(plain, min_size=32, max_size=48))
     if kind_of(name) in ("int", "uint") and draw(st.booleans()):
         values[draw(st.integers(0, len(values) - 1))] = draw(_foreign_literal(name))
-    variant = draw(st.integers(0, 4 if wide else 1))
+    variant = draw(st.integers(0, 4))
     if variant <= 1:
         return f"{column} {'NOT ' if variant else ''}IN ({', '.join(values)})"
     run = " OR ".join(f"{column} = {value}" for value in values)
@@ -547,36 +544,23 @@ def conditions(
     scope: Sequence[tuple[str, Sequence[str]]],
     dialect: str = "",
     depth: int = 0,
-    wide: bool = True,
 ) -> str:
-    """A boolean tree of leaves over ``scope``: AND, OR, NOT, nested up to three deep.
-
-    ``wide=False`` keeps every OR to two operands and leaves out long OR runs (WIDE_ORS)."""
+    """A boolean tree of leaves over ``scope``: AND, OR, NOT, nested up to three deep."""
     if depth < 3 and draw(st.integers(0, 2)) == 0:
         operator = draw(st.sampled_from(["AND", "OR", "NOT"]))
-        below = conditions(scope, dialect, depth + 1, wide)
+        below = conditions(scope, dialect, depth + 1)
         if operator == "NOT":
             return f"NOT ({draw(below)})"
-        widest = 3 if wide or operator == "AND" else 2
-        parts = draw(st.lists(below, min_size=2, max_size=widest))
+        parts = draw(st.lists(below, min_size=2, max_size=3))
         return "(" + f" {operator} ".join(parts) + ")"
-    return draw(leaf(scope, dialect, wide))
-
-
-def wide_ors(engine: str, layouts: Sequence[str]) -> bool:
-    """Whether queries may OR many terms: not on DuckDB over Lance, where the cost of a scan
-    grows exponentially with the OR terms DuckDB pushes into it (/work/mismatches.md #4:
-    20 terms take seconds, 24 more than 2 GB)."""
-    return not (engine == "duckdb" and "lance" in layouts)
+    return draw(leaf(scope, dialect))
 
 
 # --------------------------------------------------------------------------- queries
 
 
 @st.composite
-def sql_queries(
-    draw: st.DrawFn, columns: Sequence[str], dialect: str = "", wide: bool = True
-) -> str:
+def sql_queries(draw: st.DrawFn, columns: Sequence[str], dialect: str = "") -> str:
     """One query over tables ``a`` and ``b`` of ``columns`` (``k`` included), valid in
     DuckDB, DataFusion and Spark (with ``dialect``'s own spellings here and there)."""
     names = list(columns)
@@ -584,7 +568,7 @@ def sql_queries(
     plain = [n for n in names if kind_of(n) != "float"]  # join and group keys
 
     def where(*scope: tuple[str, Sequence[str]]) -> str:
-        return draw(conditions(scope, dialect, wide=wide))
+        return draw(conditions(scope, dialect))
 
     def pick(pool: Sequence[str]) -> str:
         return draw(st.sampled_from(list(pool)))
@@ -781,9 +765,7 @@ def placeholder(dialect: str, number: int) -> str:
 
 
 @st.composite
-def parameter_queries(
-    draw: st.DrawFn, columns: Sequence[str], dialect: str, wide: bool = True
-) -> Query:
+def parameter_queries(draw: st.DrawFn, columns: Sequence[str], dialect: str) -> Query:
     """Equals / IN with placeholders bound to Python values (pruner coerces those too)."""
     names = [n for n in columns if kind_of(n) != "bool"]
     table = draw(st.sampled_from(["a", "b"]))
@@ -794,15 +776,15 @@ def parameter_queries(
     if len(values) > 1:
         joiner = draw(st.sampled_from(["AND", "OR"]))
         condition += f" {joiner} {second} IN ({', '.join(marks[1:])})"
-    more = draw(conditions([("", list(columns))], dialect, wide=wide))
+    more = draw(conditions([("", list(columns))], dialect))
     condition += draw(st.sampled_from(["", f" AND {more}", f" OR {more}"]))
     return Query(f"SELECT k FROM {table} WHERE {condition}", tuple(values))
 
 
-def queries(columns: Sequence[str], dialect: str, wide: bool = True) -> st.SearchStrategy[Query]:
+def queries(columns: Sequence[str], dialect: str) -> st.SearchStrategy[Query]:
     """Mostly literal SQL, sometimes with placeholders."""
-    literal = sql_queries(columns, dialect, wide).map(Query)
-    with_parameters = parameter_queries(columns, dialect, wide)
+    literal = sql_queries(columns, dialect).map(Query)
+    with_parameters = parameter_queries(columns, dialect)
     return st.one_of(literal, literal, literal, literal, with_parameters)
 
 
@@ -814,7 +796,7 @@ def datasets(draw: st.DrawFn, engine: str, queries_per_dataset: int) -> Dataset:
     pool = [n for n in COLUMN_TYPES if n != "k" and n not in excluded]
     columns = draw(st.lists(st.sampled_from(pool), min_size=2, max_size=6, unique=True))
     tables = {name: draw(table_specs(columns, layout)) for name, layout in layouts.items()}
-    sql = queries(["k", *columns], engine, wide_ors(engine, list(layouts.values())))
+    sql = queries(["k", *columns], engine)
     drawn = draw(st.lists(sql, min_size=queries_per_dataset, max_size=queries_per_dataset))
     return Dataset(tables, drawn)
 
@@ -870,46 +852,28 @@ class Outcome:
 
 
 KNOWN_UNPRUNED_FAILURES: dict[str, tuple[str, ...]] = {
-    # KNOWN BUG (/work/mismatches.md #1): DuckDB and DataFusion push a filter on an unsigned
-    # or large_string column into the Lance scanner, which refuses it.
-    "duckdb": (
-        "not yet supported by Substrait conversion",
-        "Substrait is only capable of representing unsafe casts",
-    ),
-    # KNOWN BUG (/work/mismatches.md #2): DataFusion folds a condition to a constant (col =
-    # NULL, contradictory equalities, ...) and pushes it into the pyarrow / Lance scan as a
-    # BooleanScalar, which they refuse.
+    # DataFusion's own bug: it folds a condition to a constant (``col = NULL AND ...``,
+    # ``k BETWEEN NULL AND 3``) and its pyarrow-dataset scan (datafusion-python's
+    # DatasetExec) then fails combining a BooleanScalar with the other pushed filters, on
+    # any ``register_dataset`` source, before pruner's code runs. A small pruned Lance
+    # selection is read ahead into Arrow, has no such scan, and answers.
     "datafusion": (
-        "not yet supported by Substrait conversion",
         "pyarrow.lib.BooleanScalar",
         "has no kernel matching input types (bool, bool)",
-        # KNOWN BUG (/work/mismatches.md #6): a Lance table with no fragment left is a
-        # dataset of 0 partitions, which DataFusion's sanity check refuses under a TopK or
-        # a window; the pruned run registers an empty batch.
-        "does not satisfy distribution requirements: SinglePartition",
     ),
 }
-"""Errors of the unpruned run, by engine, that come from the engine pushing a filter into a
-streamed scan; a pruned selection small enough to be read ahead into Arrow has no such scan
-and answers. Such a case is checked against :func:`oracle` instead (outcome ``known``)."""
-
-
-KNOWN_PRUNED_FAILURES: dict[str, tuple[str, ...]] = {
-    # KNOWN BUG (/work/mismatches.md #7): an empty selection of a Parquet table is a dataset
-    # of 0 fragments, which DataFusion's sanity check refuses under a TopK or a window.
-    "datafusion": ("does not satisfy distribution requirements: SinglePartition",),
-}
-"""Errors only the pruned run raises, by engine: real bugs of pruning, counted as ``known``
-(and reported) rather than stopping the run, until fixed."""
+"""Errors of the unpruned run, by engine, that are the engine's own bugs in a scan the
+pruned run may not have. Such a case is checked against :func:`oracle` instead (outcome
+``known``)."""
 
 
 def unpruned_may_be_wrong(engine: str, tables: Mapping[str, Table]) -> bool:
-    """KNOWN BUG (/work/mismatches.md #5): a filter DataFusion pushes into a streamed Lance
-    scan is evaluated with pyarrow's semantics when Lance does not take it whole (a
-    large_string column in the table, a NULL or parameter in the filter, ...): NaN = NaN is
-    false, NOT IN of 4+ values keeps NULL rows. A pruned selection read ahead into Arrow
-    gets DataFusion's own semantics, so such a case is checked against :func:`oracle`."""
-    return engine == "datafusion" and any(table.kind == "lance" for table in tables.values())
+    """DataFusion's own bug: its Parquet reader prunes row groups by their statistics for
+    ``f = NaN`` (min/max leave NaN out), dropping the NaN rows its in-memory scan returns
+    (``NaN = NaN`` is true in DataFusion). A pruned selection read ahead into Arrow keeps
+    them, so a DataFusion + Parquet case whose answers differ is checked against
+    :func:`oracle`: ``known`` when the pruned answer is DataFusion's in-memory one."""
+    return engine == "datafusion" and any(table.kind == "parquet" for table in tables.values())
 
 
 def whole_table(table: Table) -> pa.Table:
@@ -964,9 +928,6 @@ def compare(
         return Outcome("mismatch", expected, observed)
     if observed.error is None and observed.rows == expected.rows:
         return Outcome("equal", expected, observed)
-    known = KNOWN_PRUNED_FAILURES.get(engine, ())
-    if observed.error is not None and any(text in str(observed.error) for text in known):
-        return Outcome("known", expected, observed)
     if observed.error is None and unpruned_may_be_wrong(engine, tables):
         reference = oracle(engine, sql, tables, parameters)
         if reference.rows == observed.rows:

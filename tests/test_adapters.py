@@ -363,3 +363,83 @@ def test_filters_lance_cannot_apply_are_applied_by_pyarrow(
         for prune in (True, False):
             got = pruner.query(sql, {"u": path}, engine=engine, prune=prune)
             assert sorted(got.column("k").to_pylist()) == expected, (sql, prune)
+
+
+def _datafusion_in_memory(sql: str, name: str, data: pa.Table) -> list[int]:
+    context = datafusion.SessionContext()
+    context.register_record_batches(name, [data.to_batches()])
+    return sorted(context.sql(sql).to_arrow_table().column("k").to_pylist())
+
+
+SEMANTICS_DATA = {
+    "k": pa.array(range(6), pa.int64()),
+    "s": pa.array(["a", None, "c", None, "e", "f"]),
+    "f": pa.array([1.0, float("nan"), None, 2.0, float("nan"), -0.0]),
+    "ls": pa.array(["x", None, "y", "z", None, "x"], pa.large_string()),
+}
+SEMANTICS_SQL = [
+    "SELECT k FROM t WHERE s NOT IN ('a', 'b', 'd', 'e')",  # NULL NOT IN (...) is NULL
+    "SELECT k FROM t WHERE ls NOT IN ('x', 'b', 'd', 'e')",
+    "SELECT k FROM t WHERE ls = 'x' OR f = CAST('NaN' AS DOUBLE)",  # NaN = NaN is true
+    "SELECT k FROM t WHERE ls IS NULL AND f <> 1.0",
+    "SELECT k FROM t WHERE k = 7 ORDER BY k LIMIT 3",  # an empty selection under a TopK
+    "SELECT k, count(*) OVER () AS n FROM t WHERE k = 7",  # ... and under a window
+]
+
+
+@pytest.mark.parametrize("streamed", [True, False])
+def test_datafusion_answers_with_its_own_semantics_on_lance(
+    streamed: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DataFusion pushes filters into a pyarrow dataset as exact; pyarrow applied them with
+    its semantics (NOT IN kept NULL rows, NaN = NaN false), so a Lance table with a column
+    Lance cannot filter on answered differently pruned and unpruned (differential harness).
+    Every answer must be DataFusion's on the same rows in memory."""
+    data = pa.table(SEMANTICS_DATA)
+    path = tmp_path / "t.lance"
+    lance.write_dataset(data, str(path), max_rows_per_file=2)
+    build_index(path, "k", items=1)
+    if streamed:
+        monkeypatch.setattr(sources, "READ_AHEAD_VALUES", 0)
+    for sql in SEMANTICS_SQL:
+        expected = _datafusion_in_memory(sql, "t", data)
+        for prune in (True, False):
+            got = pruner.query(sql, {"t": path}, engine="datafusion", prune=prune)
+            assert sorted(got.column("k").to_pylist()) == expected, (sql, prune)
+
+
+def test_datafusion_reads_parquet_with_its_own_reader(tmp_path: Path) -> None:
+    """Parquet goes through DataFusion's own reader (whole files) or DataFusion's in-memory
+    scan (row groups read ahead), never a pyarrow dataset: the answer is the one
+    ``register_parquet`` gives, pruned or not, for selections of whole files, of row groups
+    and of nothing."""
+    data = pa.table(SEMANTICS_DATA)
+    directory = tmp_path / "t"
+    directory.mkdir()
+    pq.write_table(data.slice(0, 4), directory / "a.parquet", row_group_size=2)
+    pq.write_table(data.slice(4), directory / "b.parquet")
+    build_index(directory, "k", items=1)
+    native = datafusion.SessionContext()
+    native.register_parquet("t", str(directory))
+    sqls = [s for s in SEMANTICS_SQL if "NaN" not in s]
+    sqls += ["SELECT k FROM t WHERE k IN (1, 4) AND s IS NULL", "SELECT k FROM t WHERE k = 2"]
+    for sql in sqls:
+        expected = sorted(native.sql(sql).to_arrow_table().column("k").to_pylist())
+        for prune in (True, False):
+            got = pruner.query(sql, {"t": directory}, engine="datafusion", prune=prune)
+            assert sorted(got.column("k").to_pylist()) == expected, (sql, prune)
+    prepared = pruner.plan("SELECT k FROM t WHERE k = 2", {"t": directory}, dialect="datafusion")
+    parts = parquet_parts(prepared.tables["t"], prepared.selections["t"])
+    assert [(p.file.path.name, p.row_groups) for p in parts] == [("a.parquet", (1,))]
+
+
+def test_datafusion_lance_table_with_no_fragment_left(tmp_path: Path) -> None:
+    """Every row deleted: the dataset has no fragment, a scan of no partitions that
+    DataFusion's sanity check refused under a TopK or a window (differential harness)."""
+    path = tmp_path / "t.lance"
+    lance.write_dataset(pa.table({"k": pa.array([0], pa.int64())}), str(path))
+    build_index(path, "k", items=1)
+    lance.dataset(str(path)).delete("k IN (0)")
+    for sql in SEMANTICS_SQL[-2:]:
+        for prune in (True, False):
+            assert pruner.query(sql, {"t": path}, engine="datafusion", prune=prune).num_rows == 0

@@ -6,9 +6,14 @@ The SQL runs unchanged; each table name it uses is registered on the SessionCont
 - Lance: the selected rows themselves when few, registered as record batches; else a
   :class:`~pruner.adapters.sources.PrunedLanceDataset`, whose fragments DataFusion reads as
   its partitions, each restricted to the selected row addresses;
-- Parquet: a ``FileSystemDataset`` of the selected files, with only the selected row groups
-  of partial files (DataFusion's Python API has no row-range read: row groups are the
-  finest unit, a superset of the selection).
+- Parquet: DataFusion's own Parquet reader (``read_parquet``) on each file read whole, and
+  the selected row groups of the other files read ahead into Arrow when they are few
+  (:data:`~pruner.adapters.sources.READ_AHEAD_VALUES`), else those files read whole too;
+  registered as one view, the union of them. DataFusion's Python API has no row-range read,
+  so row groups are the finest unit (a superset of the selection). Nothing goes through a
+  ``pyarrow.dataset``: DataFusion pushes its filters into one as exact and pyarrow applies
+  them with its own semantics (``NOT IN`` keeps NULL rows, ``NaN = NaN`` is false), which
+  changed answers.
 
 >>> import tempfile, pyarrow as pa, lance
 >>> from pruner.index import build_index
@@ -21,14 +26,21 @@ The SQL runs unchanged; each table name it uses is registered on the SessionCont
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Mapping
 
+import lance
 import pyarrow as pa
-import pyarrow.dataset as pads
-from pyarrow import fs
+import pyarrow.parquet as pq
 
-from pruner.adapters.sources import lance_source, parquet_parts
+from pruner.adapters.sources import (
+    READ_AHEAD_VALUES,
+    ParquetPart,
+    lance_cannot_filter,
+    lance_source,
+    parquet_parts,
+)
 from pruner.explain import as_table
 from pruner.plan import Parameters, Plan, TableSource, plan
 from pruner.selection import Selection
@@ -41,22 +53,63 @@ except ImportError as err:  # pragma: no cover - exercised only without the extr
         "pruner's DataFusion adapter needs datafusion: pip install 'pruner[datafusion]'"
     ) from err
 
-__all__ = ["bind", "parquet_dataset", "query", "quote_identifier", "register", "sql"]
+__all__ = ["bind", "parquet_frame", "query", "quote_identifier", "register", "sql"]
 
 
-def parquet_dataset(table: Table, selection: Selection | None) -> pads.FileSystemDataset:
-    """The selected files and row groups of a Parquet table, as one pyarrow dataset."""
-    file_format = pads.ParquetFileFormat()
-    filesystem = fs.LocalFileSystem()
-    fragments = [
-        file_format.make_fragment(
-            str(part.file.path),
-            filesystem=filesystem,
-            row_groups=None if part.row_groups is None else list(part.row_groups),
-        )
-        for part in parquet_parts(table, selection)
+def parquet_frame(
+    context: datafusion.SessionContext, table: Table, selection: Selection | None
+) -> datafusion.DataFrame:
+    """The selected files and row groups of a Parquet table (all when ``selection`` is None),
+    as one DataFusion DataFrame read with DataFusion's semantics."""
+    parts = parquet_parts(table, selection)
+    partial = [part for part in parts if part.row_groups is not None]
+    values = sum(part.rows() for part in partial) * max(1, len(table.schema))
+    if values > READ_AHEAD_VALUES:  # too many rows to hold: those files are read whole
+        parts = [ParquetPart(part.file, None) for part in parts]
+        partial = []
+    frames = [
+        context.read_parquet(part.file.path.as_uri(), schema=table.schema, file_extension="")
+        for part in parts
+        if part.row_groups is None
     ]
-    return pads.FileSystemDataset(fragments, table.schema, file_format, filesystem)
+    if partial or not frames:
+        rows = [
+            pq.ParquetFile(part.file.path).read_row_groups(list(part.row_groups or ()))
+            for part in partial
+        ]
+        ahead = pa.concat_tables([r.cast(table.schema) for r in rows]) if rows else None
+        frames.append(_memory_frame(context, ahead or table.schema.empty_table()))
+    return functools.reduce(lambda left, right: left.union(right), frames)
+
+
+def _unfiltered_columns(
+    context: datafusion.SessionContext, source: lance.LanceDataset
+) -> datafusion.DataFrame:
+    """``source`` with every column Lance cannot filter on passed through an identity UDF,
+    so DataFusion applies the filters on them itself instead of pushing them into the scan.
+
+    Lance refuses such filters, and pyarrow, which would then apply them, does so with its
+    own semantics (``NaN = NaN`` false where DataFusion says true). Filters on the other
+    columns still reach Lance, which applies them with DataFusion's semantics.
+    """
+    frame = context.read_table(datafusion.catalog.Table(source))
+    columns = []
+    for field in source.schema:
+        column = datafusion.col(quote_identifier(field.name))
+        if lance_cannot_filter(field.type):
+            keep = datafusion.udf(
+                lambda values: values, [field], field, "immutable", "pruner_unpushed"
+            )
+            column = keep(column).alias(field.name)
+        columns.append(column)
+    return frame.select(*columns)
+
+
+def _memory_frame(context: datafusion.SessionContext, data: pa.Table) -> datafusion.DataFrame:
+    """``data`` as a DataFusion DataFrame of one partition (also when empty: DataFusion
+    refuses a source of no partitions under a TopK or a window)."""
+    batches = data.to_batches() or [pa.RecordBatch.from_pylist([], schema=data.schema)]
+    return context.create_dataframe([batches], schema=data.schema)
 
 
 def register(
@@ -72,14 +125,19 @@ def register(
     if context.table_exist(quoted):
         context.deregister_table(quoted)
     if opened.kind == "parquet":
-        context.register_dataset(quoted, parquet_dataset(opened, selection))
+        context.register_view(quoted, parquet_frame(context, opened, selection))
         return
     source = lance_source(opened, selection)
     if isinstance(source, pa.Table):
-        empty = pa.RecordBatch.from_pylist([], schema=source.schema)
-        context.register_record_batches(quoted, [source.to_batches() or [empty]])
-    else:
+        context.register_view(quoted, _memory_frame(context, source))
+    elif not source.get_fragments():
+        # A dataset of no fragments is a scan of no partitions, which DataFusion refuses
+        # under a TopK or a window.
+        context.register_view(quoted, _memory_frame(context, opened.schema.empty_table()))
+    elif not source._pruner_filter_here:
         context.register_dataset(quoted, source)
+    else:
+        context.register_view(quoted, _unfiltered_columns(context, source))
 
 
 def quote_identifier(name: str) -> str:

@@ -39,6 +39,7 @@ __all__ = [
     "ParquetPart",
     "PrunedLanceDataset",
     "lance_allowlist",
+    "lance_cannot_filter",
     "lance_fragment_batches",
     "lance_source",
     "parquet_parts",
@@ -117,10 +118,10 @@ class _PrunedFragment:
         return getattr(self._fragment, name)
 
 
-def _lance_cannot_filter(arrow_type: pa.DataType) -> bool:
+def lance_cannot_filter(arrow_type: pa.DataType) -> bool:
     """Types Lance 14's scanner cannot filter on: it turns a pushed filter into Substrait and
-    refuses these (measured: unsigned integers, large strings and binaries, date64, times,
-    durations), when the scan runs."""
+    refuses one that names a column of these types (measured: unsigned integers, large
+    strings and binaries, date64, times, durations), when the scan is built or starts."""
     return (
         pa.types.is_unsigned_integer(arrow_type)
         or pa.types.is_large_string(arrow_type)
@@ -147,23 +148,26 @@ def _too_deep_for_lance(condition: pc.Expression) -> bool:
 
 
 def _scan(make: Any, options: dict[str, Any], dataset: PrunedLanceDataset) -> Any:
-    """``make(options)``, a Lance scanner, with the engine's pushed filter kept in Lance when
-    Lance can apply it, else applied here by pyarrow on what Lance reads.
+    """``make(options)``, a Lance scanner, with the engine's pushed filter applied by Lance
+    whenever Lance takes it, else by pyarrow on what Lance reads.
 
-    An engine treats a filter it pushed as done, so it must be applied exactly: on a dataset
-    with a column Lance cannot filter on, for a filter that is a constant (DataFusion
-    pushes ``NULL`` as a BooleanScalar) and for one nested too deeply for Lance to take in
-    reasonable time, pyarrow applies it to the scanned batches.
+    An engine treats a filter it pushed as done, so it must be applied exactly. Lance applies
+    it with DataFusion's semantics (``NaN = NaN`` is true, ``NULL NOT IN (...)`` is NULL),
+    pyarrow with its own, so pyarrow is only the fallback: for a filter on a column Lance
+    cannot filter on (Lance refuses it when the scan is built or starts), a constant
+    (DataFusion pushes ``NULL`` as a BooleanScalar) and one nested too deeply for Lance to
+    take in reasonable time.
     """
     condition = options.get("filter")
     if condition is None:
         return make(options)
-    if (
-        isinstance(condition, pc.Expression)
-        and not dataset._pruner_filter_here
-        and not _too_deep_for_lance(condition)
-    ):
-        return make(options)
+    if isinstance(condition, pc.Expression) and not _too_deep_for_lance(condition):
+        if not dataset._pruner_filter_here:
+            return make(options)
+        try:
+            return pads.Scanner.from_batches(make(options).to_reader())
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError):
+            pass  # a column Lance cannot filter on: pyarrow applies the filter below
     if not isinstance(condition, pc.Expression):
         condition = pc.scalar(condition.as_py() is True)
     columns = options.get("columns")
@@ -206,7 +210,7 @@ def lance_source(table: Table, selection: Selection | None) -> pa.Table | lance.
     pruned.__dict__.update(dataset.__dict__)
     pruned._pruner_fragments = fragments
     pruned._pruner_options = {"use_scalar_index": False} if selection is None else {}
-    pruned._pruner_filter_here = any(_lance_cannot_filter(f.type) for f in table.schema)
+    pruned._pruner_filter_here = any(lance_cannot_filter(f.type) for f in table.schema)
     pruned._pruner_fragment_allowlists = {
         f.fragment_id: _allowlist_of(f.fragment_id, partial) for f in fragments
     }
@@ -274,6 +278,12 @@ class ParquetPart:
 
     file: ParquetFile
     row_groups: tuple[int, ...] | None
+
+    def rows(self) -> int:
+        """How many rows the part reads."""
+        if self.row_groups is None:
+            return self.file.rows
+        return sum(self.file.row_group_rows[group] for group in self.row_groups)
 
     def row_spans(self) -> Iterator[tuple[int, int]]:
         """The selected row groups as merged half-open ``(first_row, end_row)`` spans."""
