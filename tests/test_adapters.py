@@ -3,6 +3,7 @@ engines over Lance and Parquet; and the edges of binding tables to pruned source
 
 from __future__ import annotations
 
+import datetime as dt
 import subprocess
 import sys
 from collections import Counter
@@ -443,3 +444,35 @@ def test_datafusion_lance_table_with_no_fragment_left(tmp_path: Path) -> None:
     for sql in SEMANTICS_SQL[-2:]:
         for prune in (True, False):
             assert pruner.query(sql, {"t": path}, engine="datafusion", prune=prune).num_rows == 0
+
+
+@pytest.mark.parametrize("engine", ["duckdb", "datafusion"])
+def test_a_filter_pyarrow_cannot_put_into_substrait_is_applied_by_pyarrow(
+    engine: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DuckDB pushes ``tzms = ?`` with a cast pyarrow cannot serialize into Substrait for
+    Lance ("only capable of representing unsafe casts"): unpruned raised, pruned answered
+    (make fuzz)."""
+    path = tmp_path / "t.lance"
+    stamp = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
+    table = pa.table(
+        {
+            "k": pa.array(range(4), pa.int64()),
+            "i8": pa.array([None, 0, -128, -128], pa.int8()),
+            "tzms": pa.array([None, None, stamp, stamp], pa.timestamp("ms", tz="UTC")),
+        }
+    )
+    lance.write_dataset(table, str(path), max_rows_per_file=2)
+    build_index(path, "k", items=1)
+    monkeypatch.setattr(sources, "READ_AHEAD_VALUES", 0)  # stream: the engine pushes filters
+    mark = "?" if engine == "duckdb" else "$1"
+    for value, expected in [(stamp.replace(tzinfo=None), [2, 3]), (dt.datetime(1969, 12, 31), [])]:
+        for prune in (True, False):
+            got = pruner.query(
+                f"SELECT k FROM t WHERE tzms = {mark} AND i8 IN (-128, 0)",
+                {"t": path},
+                engine=engine,
+                prune=prune,
+                parameters=[value],
+            )
+            assert sorted(got.column("k").to_pylist()) == expected, (value, prune)

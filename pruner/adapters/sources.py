@@ -153,8 +153,9 @@ def _scan(make: Any, options: dict[str, Any], dataset: PrunedLanceDataset) -> An
 
     An engine treats a filter it pushed as done, so it must be applied exactly. Lance applies
     it with DataFusion's semantics (``NaN = NaN`` is true, ``NULL NOT IN (...)`` is NULL),
-    pyarrow with its own, so pyarrow is only the fallback: for a filter on a column Lance
-    cannot filter on (Lance refuses it when the scan is built or starts), a constant
+    pyarrow with its own, so pyarrow is only the fallback: for a filter Lance refuses (one
+    on a column of a type it cannot filter on, or with a cast pyarrow cannot put into
+    Substrait, refused when the scan is built or starts), a constant
     (DataFusion pushes ``NULL`` as a BooleanScalar) and one nested too deeply for Lance to
     take in reasonable time.
     """
@@ -162,12 +163,15 @@ def _scan(make: Any, options: dict[str, Any], dataset: PrunedLanceDataset) -> An
     if condition is None:
         return make(options)
     if isinstance(condition, pc.Expression) and not _too_deep_for_lance(condition):
-        if not dataset._pruner_filter_here:
-            return make(options)
         try:
-            return pads.Scanner.from_batches(make(options).to_reader())
+            scanner = make(options)
+            if not dataset._pruner_filter_here:
+                return scanner
+            return pads.Scanner.from_batches(scanner.to_reader())
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError):
-            pass  # a column Lance cannot filter on: pyarrow applies the filter below
+            # pyarrow could not put the filter into Substrait (a cast, e.g. of a timestamp
+            # with a zone), or Lance refused a column: pyarrow applies it below.
+            pass
     if not isinstance(condition, pc.Expression):
         condition = pc.scalar(condition.as_py() is True)
     columns = options.get("columns")
