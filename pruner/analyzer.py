@@ -69,6 +69,7 @@ from pruner.expressions import (
 )
 from pruner.folding import Folded, check, fold, unfold
 from pruner.literals import INTEGER_CASTS, literal_from_python
+from pruner.stacks import on_big_stack
 
 __all__ = ["DIALECTS", "MAX_PARSED_CHARS", "Analysis", "Scan", "analyze", "names_table"]
 
@@ -1022,34 +1023,18 @@ def _deep_recursion(limit: int = _RECURSION_LIMIT) -> Iterator[None]:
 def _on_deep_stack(function: Callable[[], Analysis], sql: str) -> Analysis:
     """``function()`` on a thread with a ``_STACK_BYTES`` C stack, under the raised limit;
     for short SQL, or where no such thread can start, on this thread under a lower one."""
+
+    def inline() -> Analysis:
+        with _deep_recursion(_INLINE_RECURSION_LIMIT):
+            return function()
+
+    def deep() -> Analysis:
+        with _deep_recursion():
+            return function()
+
     if len(sql) <= _INLINE_CHARS:
-        with _deep_recursion(_INLINE_RECURSION_LIMIT):
-            return function()
-    outcome: list[Analysis | BaseException] = []
-
-    def run() -> None:
-        try:
-            with _deep_recursion():
-                outcome.append(function())
-        except BaseException as err:  # handed to the caller's thread
-            outcome.append(err)
-
-    try:
-        with _limit_lock:  # stack_size() is process-wide: set it only around our start()
-            previous = threading.stack_size(_STACK_BYTES)
-            try:
-                worker = threading.Thread(target=run, name="pruner-analyze", daemon=True)
-                worker.start()
-            finally:
-                threading.stack_size(previous)
-    except (RuntimeError, ValueError, MemoryError):
-        with _deep_recursion(_INLINE_RECURSION_LIMIT):
-            return function()
-    worker.join()
-    (result,) = outcome
-    if isinstance(result, BaseException):
-        raise result
-    return result
+        return inline()
+    return on_big_stack(deep, _STACK_BYTES, "pruner-analyze", fallback=inline)
 
 
 def _whole(sql: str, dialect: str, schemas: Mapping[str, pa.Schema], reason: str) -> Analysis:

@@ -27,8 +27,7 @@ The SQL runs unchanged; each table name it uses is registered on the SessionCont
 from __future__ import annotations
 
 import functools
-import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 import lance
 import pyarrow as pa
@@ -44,6 +43,7 @@ from pruner.adapters.sources import (
 from pruner.explain import as_table
 from pruner.plan import Parameters, Plan, TableSource, plan
 from pruner.selection import Selection
+from pruner.stacks import on_big_stack
 from pruner.table import Table
 
 try:
@@ -193,50 +193,19 @@ def query(
             query_text, tables, dialect="datafusion", parameters=parameters, prune=prune
         )
     context = bind(context if context is not None else datafusion.SessionContext(), prepared)
-    return _on_big_stack(
+    return on_big_stack(
         lambda: context.sql(
             query_text, param_values=_engine_parameters(parameters)
-        ).to_arrow_table()
+        ).to_arrow_table(),
+        _STACK_BYTES,
+        "pruner-datafusion",
     )
 
 
 _STACK_BYTES = 1 << 30
-
-
-def _on_big_stack(function: Callable[[], pa.Table]) -> pa.Table:
-    """``function()`` on a thread with a 1 GiB stack (only the pages used are allocated).
-
-    DataFusion plans on the calling thread and recurses once per operator of an expression:
-    10,000 ORed equalities overflowed the 8 MiB main-thread stack and killed the process
-    (SIGSEGV); on this thread they are planned and answered. Where no such thread can start,
-    on this one.
-    """
-    outcome: list[pa.Table | BaseException] = []
-
-    def run() -> None:
-        try:
-            outcome.append(function())
-        except BaseException as err:  # handed to the caller's thread
-            outcome.append(err)
-
-    try:
-        with _stack_lock:
-            previous = threading.stack_size(_STACK_BYTES)
-            try:
-                worker = threading.Thread(target=run, name="pruner-datafusion", daemon=True)
-                worker.start()
-            finally:
-                threading.stack_size(previous)
-    except (RuntimeError, ValueError, MemoryError):
-        return function()
-    worker.join()
-    (result,) = outcome
-    if isinstance(result, BaseException):
-        raise result
-    return result
-
-
-_stack_lock = threading.Lock()
+"""DataFusion plans on the calling thread and recurses once per operator of an expression:
+10,000 ORed equalities overflowed the 8 MiB main-thread stack and killed the process
+(SIGSEGV); on a thread with this stack they are planned and answered."""
 
 
 def _engine_parameters(parameters: Parameters) -> dict[str, object] | None:
