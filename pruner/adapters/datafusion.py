@@ -73,12 +73,13 @@ def parquet_frame(
         if part.row_groups is None
     ]
     if partial or not frames:
-        rows = [
-            pq.ParquetFile(part.file.path).read_row_groups(list(part.row_groups or ()))
+        ahead = [
+            pq.ParquetFile(part.file.path).read_row_groups(part.row_groups or ()).cast(table.schema)
             for part in partial
         ]
-        ahead = pa.concat_tables([r.cast(table.schema) for r in rows]) if rows else None
-        frames.append(_memory_frame(context, ahead or table.schema.empty_table()))
+        frames.append(
+            _memory_frame(context, pa.concat_tables(ahead) if ahead else table.schema.empty_table())
+        )
     return functools.reduce(lambda left, right: left.union(right), frames)
 
 
@@ -134,7 +135,7 @@ def register(
         # A dataset of no fragments is a scan of no partitions, which DataFusion refuses
         # under a TopK or a window.
         context.register_view(quoted, _memory_frame(context, opened.schema.empty_table()))
-    elif not source._pruner_filter_here:
+    elif not source._pruner_may_refuse_filters:
         context.register_dataset(quoted, source)
     else:
         context.register_view(quoted, _unfiltered_columns(context, source))

@@ -80,7 +80,7 @@ class PrunedLanceDataset(lance.LanceDataset):
     _pruner_allowlist: bytes | None
     _pruner_fragment_allowlists: dict[int, bytes | None]
     _pruner_options: dict[str, Any]
-    _pruner_filter_here: bool
+    _pruner_may_refuse_filters: bool
 
     def scanner(self, *args: Any, **kwargs: Any) -> Any:
         kwargs.update(self._pruner_options)
@@ -165,7 +165,7 @@ def _scan(make: Any, options: dict[str, Any], dataset: PrunedLanceDataset) -> An
     if isinstance(condition, pc.Expression) and not _too_deep_for_lance(condition):
         try:
             scanner = make(options)
-            if not dataset._pruner_filter_here:
+            if not dataset._pruner_may_refuse_filters:
                 return scanner
             return pads.Scanner.from_batches(scanner.to_reader())
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError):
@@ -214,7 +214,7 @@ def lance_source(table: Table, selection: Selection | None) -> pa.Table | lance.
     pruned.__dict__.update(dataset.__dict__)
     pruned._pruner_fragments = fragments
     pruned._pruner_options = {"use_scalar_index": False} if selection is None else {}
-    pruned._pruner_filter_here = any(lance_cannot_filter(f.type) for f in table.schema)
+    pruned._pruner_may_refuse_filters = any(lance_cannot_filter(f.type) for f in table.schema)
     pruned._pruner_fragment_allowlists = {
         f.fragment_id: _allowlist_of(f.fragment_id, partial) for f in fragments
     }
