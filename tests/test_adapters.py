@@ -24,6 +24,7 @@ from pruner.adapters import duckdb as duck_adapter
 from pruner.adapters import sources
 from pruner.adapters.sources import lance_source, parquet_parts
 from pruner.demo import engine_sql, read_sql_examples, rows_multiset
+from pruner.errors import EngineError
 from pruner.index import build_index
 from pruner.selection import Selection
 from pruner.table import open_table
@@ -279,6 +280,50 @@ def test_datafusion_sql_on_an_existing_context(lance_table: Path) -> None:
         parameters=[7777],
     )
     assert frame.to_arrow_table().to_pylist() == [{"id": 7777, "x": 1}]
+
+
+@pytest.mark.parametrize("entry", ["sql", "query"])
+@pytest.mark.parametrize("kind", ["lance", "parquet"])
+def test_datafusion_leaves_the_callers_context_as_it_was(
+    entry: str, kind: str, lance_table: Path, parquet_table: Path
+) -> None:
+    """The caller's own ``t`` (the raw files, registered by DataFusion itself; Lance's
+    rows in memory) answers for all of its rows after a pruned query bound ``t``; names
+    pruner bound are gone again."""
+    path = lance_table if kind == "lance" else parquet_table
+    context = datafusion.SessionContext()
+    if kind == "lance":
+        context.register_record_batches("t", [lance.dataset(path).to_table().to_batches()])
+    else:
+        context.register_parquet("t", str(path))
+    whole = context.sql("SELECT count(*) FROM t").to_arrow_table().column(0).to_pylist()
+    key = int(context.sql("SELECT id FROM t LIMIT 1").to_arrow_table().column(0)[0].as_py())
+    sql = f"SELECT count(*) FROM t, u WHERE t.id = {key} AND u.id = t.id"
+    tables = {"t": path, "u": path}
+    if entry == "sql":
+        frame = df_adapter.sql(context, sql, tables)
+        assert context.sql("SELECT count(*) FROM t").to_arrow_table().column(0).to_pylist() == (
+            whole
+        ), "the caller's t is back as soon as the query is planned"
+        answer = frame.to_arrow_table().column(0).to_pylist()
+    else:
+        answer = df_adapter.query(sql, tables, context=context).column(0).to_pylist()
+    assert answer == [1], "the pruned query read pruner's sources"
+    assert whole[0] > 10_000
+    assert context.sql("SELECT count(*) FROM t").to_arrow_table().column(0).to_pylist() == whole
+    assert not context.table_exist("u"), "a name only pruner bound is not left behind"
+
+
+def test_datafusion_register_refuses_a_callers_table(lance_table: Path) -> None:
+    """As DataFusion's own ``register_*`` does: the caller's table is never dropped."""
+    context = datafusion.SessionContext()
+    context.register_record_batches("t", [[pa.record_batch({"x": [1, 2]})]])
+    with pytest.raises(EngineError, match="already has a table named 't'"):
+        df_adapter.register(context, "t", lance_table)
+    assert context.sql("SELECT sum(x) FROM t").to_arrow_table().column(0).to_pylist() == [3]
+    df_adapter.register(context, "u", lance_table)
+    rows = lance.dataset(lance_table).count_rows()
+    assert context.sql("SELECT count(*) FROM u").to_arrow_table().column(0).to_pylist() == [rows]
 
 
 @pytest.mark.parametrize("engine", ENGINES)

@@ -18,6 +18,7 @@ import pytest
 import pruner
 from pruner.adapters import spark as spark_adapter
 from pruner.demo import engine_sql, read_sql_examples, rows_multiset
+from pruner.errors import EngineError
 from pruner.index import build_index
 
 EXAMPLES = read_sql_examples()
@@ -176,6 +177,17 @@ def test_the_callers_session_is_left_alone(lance_table: Path, spark: Any) -> Non
     assert frame.collect()[0].n == 1
     assert [r.id for r in spark.sql("SELECT id FROM t").collect()] == [42]
     spark.catalog.dropTempView("t")
+
+
+def test_asking_for_another_master_never_stops_the_active_session(spark: Any) -> None:
+    """Spark runs one SparkContext per process: pruner refuses instead of stopping the
+    caller's session (which it did when the master differed)."""
+    from pruner.adapters.spark import session
+
+    with pytest.raises(EngineError, match="already active"):
+        session("local[1]")
+    assert session() is spark
+    assert spark.range(5).count() == 5, "the caller's session still runs"
 
 
 def test_spark_parameters_bind_like_literals(lance_table: Path, spark: Any) -> None:

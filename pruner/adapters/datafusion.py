@@ -26,8 +26,10 @@ The SQL runs unchanged; each table name it uses is registered on the SessionCont
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping
 
 import lance
 import pyarrow as pa
@@ -40,6 +42,7 @@ from pruner.adapters.sources import (
     lance_source,
     parquet_parts,
 )
+from pruner.errors import EngineError
 from pruner.explain import as_table
 from pruner.plan import Parameters, Plan, TableSource, plan
 from pruner.selection import Selection
@@ -119,12 +122,27 @@ def register(
     table: TableSource,
     selection: Selection | None = None,
 ) -> None:
-    """Bind ``name`` on ``context`` to ``table`` restricted to ``selection`` (None: all),
-    replacing whatever ``name`` was bound to."""
-    opened = as_table(table)
+    """Register ``name`` on ``context`` as ``table`` restricted to ``selection`` (None: all).
+
+    Like DataFusion's own ``register_*`` calls, it refuses a name that is already
+    registered (deregister it first): it never drops a table of the caller's.
+
+    Raises:
+        EngineError: ``context`` already has a table named ``name``.
+    """
     quoted = quote_identifier(name)
     if context.table_exist(quoted):
-        context.deregister_table(quoted)
+        raise EngineError(
+            f"DataFusion already has a table named {name!r}: deregister it first "
+            "(context.deregister_table), or run the query with pruner.adapters.datafusion.sql, "
+            "which binds pruner's tables only while DataFusion plans it"
+        )
+    _register(context, quoted, as_table(table), selection)
+
+
+def _register(
+    context: datafusion.SessionContext, quoted: str, opened: Table, selection: Selection | None
+) -> None:
     if opened.kind == "parquet":
         context.register_view(quoted, parquet_frame(context, opened, selection))
         return
@@ -154,11 +172,40 @@ def quote_identifier(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def bind(context: datafusion.SessionContext, prepared: Plan) -> datafusion.SessionContext:
-    """Register every table of ``prepared`` on ``context`` under its name, pruned."""
-    for name, table in prepared.tables.items():
-        register(context, name, table, prepared.selections.get(name))
-    return context
+@contextlib.contextmanager
+def bind(context: datafusion.SessionContext, prepared: Plan) -> Iterator[datafusion.SessionContext]:
+    """``context`` with every table of ``prepared`` registered under its name, pruned, for
+    the duration of the ``with`` block; then ``context`` is as it was (the caller's tables of
+    those names are back, the others gone).
+
+    A DataFrame planned inside the block keeps the pruned sources it was planned with, so it
+    can be collected after the block.
+    """
+    saved: dict[str, datafusion.catalog.Table | None] = {}
+    with _binding_lock:
+        try:
+            for name, table in prepared.tables.items():
+                quoted = quote_identifier(name)
+                if quoted in saved:
+                    continue
+                saved[quoted] = (
+                    context.table_provider(quoted) if context.table_exist(quoted) else None
+                )
+                if saved[quoted] is not None:
+                    context.deregister_table(quoted)
+                _register(context, quoted, as_table(table), prepared.selections.get(name))
+            yield context
+        finally:
+            for quoted, provider in saved.items():
+                if context.table_exist(quoted):
+                    context.deregister_table(quoted)
+                if provider is not None:
+                    context.register_table(quoted, provider)
+
+
+_binding_lock = threading.RLock()
+"""Held while pruner's tables are bound on a context: two pruned queries on one context at
+once would otherwise see each other's sources, or restore each other's."""
 
 
 def sql(
@@ -169,13 +216,13 @@ def sql(
     parameters: Parameters = (),
     prune: bool = True,
 ) -> datafusion.DataFrame:
-    """Like ``context.sql(query_text)``, with ``tables`` registered as pruned sources.
-
-    The names stay bound to this query's pruned sources until the next call rebinds them.
-    """
+    """Like ``context.sql(query_text)``, with ``tables`` registered as pruned sources while
+    DataFusion plans the query: the DataFrame reads the pruned sources, and ``context`` is
+    left as it was (its own tables of those names included)."""
     prepared = plan(query_text, tables, dialect="datafusion", parameters=parameters, prune=prune)
-    bind(context, prepared)
-    return context.sql(query_text, param_values=_engine_parameters(parameters))
+    return on_big_stack(
+        lambda: _frame(context, prepared, query_text, parameters), _STACK_BYTES, "pruner-datafusion"
+    )
 
 
 def query(
@@ -188,19 +235,25 @@ def query(
     prepared: Plan | None = None,
 ) -> pa.Table:
     """Run ``query_text`` on DataFusion with ``tables`` pruned; the result as a pyarrow
-    Table."""
+    Table. A given ``context`` is left as it was."""
     if prepared is None:
         prepared = plan(
             query_text, tables, dialect="datafusion", parameters=parameters, prune=prune
         )
-    context = bind(context if context is not None else datafusion.SessionContext(), prepared)
+    session = context if context is not None else datafusion.SessionContext()
     return on_big_stack(
-        lambda: context.sql(
-            query_text, param_values=_engine_parameters(parameters)
-        ).to_arrow_table(),
+        lambda: _frame(session, prepared, query_text, parameters).to_arrow_table(),
         _STACK_BYTES,
         "pruner-datafusion",
     )
+
+
+def _frame(
+    context: datafusion.SessionContext, prepared: Plan, query_text: str, parameters: Parameters
+) -> datafusion.DataFrame:
+    """``query_text`` planned on ``context`` with ``prepared`` bound while it plans."""
+    with bind(context, prepared):
+        return context.sql(query_text, param_values=_engine_parameters(parameters))
 
 
 _STACK_BYTES = 1 << 30

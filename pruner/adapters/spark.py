@@ -81,13 +81,23 @@ def session(master: str | None = None) -> SparkSession:
     """The active SparkSession, or a local one started now (``local[*]`` unless ``master``
     says otherwise); the ``pruner`` data source is registered on it.
 
+    A session that is already active is never stopped: Spark runs one SparkContext per
+    process, so a ``master`` other than the active session's is an error.
+
     Raises:
-        EngineError: no Java, or the session could not start.
+        EngineError: no Java, the session could not start, or another session is active.
     """
     global _session
     with _session_lock:
         active = SparkSession.getActiveSession()
-        if active is not None and (master is None or active.sparkContext.master == master):
+        if active is not None:
+            running = active.sparkContext.master
+            if master is not None and running != master:
+                raise EngineError(
+                    f"a SparkSession with master {running!r} is already active and Spark runs "
+                    f"one per process: pruner will not stop it to start {master!r}; call "
+                    "session() without a master to use it, or stop it yourself first"
+                )
             _register_source(active)
             return active
         if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
@@ -95,8 +105,6 @@ def session(master: str | None = None) -> SparkSession:
                 "Spark needs Java 17 or newer: install a JDK (for example "
                 "'apt install openjdk-17-jre-headless') or set JAVA_HOME"
             )
-        if active is not None:
-            active.stop()
         builder = SparkSession.builder.master(master or "local[*]").appName("pruner")
         for key, value in SESSION_CONFIG.items():
             builder = builder.config(key, value)
