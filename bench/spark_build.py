@@ -44,8 +44,8 @@ if str(ROOT) not in sys.path:
 from common import print_header  # noqa: E402 (bench/ is sys.path[0] when run as a script)
 
 from pruner.adapters.spark import session  # noqa: E402
+from pruner.adapters.spark.build import build_zone_index_spark  # noqa: E402
 from pruner.index import ZoneIndex, build_lance_index  # noqa: E402
-from pruner.spark_build import build_zone_index_spark  # noqa: E402
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 MASTERS = ("local[1]", "local[2]")

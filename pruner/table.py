@@ -26,32 +26,19 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pruner.discover import ParquetFile, file_identity, is_lance_dataset, parquet_files
 from pruner.errors import InvalidParameterError, PrunerError
 from pruner.index import (
     DEFAULT_ITEMS,
     ZoneIndex,
-    _is_lance_dataset,
-    _parquet_files,
     list_bloom_indexes,
     load_lance_index,
-    parquet_footer_hash,
     parquet_index_path,
     read_index_file,
 )
 from pruner.selection import FRAGMENT_SHIFT, Selection
 
 __all__ = ["BoundIndex", "Table", "open_table"]
-
-
-@dataclass(frozen=True, slots=True)
-class ParquetFile:
-    path: Path
-    relative: str
-    size: int
-    mtime_ns: int
-    rows: int
-    row_group_rows: tuple[int, ...] = ()
-    footer: int = 0
 
 
 @dataclass(eq=False)
@@ -297,7 +284,7 @@ def open_table(source: str | os.PathLike[str], version: int | None = None) -> Ta
         InvalidParameterError: the path is neither.
     """
     path = Path(source)
-    if _is_lance_dataset(path):
+    if is_lance_dataset(path):
         import lance
 
         dataset = lance.dataset(str(path), version=version)
@@ -310,7 +297,7 @@ def open_table(source: str | os.PathLike[str], version: int | None = None) -> Ta
         )
     if not path.is_dir():
         raise InvalidParameterError(f"{path} does not exist; give a Lance dataset or a directory")
-    found = _parquet_files(path)
+    found = parquet_files(path)
     if not found:
         raise InvalidParameterError(
             f"{path} is neither a Lance dataset nor a directory of Parquet files"
@@ -320,8 +307,7 @@ def open_table(source: str | os.PathLike[str], version: int | None = None) -> Ta
     mixed: set[str] = set()
     uniform = True
     for fid, file in enumerate(found):
-        stat = file.stat()
-        footer = parquet_footer_hash(file)
+        identity = file_identity(file)
         metadata = pq.read_metadata(file)
         file_schema = metadata.schema.to_arrow_schema()
         if schema is None:
@@ -335,11 +321,11 @@ def open_table(source: str | os.PathLike[str], version: int | None = None) -> Ta
         files[fid] = ParquetFile(
             file,
             file.relative_to(path).as_posix(),
-            stat.st_size,
-            stat.st_mtime_ns,
+            identity.size,
+            identity.mtime_ns,
             metadata.num_rows,
             tuple(metadata.row_group(g).num_rows for g in range(metadata.num_row_groups)),
-            footer,
+            identity.footer,
         )
     assert schema is not None
     rows = {fid: f.rows for fid, f in files.items()}

@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 from lance.file import LanceFileReader
 
+from pruner.adapters.spark.build import ZONE_ROWS_SCHEMA, ZoneJob, fragment_rows, run_job
 from pruner.cli import main
 from pruner.errors import EngineError, InvalidParameterError
 from pruner.index import (
@@ -28,7 +29,6 @@ from pruner.index import (
     load_index,
     parquet_index_path,
 )
-from pruner.spark_build import ZONE_ROWS_SCHEMA, _fragment_rows, _run, _ZoneJob
 from tests.lance_data import write_random_dataset
 from tests.test_index_lance import assert_same_index
 
@@ -77,7 +77,7 @@ def committed_file(path: Path, column: str) -> Path:
 
 @pytest.mark.slow  # the first Spark job of a run starts the Python workers (5-10 s)
 def test_lance_spark_build_equals_the_local_build(spark: Any, lance_path: Path) -> None:
-    from pruner.spark_build import build_zone_index_spark
+    from pruner.adapters.spark.build import build_zone_index_spark
 
     ds = lance.dataset(str(lance_path))
     fragments = ds.get_fragments()
@@ -95,7 +95,7 @@ def test_lance_spark_build_equals_the_local_build(spark: Any, lance_path: Path) 
 
 
 def test_parquet_spark_build_equals_the_local_build(spark: Any, parquet_path: Path) -> None:
-    from pruner.spark_build import build_zone_index_spark
+    from pruner.adapters.spark.build import build_zone_index_spark
 
     for column in COLUMNS:
         local = build_parquet_index(parquet_path, column, items=ITEMS, probability=PROBABILITY)
@@ -180,12 +180,12 @@ def test_unknown_engine_and_bad_column_are_clear_errors(spark: Any, lance_path: 
 
 
 def test_a_failed_task_is_an_engine_error(spark: Any, tmp_path: Path) -> None:
-    job = _ZoneJob("i64", ITEMS, 512, [(0, str(tmp_path / "gone.parquet"))], None)
+    job = ZoneJob("i64", ITEMS, 512, [(0, str(tmp_path / "gone.parquet"))], None)
     with pytest.raises(EngineError, match=r"Spark index build failed: .*gone\.parquet"):
-        _run(spark, job)
+        run_job(spark, job)
 
 
-def local_zone_rows(job: _ZoneJob) -> pa.Table:
+def local_zone_rows(job: ZoneJob) -> pa.Table:
     """What the Spark job collects, computed here by calling the task function directly."""
     positions = pa.record_batch([pa.array(range(len(job.fragments)), pa.int64())], names=["id"])
     return pa.Table.from_batches(list(job(iter([positions]))), ZONE_ROWS_SCHEMA)
@@ -198,12 +198,12 @@ def test_zone_rows_come_back_in_the_local_order_whatever_order_spark_returns(
     local = build_parquet_index(parquet_path, "utf8", items=ITEMS, probability=PROBABILITY)
     assert local.files is not None
     fragments = [(f.fragment_id, str(parquet_path / f.path)) for f in reversed(local.files)]
-    job = _ZoneJob("utf8", ITEMS, local.filter_data.shape[1], fragments, None)
+    job = ZoneJob("utf8", ITEMS, local.filter_data.shape[1], fragments, None)
     table = local_zone_rows(job)
     shuffled = table.take(pa.array(np.random.default_rng(3).permutation(table.num_rows)))
     order = [f.fragment_id for f in local.files]
     rows = [f.rows for f in local.files]
-    parts = _fragment_rows(shuffled, order, rows, job.num_bytes)
+    parts = fragment_rows(shuffled, order, rows, job.num_bytes)
     assert [p.fragment_id for p in parts] == order
     rebuilt = ZoneIndex(
         "utf8",
@@ -218,4 +218,4 @@ def test_zone_rows_come_back_in_the_local_order_whatever_order_spark_returns(
     )
     assert_same_index(rebuilt, local, "shuffled")
     with pytest.raises(EngineError, match="the data changed during the build"):
-        _fragment_rows(shuffled, order, [rows[0] + 1, *rows[1:]], job.num_bytes)
+        fragment_rows(shuffled, order, [rows[0] + 1, *rows[1:]], job.num_bytes)

@@ -19,7 +19,6 @@ and unpruned reads go through the same code and differ only in what they skip.
 from __future__ import annotations
 
 import re
-import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -29,10 +28,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
-from pyroaring import BitMap
 
+from pruner import roaring
+from pruner.discover import ParquetFile
 from pruner.selection import Selection
-from pruner.table import ParquetFile, Table
+from pruner.table import Table
 
 __all__ = [
     "READ_AHEAD_VALUES",
@@ -49,24 +49,14 @@ __all__ = [
 def lance_allowlist(selection: Selection) -> bytes:
     """Lance's ``row_addr_allowlist`` bytes for ``selection``.
 
-    The layout (learnt by experiment, ``../shared/FACTS.md`` section 2): u32 fragment count,
-    then per fragment in ascending id order u32 id, u32 byte length and a portable Roaring
-    bitmap of the selected offsets.
+    The layout is an index file's ``null_bitmap`` layout (:mod:`pruner.roaring`): per
+    fragment in ascending id order, a portable Roaring bitmap of the selected offsets.
 
     >>> len(lance_allowlist(Selection.from_ranges([(1, 0, 10)])))
     27
     """
-    chunks = []
     by_fragment = selection.by_fragment()
-    chunks.append(struct.pack("<I", len(by_fragment)))
-    for fragment, ranges in sorted(by_fragment.items()):
-        offsets = BitMap()
-        for start, end in ranges:
-            offsets.add_range(start, end)
-        data = offsets.serialize()
-        chunks.append(struct.pack("<II", fragment, len(data)))
-        chunks.append(data)
-    return b"".join(chunks)
+    return roaring.encode({f: roaring.ranges_bitmap(r) for f, r in by_fragment.items()})
 
 
 class PrunedLanceDataset(lance.LanceDataset):

@@ -1,8 +1,8 @@
 """Build a zone bloom index as a Spark job: one task per fragment, zone rows to the driver.
 
-The work on each fragment is the local build's (:func:`pruner.index.build_index`): the same
-module-level reader (``_read_lance_fragment`` / ``_read_parquet_fragment``) and
-``_index_fragment``. Only where it runs differs:
+The work on each fragment is the local build's (:mod:`pruner.index.build`): the same
+module-level reader (``read_lance_fragment`` / ``read_parquet_fragment``) and
+``index_fragment``. Only where it runs differs:
 
 - the driver plans as the local build does (checks the column, lists the fragments, gives
   Parquet files their stable fragment ids) and makes a DataFrame of one row per fragment,
@@ -11,10 +11,10 @@ module-level reader (``_read_lance_fragment`` / ``_read_parquet_fragment``) and
   as Arrow record batches: no column data leaves the executor;
 - the driver collects the zone rows (with the defaults 32 KiB of filter per 8,192 rows),
   puts them in the local build's fragment order and assembles the index with the local
-  build's own last step (``_assemble``), so both builds give the same index.
+  build's own last step (``assemble``), so both builds give the same index.
 
-A one-row-per-fragment ``mapInArrow`` measured best (``../shared/FACTS.md`` section 2): a
-``groupBy().applyInArrow`` shuffles every row of the column. Executors import lance only
+A one-row-per-fragment ``mapInArrow`` measured best: a ``groupBy().applyInArrow`` shuffles
+every row of the column. Executors import lance only
 inside a task: Spark forks Python workers, and lance is not fork-safe.
 
 Executors open the Lance dataset (at the version the driver planned with) or the Parquet
@@ -35,7 +35,8 @@ import numpy as np
 import pyarrow as pa
 
 from pruner import sbbf
-from pruner.adapters.spark import session
+from pruner.adapters.spark.runtime import session
+from pruner.discover import is_lance_dataset
 from pruner.errors import EngineError
 from pruner.index import (
     DEFAULT_ITEMS,
@@ -43,18 +44,19 @@ from pruner.index import (
     IndexFileWriter,
     ProgressCallback,
     ZoneIndex,
-    _assemble,
-    _FragmentColumn,
-    _FragmentZoneRows,
-    _index_fragment,
-    _is_lance_dataset,
-    _lance_fragments,
-    _parquet_fragments,
-    _read_lance_fragment,
-    _read_parquet_fragment,
+)
+from pruner.index.build import (
+    FragmentColumn,
+    FragmentZoneRows,
+    assemble,
+    index_fragment,
+    lance_fragments,
+    parquet_fragments,
+    read_lance_fragment,
+    read_parquet_fragment,
 )
 
-__all__ = ["build_zone_index_spark"]
+__all__ = ["ZONE_ROWS_SCHEMA", "ZoneJob", "build_zone_index_spark", "fragment_rows", "run_job"]
 
 ZONE_ROWS_SCHEMA = pa.schema(
     [
@@ -75,7 +77,7 @@ _BATCH_BYTES = 64 << 20
 
 
 @dataclass(frozen=True, slots=True)
-class _ZoneJob:
+class ZoneJob:
     """The function ``mapInArrow`` runs: picklable, no open handles, only paths.
 
     Row ``i`` of the input (a ``spark.range``) is the fragment ``fragments[i]``: its id and
@@ -92,17 +94,17 @@ class _ZoneJob:
         for batch in batches:
             for position in batch.column(0).to_pylist():
                 fragment_id, path = self.fragments[position]
-                part: _FragmentColumn
+                part: FragmentColumn
                 if self.lance_version is None:
-                    part = _read_parquet_fragment(path, fragment_id, self.column, self.items)
+                    part = read_parquet_fragment(path, fragment_id, self.column, self.items)
                 else:
-                    part = _read_lance_fragment(
+                    part = read_lance_fragment(
                         path, fragment_id, self.column, self.items, self.lance_version
                     )
-                yield from _zone_batches(part, _index_fragment(part, self.num_bytes))
+                yield from _zone_batches(part, index_fragment(part, self.num_bytes))
 
 
-def _zone_batches(part: _FragmentColumn, rows: _FragmentZoneRows) -> Iterator[pa.RecordBatch]:
+def _zone_batches(part: FragmentColumn, rows: FragmentZoneRows) -> Iterator[pa.RecordBatch]:
     """The zone rows of one indexed fragment, as record batches of ``ZONE_ROWS_SCHEMA``."""
     zones = len(rows.zone_start)
     nulls = rows.null_offsets if rows.null_offsets is not None else np.zeros(0, np.uint32)
@@ -153,9 +155,9 @@ def _binary_parts(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
     return offsets - offsets[0], data[int(offsets[0]) : int(offsets[-1])]
 
 
-def _fragment_rows(
+def fragment_rows(
     table: pa.Table, order: list[int], expected_rows: list[int], num_bytes: int
-) -> list[_FragmentZoneRows]:
+) -> list[FragmentZoneRows]:
     """The collected zone rows as the local build's per-fragment results, in ``order``.
 
     Raises:
@@ -183,7 +185,7 @@ def _fragment_rows(
     for a, b in pairwise(bounds):
         nulls = null_data[null_offsets[a] : null_offsets[b]].view("<u4").astype(np.uint32)
         fragment = int(fragment_id[a])
-        built[fragment] = _FragmentZoneRows(
+        built[fragment] = FragmentZoneRows(
             fragment,
             fragment_id[a:b],
             zone_start[a:b],
@@ -203,7 +205,7 @@ def _fragment_rows(
     return [built[f] for f in order if f in built]
 
 
-def _run(spark: Any, job: _ZoneJob) -> pa.Table:
+def run_job(spark: Any, job: ZoneJob) -> pa.Table:
     """Run ``job`` over one task per fragment; the zone rows it yields, collected."""
     from pyspark.sql.types import (
         BinaryType,
@@ -262,22 +264,22 @@ def build_zone_index_spark(
     """
     num_bytes = sbbf.optimal_num_bytes(items, probability)
     files = None
-    if isinstance(source, str | os.PathLike) and not _is_lance_dataset(Path(source)):
+    if isinstance(source, str | os.PathLike) and not is_lance_dataset(Path(source)):
         root = Path(source).resolve()
-        _, files = _parquet_fragments(root, column)
+        _, files = parquet_fragments(root, column)
         fragments = [(f.fragment_id, str(root / f.path)) for f in files]
         expected_rows = [f.rows for f in files]
         version = None
     else:
-        ds, lance_fragments = _lance_fragments(source, column)
+        ds, planned = lance_fragments(source, column)
         uri = ds.uri if "://" in ds.uri else os.path.abspath(ds.uri)
-        fragments = [(f.fragment_id, uri) for f in lance_fragments]
-        expected_rows = [f.count_rows() for f in lance_fragments]
+        fragments = [(f.fragment_id, uri) for f in planned]
+        expected_rows = [f.count_rows() for f in planned]
         version = ds.version
-    job = _ZoneJob(column, items, num_bytes, fragments, version)
-    table = _run(spark or session(), job) if fragments else ZONE_ROWS_SCHEMA.empty_table()
+    job = ZoneJob(column, items, num_bytes, fragments, version)
+    table = run_job(spark or session(), job) if fragments else ZONE_ROWS_SCHEMA.empty_table()
     order = [fragment_id for fragment_id, _ in fragments]
-    parts = _fragment_rows(table, order, expected_rows, num_bytes)
-    index = _assemble(column, items, probability, parts, sum(expected_rows), progress, sink)
+    parts = fragment_rows(table, order, expected_rows, num_bytes)
+    index = assemble(column, items, probability, parts, sum(expected_rows), progress, sink)
     index.files = files
     return index

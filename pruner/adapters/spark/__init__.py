@@ -1,0 +1,59 @@
+"""Spark: run a query with every indexed table bound to a pruned source.
+
+Spark never pushes an OR into a data source, so the selection comes from pruner's own
+analysis of the SQL, as for the other engines. The SQL then runs unchanged with
+``spark.sql`` on a clone of the caller's SparkSession (same SparkContext, catalog,
+settings and temporary views; its own changes stay its own), where each table name the
+query uses is a temporary view of:
+
+- Parquet: Spark's own Parquet reader over the selected files (a superset of the selected
+  rows; the file is Spark's unit of pruning, and its vectorised reader is far faster than
+  any Python reader);
+- Lance: the ``pruner`` Python data source (:class:`PrunerDataSource`), whose partitions
+  are the selected fragments and row ranges and whose ``read()`` yields Arrow batches.
+
+The data source is also for direct use, ``spark.read.format("pruner").load(path)``; with
+``option("pushdown", "true")`` it takes the Equals / In / IsNull filters Spark pushes into
+it to choose the zones to read, and hands every filter back to Spark, which still applies
+them (see :class:`PrunerDataSource` for why that is opt-in on Spark 4.3).
+
+The package: :mod:`~pruner.adapters.spark.runtime` (the session),
+:mod:`~pruner.adapters.spark.binding` (the SQL path),
+:mod:`~pruner.adapters.spark.datasource` (the ``pruner`` data source) and
+:mod:`~pruner.adapters.spark.build` (the index build as a Spark job, which
+:func:`pruner.index.build_index` runs by name for ``engine="spark"``).
+"""
+
+from __future__ import annotations
+
+# Every pyspark name the adapter uses, imported first: without them, one clear error.
+try:
+    from pyspark.sql import DataFrame, SparkSession  # noqa: F401
+    from pyspark.sql.datasource import (  # noqa: F401
+        DataSource,
+        DataSourceReader,
+        EqualTo,
+        Filter,
+        In,
+        InputPartition,
+        IsNull,
+    )
+    from pyspark.sql.types import StructType  # noqa: F401
+except ImportError as err:  # pragma: no cover - exercised only without the extra
+    raise ImportError("pruner's Spark adapter needs pyspark: pip install 'pruner[spark]'") from err
+
+from pruner.adapters.spark.binding import bind, query, quote_identifier, register, sql
+from pruner.adapters.spark.datasource import PrunerDataSource
+from pruner.adapters.spark.datasource import ZonePartition as ZonePartition
+from pruner.adapters.spark.runtime import SESSION_CONFIG as SESSION_CONFIG
+from pruner.adapters.spark.runtime import session
+
+__all__ = [
+    "PrunerDataSource",
+    "bind",
+    "query",
+    "quote_identifier",
+    "register",
+    "session",
+    "sql",
+]

@@ -1,0 +1,122 @@
+"""Spark's SQL path: the query's tables as temporary views of their pruned sources.
+
+Parquet is read by Spark's own Parquet reader over the selected files; Lance (and Parquet
+under a path Hadoop cannot name) by the ``pruner`` data source
+(:mod:`pruner.adapters.spark.datasource`). The views live on a clone of the caller's
+session, so the caller's own views and settings are untouched.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+
+from pruner.adapters.sources import parquet_parts
+from pruner.adapters.spark.datasource import register_source
+from pruner.adapters.spark.runtime import session
+from pruner.errors import InvalidParameterError
+from pruner.explain import as_table
+from pruner.plan import Parameters, Plan, TableSource, plan
+from pruner.selection import Selection
+from pruner.table import Table
+
+__all__ = ["bind", "query", "quote_identifier", "register", "sql"]
+
+
+def register(
+    spark: SparkSession, name: str, table: TableSource, selection: Selection | None = None
+) -> None:
+    """Make ``name`` a temporary view of ``table`` restricted to ``selection`` (None: all) on
+    ``spark``, replacing whatever ``name`` was."""
+    _frame(spark, as_table(table), selection).createOrReplaceTempView(quote_identifier(name))
+
+
+def quote_identifier(name: str) -> str:
+    """``name`` as a Spark identifier: a temporary view takes only plain names otherwise
+    (``with space``, ``naïve`` and ``it's`` are invalid, ``a.b`` has two parts).
+
+    >>> quote_identifier("x`y")
+    '`x``y`'
+    """
+    return "`" + name.replace("`", "``") + "`"
+
+
+_HADOOP_SPECIAL = frozenset(":*?[]{}\\")
+"""Characters Hadoop's paths read as a scheme or a glob: Spark's own reader would read other
+files than the one named (``part[1]`` is ``part1``), or refuse the path."""
+
+
+def _frame(spark: SparkSession, table: Table, selection: Selection | None) -> DataFrame:
+    if table.kind == "parquet" and not _HADOOP_SPECIAL.intersection(str(table.path.absolute())):
+        parts = parquet_parts(table, selection)
+        files = table.files or {}
+        # basePath keeps hive partition columns (k=v folders) whatever subset is read.
+        reader = spark.read.option("basePath", str(table.path.absolute()))
+        if not parts:
+            return reader.parquet(str(files[min(files)].path.absolute())).limit(0)
+        return reader.parquet(*(str(part.file.path.absolute()) for part in parts))
+    # Lance, and Parquet under a path Hadoop cannot name: pruner's own data source.
+    reader = spark.read.format("pruner").option("path", str(table.path.absolute()))
+    if table.kind == "lance":
+        reader = reader.option("version", str(table.dataset.version))
+    if selection is None:
+        return reader.option("prune", "false").load()
+    return reader.option("ranges", json.dumps(selection.ranges())).load()
+
+
+def bind(spark: SparkSession, prepared: Plan) -> SparkSession:
+    """A clone of ``spark`` (its settings, temporary views and data sources, on the same
+    context) where every table of ``prepared`` is a view of its pruned source; ``spark``
+    itself is untouched but for the ``pruner`` data source."""
+    if not hasattr(spark, "_jsparkSession"):
+        raise InvalidParameterError(
+            "pruner needs a classic SparkSession (with a JVM in this process), not Spark "
+            "Connect: start one with pruner.adapters.spark.session()"
+        )
+    register_source(spark)
+    # newSession() would not carry registered Python data sources over; cloneSession does.
+    bound = SparkSession(spark.sparkContext, jsparkSession=spark._jsparkSession.cloneSession())
+    for name, table in prepared.tables.items():
+        register(bound, name, table, prepared.selections.get(name))
+    return bound
+
+
+def sql(
+    spark: SparkSession,
+    query_text: str,
+    tables: Mapping[str, TableSource],
+    *,
+    parameters: Parameters = (),
+    prune: bool = True,
+) -> DataFrame:
+    """Like ``spark.sql(query_text)``, with ``tables`` bound to pruned sources on a clone
+    of ``spark`` (the caller's temporary views and settings are untouched)."""
+    prepared = plan(query_text, tables, dialect="spark", parameters=parameters, prune=prune)
+    return _run(bind(spark, prepared), query_text, parameters)
+
+
+def query(
+    query_text: str,
+    tables: Mapping[str, TableSource],
+    *,
+    parameters: Parameters = (),
+    prune: bool = True,
+    spark: SparkSession | None = None,
+    prepared: Plan | None = None,
+) -> pa.Table:
+    """Run ``query_text`` on Spark with ``tables`` pruned; the result as a pyarrow Table."""
+    if prepared is None:
+        prepared = plan(query_text, tables, dialect="spark", parameters=parameters, prune=prune)
+    frame = _run(bind(spark or session(), prepared), query_text, parameters)
+    return frame.toArrow()
+
+
+def _run(spark: SparkSession, query_text: str, parameters: Parameters) -> DataFrame:
+    if not parameters:
+        return spark.sql(query_text)
+    if isinstance(parameters, Mapping):
+        return spark.sql(query_text, args={str(k): v for k, v in parameters.items()})
+    return spark.sql(query_text, args=list(parameters))

@@ -1,0 +1,209 @@
+"""The ``pruner`` Python data source: ``spark.read.format("pruner").load(path)``.
+
+Its partitions are the selected Lance fragments and row ranges (or Parquet files and row
+groups), and its ``read()`` yields Arrow batches. pruner's SQL path uses it for Lance (see
+:mod:`pruner.adapters.spark.binding`); it is also for direct use, see
+:class:`PrunerDataSource`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+import pyarrow as pa
+from pyspark.sql import SparkSession
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    EqualTo,
+    Filter,
+    In,
+    InputPartition,
+    IsNull,
+)
+from pyspark.sql.types import StructType
+
+from pruner.adapters.sources import lance_fragment_batches, parquet_parts
+from pruner.errors import InvalidParameterError
+from pruner.explain import explain
+from pruner.selection import Selection
+from pruner.table import Table, open_table
+
+__all__ = ["PrunerDataSource", "ZonePartition", "register_source"]
+
+
+def register_source(spark: SparkSession) -> None:
+    """Make ``spark.read.format("pruner")`` available on ``spark`` (idempotent)."""
+    try:
+        spark.dataSource.register(PrunerDataSource)
+    except Exception as err:  # registered already: the registry is shared by all sessions
+        if "DATA_SOURCE_ALREADY_EXISTS" not in str(err):
+            raise
+
+
+@dataclass(frozen=True)
+class ZonePartition(InputPartition):
+    """One Lance fragment or Parquet file to read: all of it, or only ``ranges`` of
+    ``(start, length)`` rows (Lance) or ``row_groups`` (Parquet)."""
+
+    fragment_id: int
+    ranges: tuple[tuple[int, int], ...] | None = None
+    row_groups: tuple[int, ...] | None = None
+
+
+_PUSHABLE_VALUES = (bool, int, float, str, bytes, dt.date)
+"""Values of pushed filters pruner probes with. Spark hands timestamps over as naive
+datetimes in the session's time zone: those filters only widen (they are not probed)."""
+
+
+class PrunerDataSource(DataSource):
+    """``spark.read.format("pruner").load(path)``: a Lance dataset or a Parquet directory.
+
+    With ``.option("pushdown", "true")`` it reads only the zones that may hold rows matching
+    the ``=``, ``IN`` and ``IS NULL`` filters Spark pushes into it (every filter is still
+    applied by Spark). It is off by default because Spark 4.3 keeps one pushdown result per
+    loaded DataFrame and hands it to every later scan of that DataFrame: after
+    ``df.where("id = 5").collect()``, ``df.count()`` would count only the zones of 5. With
+    pushdown on, load a new DataFrame for each query, and never use one twice in a query.
+    Spark pushes no OR either (and then no filter at all for that condition).
+
+    :func:`pruner.query` (``engine="spark"``) and :func:`sql` have neither limit: they
+    analyze the SQL themselves and give every query its own source.
+
+    Options: ``path`` (required); ``pushdown`` (see above); ``prune`` (``false``: read
+    everything); ``ranges`` (JSON ``[[fragment, start, length], ...]``: read only these, as
+    pruner's SQL path does); ``version`` (the Lance version to read; default the latest).
+    """
+
+    @classmethod
+    def name(cls) -> str:
+        return "pruner"
+
+    def schema(self) -> StructType:
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        table = _open(self.options)
+        try:
+            return from_arrow_schema(table.schema)
+        except Exception as err:
+            raise InvalidParameterError(
+                f"Spark cannot represent the schema of {table.path}: {err}".splitlines()[0]
+            ) from err
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return _Reader(dict(self.options), schema)
+
+
+def _open(options: Mapping[str, str]) -> Table:
+    path = options.get("path")
+    if not path:
+        raise InvalidParameterError(
+            'the pruner data source needs a path: spark.read.format("pruner").load(PATH)'
+        )
+    version = options.get("version")
+    return open_table(path, None if version is None else int(version))
+
+
+class _Reader(DataSourceReader):
+    def __init__(self, options: dict[str, str], schema: StructType) -> None:
+        self.options = options
+        self.columns = schema.fieldNames()
+        self.pushed: list[tuple[str, str, list[object]]] = []  # (column, kind, values)
+
+    def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
+        for condition in filters:
+            term = _term(condition)
+            if term is not None:
+                self.pushed.append(term)
+            yield condition  # Spark applies every filter after the scan
+
+    def partitions(self) -> Sequence[InputPartition]:
+        table = _open(self.options)
+        selection = self._selection(table)
+        if table.kind == "lance":
+            live = {f.fragment_id for f in table.lance_fragments()}
+            if selection is None:
+                return [ZonePartition(fid, None) for fid in sorted(live)]
+            return [
+                ZonePartition(fid, tuple((start, end - start) for start, end in ranges))
+                for fid, ranges in sorted(selection.by_fragment().items())
+                if fid in live
+            ]
+        file_ids = {file.path: fid for fid, file in (table.files or {}).items()}
+        return [
+            ZonePartition(file_ids[part.file.path], row_groups=part.row_groups)
+            for part in parquet_parts(table, selection)
+        ]
+
+    def _selection(self, table: Table) -> Selection | None:
+        options = {key.lower(): value for key, value in self.options.items()}
+        if options.get("prune", "true").lower() == "false":
+            return None
+        if "ranges" in options:  # pruner's SQL path: the analysis covers every scan
+            return Selection.from_ranges(json.loads(options["ranges"]))
+        if self.pushed and options.get("pushdown", "false").lower() == "true":
+            return _pushed_selection(table, self.pushed)
+        return None
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if not isinstance(partition, ZonePartition):  # Spark's stand-in when there are none
+            return
+        table = _open(self.options)
+        if table.kind == "lance":
+            fragment = table.dataset.get_fragment(partition.fragment_id)
+            ranges = None if partition.ranges is None else list(partition.ranges)
+            yield from lance_fragment_batches(table, fragment, ranges)
+        else:
+            yield from _parquet_batches(table, partition)
+
+
+def _term(condition: Filter) -> tuple[str, str, list[object]] | None:
+    """A pushed filter pruner can probe with: (column, "=" / "in" / "null", values)."""
+    attribute: tuple[str, ...] = getattr(condition, "attribute", ())
+    if len(attribute) != 1:  # a nested field
+        return None
+    column = attribute[0]
+    if isinstance(condition, IsNull):
+        return column, "null", []
+    if isinstance(condition, EqualTo):
+        values = [condition.value]
+    elif isinstance(condition, In):
+        values = list(condition.value)
+    else:
+        return None
+    if not values or not all(_pushable(v) for v in values):
+        return None
+    return column, "=" if isinstance(condition, EqualTo) else "in", values
+
+
+def _pushable(value: object) -> bool:
+    return isinstance(value, _PUSHABLE_VALUES) and not isinstance(value, dt.datetime)
+
+
+def _pushed_selection(table: Table, pushed: list[tuple[str, str, list[object]]]) -> Selection:
+    """The zones that may match every pushed term, through pruner's own analysis of the
+    equivalent SQL (values as parameters, names quoted, nothing pasted)."""
+    terms, values = [], []
+    for column, kind, given in pushed:
+        name = "`" + column.replace("`", "``") + "`"
+        if kind == "null":
+            terms.append(f"{name} IS NULL")
+        elif kind == "=":
+            terms.append(f"{name} = ?")
+        else:
+            terms.append(f"{name} IN ({', '.join('?' for _ in given)})")
+        values.extend(given)
+    text = f"SELECT * FROM t WHERE {' AND '.join(terms)}"
+    found = explain(text, {"t": table}, dialect="spark", parameters=values).selections()
+    return found.get("t", table.whole())
+
+
+def _parquet_batches(table: Table, partition: ZonePartition) -> Iterator[pa.RecordBatch]:
+    import pyarrow.parquet as pq
+
+    file = (table.files or {})[partition.fragment_id]
+    groups = None if partition.row_groups is None else list(partition.row_groups)
+    yield from pq.ParquetFile(file.path).iter_batches(row_groups=groups)

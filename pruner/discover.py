@@ -1,0 +1,96 @@
+"""What a source is, and what identifies the content of its Parquet files.
+
+A source is a Lance dataset (a directory with ``_versions``) or a directory of Parquet
+files: every ``*.parquet`` under it, skipping folders and files whose name starts with
+``_`` or ``.`` (where the index lives, ``_pruner``, and what Spark and pyarrow skip too).
+
+A Parquet file's content is identified by its size, modification time and an XXH3-64 of
+its footer (:func:`parquet_footer_hash`); an index records them for each file it covers
+(:class:`pruner.index.FragmentFile`) and a table holds them for each file it has now
+(:class:`ParquetFile`), so that zones of a changed file are never used.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+import xxhash
+
+__all__ = [
+    "FileIdentity",
+    "ParquetFile",
+    "file_identity",
+    "is_lance_dataset",
+    "parquet_files",
+    "parquet_footer_hash",
+]
+
+
+def is_lance_dataset(path: Path) -> bool:
+    """True when ``path`` is a Lance dataset (a directory with a ``_versions`` folder)."""
+    return path.is_dir() and (path / "_versions").is_dir()
+
+
+def parquet_files(directory: Path) -> list[Path]:
+    """Every ``*.parquet`` under ``directory``, skipping ``_`` and ``.`` folders and files."""
+    found = []
+    for path in directory.rglob("*.parquet"):
+        parts = path.relative_to(directory).parts
+        if any(p.startswith(("_", ".")) for p in parts):
+            continue
+        if path.is_file():
+            found.append(path)
+    return sorted(found, key=lambda p: p.relative_to(directory).as_posix())
+
+
+def parquet_footer_hash(path: str | os.PathLike[str]) -> int:
+    """XXH3-64 of a Parquet file's footer (metadata and its length): an identity of the
+    file's content that survives a copy keeping size and modification time. 0 when the
+    file is too short to have one."""
+    with open(path, "rb") as handle:
+        handle.seek(0, os.SEEK_END)
+        size = handle.tell()
+        if size < 12:
+            return 0
+        handle.seek(size - 8)
+        (length,) = struct.unpack("<I", handle.read(4))
+        if length + 12 > size:
+            return 0
+        handle.seek(size - 8 - length)
+        return int(xxhash.xxh3_64_intdigest(handle.read(length + 8)))
+
+
+@dataclass(frozen=True, slots=True)
+class FileIdentity:
+    """What identifies a Parquet file's content: size, modification time, footer hash."""
+
+    size: int
+    mtime_ns: int
+    footer: int
+
+
+def file_identity(path: Path) -> FileIdentity:
+    """The identity of the Parquet file at ``path`` now (its stat first, then its footer)."""
+    stat = path.stat()
+    return FileIdentity(stat.st_size, stat.st_mtime_ns, parquet_footer_hash(path))
+
+
+@dataclass(frozen=True, slots=True)
+class ParquetFile:
+    """A Parquet file of a table as it is now: where it is, its rows and its identity.
+
+    Not the index's record of a file (:class:`pruner.index.FragmentFile`): that one holds
+    the fragment id the index gave the file and is stored in the index, this one holds the
+    absolute path and row groups a read needs.
+    """
+
+    path: Path
+    relative: str
+    size: int
+    mtime_ns: int
+    rows: int
+    row_group_rows: tuple[int, ...] = ()
+    footer: int = 0

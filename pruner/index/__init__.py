@@ -1,0 +1,165 @@
+"""Zone bloom indexes: build one for a Lance dataset or Parquet directory, store it, load it.
+
+One job per module:
+
+- :mod:`~pruner.index.model`: :class:`ZoneIndex` in memory and how it is probed;
+- :mod:`~pruner.index.fileformat`: the ``bloomfilter.lance`` file, written and read
+  (``docs/format.md``);
+- :mod:`~pruner.index.build`: the engine-neutral build from Lance fragments or Parquet files;
+- :mod:`~pruner.index.lance`: indexes committed in a Lance dataset;
+- :mod:`~pruner.index.store`: where an index is stored, and loading it (Parquet: in
+  ``<dir>/_pruner/<column>/``).
+
+This module holds the entry points (:func:`build_index`, :func:`load_index`) and names
+every public name of those modules. Writes are atomic: a file is written beside its
+destination and renamed over it, and a Lance index becomes visible only when its
+manifest commits.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import uuid
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from pruner.discover import is_lance_dataset, parquet_footer_hash
+from pruner.errors import InvalidParameterError
+from pruner.index.build import (
+    DEFAULT_ITEMS,
+    DEFAULT_PROBABILITY,
+    ProgressCallback,
+    build_lance_index,
+    build_parquet_index,
+)
+from pruner.index.fileformat import (
+    INDEX_FILE_NAME,
+    INDEX_SCHEMA,
+    META_CHECKSUMS,
+    META_COLUMN,
+    META_FILES,
+    META_ITEMS,
+    META_NULL_BITMAP,
+    META_PROBABILITY,
+    IndexFileWriter,
+    format_probability,
+    read_index_file,
+    write_index_file,
+    zone_checksums,
+)
+from pruner.index.lance import (
+    BLOOM_INDEX_DETAILS,
+    BloomIndexInfo,
+    commit_index_file,
+    commit_lance_index,
+    lance_index_path,
+    list_bloom_indexes,
+    load_lance_index,
+    open_lance,
+)
+from pruner.index.model import FragmentFile, ZoneIndex
+from pruner.index.store import PARQUET_INDEX_DIR, load_index, parquet_index_path
+
+__all__ = [
+    "BLOOM_INDEX_DETAILS",
+    "BUILD_ENGINES",
+    "DEFAULT_ITEMS",
+    "DEFAULT_PROBABILITY",
+    "ENGINES",
+    "INDEX_FILE_NAME",
+    "INDEX_SCHEMA",
+    "META_CHECKSUMS",
+    "META_COLUMN",
+    "META_FILES",
+    "META_ITEMS",
+    "META_NULL_BITMAP",
+    "META_PROBABILITY",
+    "PARQUET_INDEX_DIR",
+    "BloomIndexInfo",
+    "FragmentFile",
+    "IndexFileWriter",
+    "ProgressCallback",
+    "ZoneIndex",
+    "build_index",
+    "build_lance_index",
+    "build_parquet_index",
+    "commit_lance_index",
+    "format_probability",
+    "list_bloom_indexes",
+    "load_index",
+    "load_lance_index",
+    "parquet_footer_hash",
+    "parquet_index_path",
+    "read_index_file",
+    "write_index_file",
+    "zone_checksums",
+]
+
+
+ENGINES = ("local", "spark")
+"""Where :func:`build_index` runs the per-fragment work: threads here, or a Spark job."""
+
+BUILD_ENGINES = {"spark": "pruner.adapters.spark.build:build_zone_index_spark"}
+"""The build of each engine but the local one, by name: ``module:function``, imported only
+when that engine builds (the core never imports an engine adapter). The function takes
+the arguments of :func:`pruner.index.build.build_lance_index` and ``spark``."""
+
+
+def _engine_build(engine: str) -> Callable[..., ZoneIndex]:
+    """The build function of ``engine`` (raises ImportError when the engine is missing)."""
+    module, _, function = BUILD_ENGINES[engine].partition(":")
+    build: Callable[..., ZoneIndex] = getattr(importlib.import_module(module), function)
+    return build
+
+
+def build_index(
+    source: str | os.PathLike[str],
+    column: str,
+    *,
+    items: int = DEFAULT_ITEMS,
+    probability: float = DEFAULT_PROBABILITY,
+    progress: ProgressCallback | None = None,
+    engine: str = "local",
+    spark: Any = None,
+) -> ZoneIndex:
+    """Build and store the zone bloom index of ``column`` for a Lance dataset or Parquet dir.
+
+    A Lance dataset gets a committed BLOOMFILTER index (Lance's scanner uses it); a Parquet
+    directory gets ``_pruner/<column>/bloomfilter.lance``. ``engine="spark"`` indexes the
+    fragments as tasks of a Spark job on ``spark`` (default: the active session, or a local
+    one); either engine builds the same index and stores it the same way.
+
+    Raises:
+        InvalidParameterError: an unknown engine, column or parameter.
+        EngineError: the Spark job failed.
+    """
+    if engine not in ENGINES:
+        raise InvalidParameterError(
+            f"unknown index build engine {engine!r}; use one of {', '.join(ENGINES)}"
+        )
+    path = Path(source)
+    lance_source = is_lance_dataset(path)
+    build: Callable[..., ZoneIndex]
+    if engine in BUILD_ENGINES:
+        build = partial(_engine_build(engine), spark=spark)
+    else:
+        build = build_lance_index if lance_source else build_parquet_index
+    if lance_source:
+        ds = open_lance(path)
+        index_uuid = str(uuid.uuid4())
+        with IndexFileWriter(lance_index_path(ds, index_uuid)) as sink:
+            index = build(
+                ds, column, items=items, probability=probability, progress=progress, sink=sink
+            )
+            size = sink.finish(index)
+        commit_index_file(ds, index, index_uuid, size, None)
+        return index
+    with IndexFileWriter(parquet_index_path(path, column)) as sink:
+        index = build(
+            path, column, items=items, probability=probability, progress=progress, sink=sink
+        )
+        sink.finish(index)
+    return index

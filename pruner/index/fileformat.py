@@ -1,0 +1,439 @@
+"""``bloomfilter.lance``: write and read Lance's BLOOMFILTER index file.
+
+The file is Lance's BLOOMFILTER index file, byte-compatible in content (``docs/format.md``):
+one row per zone with the columns
+
+=====================  =======  ==================================================
+``fragment_id``        uint64   fragment (Lance) or file (Parquet) holding the zone
+``zone_start``         uint64   physical offset of the zone's first live row
+``zone_length``        uint64   span of the zone in physical rows
+``has_null``           bool     any null in the zone
+``bloom_filter_data``  binary   the zone's SBBF (see :mod:`pruner.sbbf`)
+=====================  =======  ==================================================
+
+and the schema metadata ``bloomfilter_item`` / ``bloomfilter_probability`` (and
+``null_bitmap``: the index of a global buffer with the exact null row offsets per fragment,
+see :mod:`pruner.roaring`).
+
+pruner adds ``pruner_zone_checksums``: the index of a global buffer holding, per zone, an
+XXH3-64 of its fragment id, start, length, null flag and filter bytes. A flipped bit in a
+filter passes every structural check and would drop rows; a zone whose checksum does not
+match is treated as damaged and its fragment is read whole. Lance ignores metadata keys and
+global buffers it does not know, so it still reads the file; indexes Lance wrote have no
+checksums and are trusted as they are. An index over Parquet files also records the files
+it covers (``pruner_files``) and its column (``pruner_column``).
+
+Writes are atomic: a file is written beside its destination and renamed over it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import struct
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import xxhash
+
+from pruner import roaring, sbbf
+from pruner.errors import IndexFormatError
+from pruner.index.model import FragmentFile, ZoneIndex
+
+__all__ = [
+    "INDEX_FILE_NAME",
+    "INDEX_SCHEMA",
+    "META_CHECKSUMS",
+    "META_COLUMN",
+    "META_FILES",
+    "META_ITEMS",
+    "META_NULL_BITMAP",
+    "META_PROBABILITY",
+    "IndexFileWriter",
+    "format_probability",
+    "read_index_file",
+    "write_index_file",
+    "zone_checksums",
+]
+
+INDEX_FILE_NAME = "bloomfilter.lance"
+
+META_ITEMS = "bloomfilter_item"
+META_PROBABILITY = "bloomfilter_probability"
+META_NULL_BITMAP = "null_bitmap"
+META_FILES = "pruner_files"
+META_COLUMN = "pruner_column"
+META_CHECKSUMS = "pruner_zone_checksums"
+
+INDEX_SCHEMA = pa.schema(
+    [
+        pa.field("fragment_id", pa.uint64(), nullable=False),
+        pa.field("zone_start", pa.uint64(), nullable=False),
+        pa.field("zone_length", pa.uint64(), nullable=False),
+        pa.field("has_null", pa.bool_(), nullable=False),
+        pa.field("bloom_filter_data", pa.binary(), nullable=False),
+    ]
+)
+# Filter bytes per written batch: keeps every Binary column chunk far below the 2 GiB
+# offset limit (Lance issues #6522, #7753).
+_WRITE_BATCH_BYTES = 256 << 20
+_LANCE_MAGIC = b"LANC"
+
+
+def format_probability(probability: float) -> str:
+    """The probability as Lance writes it (Rust's f64 Display: never an exponent).
+
+    >>> format_probability(1e-7), format_probability(0.00057)
+    ('0.0000001', '0.00057')
+    """
+    return np.format_float_positional(probability, unique=True, trim="-")
+
+
+def _encode_null_bitmap(null_rows: dict[int, np.ndarray]) -> bytes:
+    """The ``null_bitmap`` buffer: per fragment, its null row offsets (:mod:`pruner.roaring`)."""
+    # Lance (roaring-rs) writes array and bitmap containers only, never run containers.
+    return roaring.encode({f: roaring.offsets_bitmap(rows) for f, rows in null_rows.items()})
+
+
+def _decode_null_bitmap(data: bytes, where: str) -> dict[int, np.ndarray]:
+    try:
+        return roaring.decode(data)
+    except (struct.error, ValueError, OverflowError) as err:
+        raise IndexFormatError(f"{where}: the null_bitmap buffer is damaged ({err})") from err
+
+
+_ZONE_HEADER = np.dtype([("f", "<u8"), ("s", "<u8"), ("l", "<u8"), ("n", "u1")])
+
+
+def zone_checksums(
+    fragment_id: np.ndarray,
+    zone_start: np.ndarray,
+    zone_length: np.ndarray,
+    has_null: np.ndarray,
+    filters: np.ndarray | Sequence[bytes],
+) -> np.ndarray:
+    """Per zone, XXH3-64 of its filter bytes seeded with XXH3-64 of its other four fields.
+
+    A flipped bit anywhere in a zone's row changes its checksum (xxhash, because a bit flip
+    in a bloom filter is invisible to every structural check and would drop rows).
+    """
+    headers = np.empty(len(fragment_id), dtype=_ZONE_HEADER)
+    headers["f"], headers["s"], headers["l"] = fragment_id, zone_start, zone_length
+    headers["n"] = has_null
+    raw = headers.view(np.uint8).reshape(len(headers), _ZONE_HEADER.itemsize)
+    digest = xxhash.xxh3_64_intdigest
+    return np.fromiter(
+        (digest(filters[z], seed=digest(raw[z])) for z in range(len(headers))),
+        dtype=np.uint64,
+        count=len(headers),
+    )
+
+
+def _binary_array(filters: np.ndarray) -> pa.Array:
+    """A zero-copy Binary array over the rows of a (zones, bytes) uint8 array."""
+    count, width = filters.shape
+    offsets = np.arange(0, (count + 1) * width, width, dtype=np.int32)
+    data = np.ascontiguousarray(filters).reshape(-1)
+    return pa.Array.from_buffers(
+        pa.binary(), count, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+    )
+
+
+class IndexFileWriter:
+    """Streams zone rows into a ``bloomfilter.lance``, renamed into place by :meth:`finish`.
+
+    A build hands each fragment's zones over as soon as they are ready, so writing overlaps
+    building. Until ``finish`` the file exists only under a temporary name beside the
+    target, so readers see the old index or the new one, never a partial file.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        from lance.file import LanceFileWriter
+
+        self.target = Path(path)
+        self._created_parent = not self.target.parent.exists()
+        self.target.parent.mkdir(parents=True, exist_ok=True)
+        self._temporary = self.target.with_name(f".{self.target.name}.{uuid.uuid4().hex}.tmp")
+        self._writer: Any = LanceFileWriter(str(self._temporary), INDEX_SCHEMA)
+        self._checksums: list[np.ndarray] = []
+
+    def write_zones(
+        self,
+        fragment_id: np.ndarray,
+        zone_start: np.ndarray,
+        zone_length: np.ndarray,
+        has_null: np.ndarray,
+        filters: np.ndarray,
+    ) -> None:
+        """Append zones; ``filters`` is (zones, bytes) uint8."""
+        self._checksums.append(
+            zone_checksums(fragment_id, zone_start, zone_length, has_null, filters)
+        )
+        per_batch = max(1, _WRITE_BATCH_BYTES // max(1, filters.shape[1]))
+        for start in range(0, len(filters), per_batch):
+            rows = slice(start, start + per_batch)
+            batch = pa.record_batch(
+                [
+                    pa.array(fragment_id[rows], pa.uint64()),
+                    pa.array(zone_start[rows], pa.uint64()),
+                    pa.array(zone_length[rows], pa.uint64()),
+                    pa.array(has_null[rows], pa.bool_()),
+                    _binary_array(filters[rows]),
+                ],
+                schema=INDEX_SCHEMA,
+            )
+            self._writer.write_batch(batch)
+
+    def finish(self, index: ZoneIndex) -> int:
+        """Write the metadata of ``index``, close, move into place; return the file size."""
+        writer = self._writer
+        if writer is None:
+            raise RuntimeError("IndexFileWriter.finish called after abort")
+        try:
+            writer.add_schema_metadata(META_ITEMS, str(index.items))
+            writer.add_schema_metadata(META_PROBABILITY, format_probability(index.probability))
+            if index.null_rows is not None:
+                # Lance writes the buffer even when no row is null.
+                buffer_index = writer.add_global_buffer(_encode_null_bitmap(index.null_rows))
+                writer.add_schema_metadata(META_NULL_BITMAP, str(buffer_index))
+            checksums = np.concatenate(self._checksums or [np.zeros(0, np.uint64)])
+            buffer_index = writer.add_global_buffer(checksums.astype("<u8").tobytes())
+            writer.add_schema_metadata(META_CHECKSUMS, str(buffer_index))
+            if index.files is not None:
+                writer.add_schema_metadata(META_COLUMN, index.column)
+                files = [
+                    [f.fragment_id, f.path, f.size, f.mtime_ns, f.rows, f.footer]
+                    for f in index.files
+                ]
+                writer.add_schema_metadata(META_FILES, json.dumps(files))
+            writer.close()
+            os.replace(self._temporary, self.target)
+        finally:
+            self.abort()
+        return self.target.stat().st_size
+
+    def __enter__(self) -> IndexFileWriter:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        """Leaving the block without :meth:`finish` (e.g. on an error) aborts the write."""
+        self.abort()
+
+    def abort(self) -> None:
+        """Forget a write that will not finish (the target is untouched)."""
+        # Dropping pylance's writer removes the staging file it keeps beside the target.
+        self._writer = None
+        self._temporary.unlink(missing_ok=True)
+        if self._created_parent and not self.target.exists():
+            with contextlib.suppress(OSError):
+                self.target.parent.rmdir()
+
+
+def write_index_file(index: ZoneIndex, path: str | os.PathLike[str]) -> int:
+    """Write ``index`` as a Lance BLOOMFILTER index file, atomically; return its size."""
+    with IndexFileWriter(path) as writer:
+        for zones, filters in index.filter_groups():
+            writer.write_zones(
+                index.fragment_id[zones],
+                index.zone_start[zones],
+                index.zone_length[zones],
+                index.has_null[zones],
+                filters,
+            )
+        return writer.finish(index)
+
+
+def _is_lance_failure(err: BaseException) -> bool:
+    """True for errors pylance raises on a bad file, including Rust panics.
+
+    A panic inside pylance surfaces as ``pyo3_runtime.PanicException``, which derives from
+    BaseException and cannot be imported by name.
+    """
+    if isinstance(err, KeyboardInterrupt | SystemExit | GeneratorExit):
+        return False
+    return isinstance(err, Exception) or type(err).__name__ == "PanicException"
+
+
+def _parse_metadata(metadata: dict[bytes, bytes], where: str) -> tuple[int, float]:
+    def get(key: str) -> str:
+        raw = metadata.get(key.encode())
+        if raw is None:
+            raise IndexFormatError(
+                f"{where} has no {key!r} schema metadata: it is not a Lance BLOOMFILTER "
+                "index file (or it is damaged); rebuild it with `pruner index build`"
+            )
+        return raw.decode("utf-8", errors="replace")
+
+    items_text, probability_text = get(META_ITEMS), get(META_PROBABILITY)
+    try:
+        items = int(items_text)
+        probability = float(probability_text)
+    except ValueError as err:
+        raise IndexFormatError(
+            f"{where}: schema metadata {META_ITEMS}={items_text!r}, "
+            f"{META_PROBABILITY}={probability_text!r} are not numbers; rebuild the index"
+        ) from err
+    if items < 1 or not 0.0 <= probability < 1.0:
+        raise IndexFormatError(
+            f"{where}: {META_ITEMS}={items} must be >= 1 and {META_PROBABILITY}={probability} "
+            "in [0, 1); rebuild the index"
+        )
+    return items, probability
+
+
+def _filters_from_column(column: pa.ChunkedArray, where: str) -> list[bytes] | np.ndarray:
+    """The filters as one (zones, bytes) array straight from the Arrow buffers when they all
+    have one size (always, for files Lance or pruner write); else one ``bytes`` per zone."""
+    parts, lengths = [], []
+    for chunk in column.chunks:
+        offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int32)[
+            chunk.offset : chunk.offset + len(chunk) + 1
+        ]
+        data = np.frombuffer(chunk.buffers()[2] or b"", dtype=np.uint8)
+        parts.append(data[int(offsets[0]) : int(offsets[-1])])
+        lengths.append(np.diff(offsets))
+    sizes = np.concatenate(lengths) if lengths else np.zeros(0, dtype=np.int64)
+    bad = np.flatnonzero((sizes <= 0) | (sizes % sbbf.BLOCK_BYTES != 0))
+    if len(bad):
+        zone = int(bad[0])
+        sbbf.validate_filter_length(int(sizes[zone]), f"{where}: zone {zone}'s bloom filter")
+    if len(sizes) == 0 or (sizes == sizes[0]).all():
+        width = int(sizes[0]) if len(sizes) else sbbf.BLOCK_BYTES
+        joined = parts[0] if len(parts) == 1 else np.concatenate(parts or [np.zeros(0, np.uint8)])
+        return joined.reshape(-1, width)
+    return column.to_pylist()
+
+
+_READ_ATTEMPTS = 5
+
+
+def _stat_identity(path: Path) -> tuple[int, ...] | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return (stat.st_ino, stat.st_dev, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+
+
+def read_index_file(path: str | os.PathLike[str], column: str = "") -> ZoneIndex:
+    """Read a Lance BLOOMFILTER index file, whoever wrote it, validating it fully.
+
+    Lance's reader opens the file by name more than once, so a rebuild renaming a new file
+    over it mid-read could hand it pieces of both: a read is kept only when the name
+    pointed at the same file before and after it, and is retried otherwise.
+
+    Raises:
+        IndexFormatError: the file is missing pieces, damaged, or not such an index.
+    """
+    target = Path(path)
+    for _ in range(_READ_ATTEMPTS):
+        before = _stat_identity(target)
+        try:
+            index, error = _read_index_file_once(target, column), None
+        except IndexFormatError as err:
+            index, error = None, err
+        if _stat_identity(target) == before:
+            if error is not None:
+                raise error
+            assert index is not None
+            return index
+    raise IndexFormatError(
+        f"bloom index file {path} was replaced during each of {_READ_ATTEMPTS} reads "
+        "(is a build rewriting it in a loop?); try again when the builds are done"
+    )
+
+
+def _read_index_file_once(target: Path, column: str) -> ZoneIndex:
+    from lance.file import LanceFileReader
+
+    where = f"bloom index file {target}"
+    if not target.is_file():
+        kind = "a directory" if target.is_dir() else "missing"
+        raise IndexFormatError(f"{where} is {kind}; rebuild the index with `pruner index build`")
+    size = target.stat().st_size
+    with target.open("rb") as handle:
+        if size >= len(_LANCE_MAGIC):
+            handle.seek(size - len(_LANCE_MAGIC))
+        tail = handle.read(len(_LANCE_MAGIC))
+    if size < 64 or tail != _LANCE_MAGIC:
+        raise IndexFormatError(
+            f"{where} is not a complete Lance file ({size} bytes, no trailing magic): it was "
+            "truncated or overwritten; rebuild the index with `pruner index build`"
+        )
+    try:
+        reader = LanceFileReader(str(target))
+        table = reader.read_all().to_table()
+        metadata = dict(table.schema.metadata or {})
+        null_buffer_text = metadata.get(META_NULL_BITMAP.encode())
+        null_buffer = (
+            bytes(reader.read_global_buffer(int(null_buffer_text)))
+            if null_buffer_text is not None
+            else None
+        )
+        checksum_text = metadata.get(META_CHECKSUMS.encode())
+        checksum_buffer = (
+            bytes(reader.read_global_buffer(int(checksum_text)))
+            if checksum_text is not None
+            else None
+        )
+    except BaseException as err:
+        if not _is_lance_failure(err):
+            raise
+        raise IndexFormatError(
+            f"{where} cannot be read by Lance ({type(err).__name__}: {err}); rebuild the index"
+        ) from err
+    got = table.schema.remove_metadata()
+    expected_columns = [(f.name, f.type) for f in INDEX_SCHEMA]
+    if [(f.name, f.type) for f in got] != expected_columns:
+        raise IndexFormatError(
+            f"{where} has columns {got.to_string(show_schema_metadata=False)!r} but a bloom "
+            f"filter index has {', '.join(f'{n}: {t}' for n, t in expected_columns)}"
+        )
+    if table.num_rows and any(table.column(i).null_count for i in range(table.num_columns)):
+        raise IndexFormatError(f"{where} has nulls in a non-nullable column; rebuild the index")
+    items, probability = _parse_metadata(metadata, where)
+    filters = _filters_from_column(table.column("bloom_filter_data"), where)
+    zone_length = table.column("zone_length").to_numpy()
+    if (zone_length == 0).any():
+        raise IndexFormatError(f"{where} has a zone of length 0; rebuild the index")
+    fragment_id = table.column("fragment_id").to_numpy()
+    zone_start = table.column("zone_start").to_numpy()
+    has_null = table.column("has_null").to_numpy(zero_copy_only=False)
+    damaged = None
+    if checksum_buffer is not None:
+        if len(checksum_buffer) != 8 * table.num_rows:
+            raise IndexFormatError(
+                f"{where}: {META_CHECKSUMS} holds {len(checksum_buffer)} bytes for "
+                f"{table.num_rows} zones (zones are missing or added); rebuild the index"
+            )
+        stored = np.frombuffer(checksum_buffer, dtype="<u8")
+        damaged = stored != zone_checksums(fragment_id, zone_start, zone_length, has_null, filters)
+    files = None
+    files_text = metadata.get(META_FILES.encode())
+    if files_text is not None:
+        try:
+            files = [
+                FragmentFile(int(a), str(b), int(c), int(d), int(e), int(rest[0]) if rest else 0)
+                for a, b, c, d, e, *rest in json.loads(files_text)
+            ]
+        except (ValueError, TypeError, RecursionError) as err:
+            raise IndexFormatError(f"{where}: {META_FILES} metadata is damaged ({err})") from err
+        column = column or metadata.get(META_COLUMN.encode(), b"").decode()
+    return ZoneIndex(
+        column=column,
+        items=items,
+        probability=probability,
+        fragment_id=fragment_id,
+        zone_start=zone_start,
+        zone_length=zone_length,
+        has_null=has_null,
+        filter_data=filters,
+        null_rows=_decode_null_bitmap(null_buffer, where) if null_buffer is not None else None,
+        files=files,
+        damaged=damaged,
+    )
