@@ -10,10 +10,10 @@ One job per module:
 - :mod:`~pruner.index.store`: where an index is stored, and loading it (Parquet: in
   ``<dir>/_pruner/<column>/``).
 
-This module holds the entry points (:func:`build_index`, :func:`load_index`) and names
-every public name of those modules. Writes are atomic: a file is written beside its
-destination and renamed over it, and a Lance index becomes visible only when its
-manifest commits.
+This module holds the entry point :func:`build_index` and the registry of build engines,
+and names every public name ``pruner.index`` named before it was a package. Writes are
+atomic: a file is written beside its destination and renamed over it, and a Lance index
+becomes visible only when its manifest commits.
 """
 
 from __future__ import annotations
