@@ -283,7 +283,7 @@ def run_demo(directory: Path, rows: int = 2_000_000, fragments: int = 20) -> int
     """Generate the example tables, index them, run every sql_example on DuckDB pruned and
     unpruned, and print what was scanned, the times and whether the answers are equal."""
     from pruner.cli import _progress_bar
-    from pruner.explain import open_tables
+    from pruner.table import open_tables
 
     console = Console() if Console().is_terminal else Console(width=130)
     started = time.perf_counter()

@@ -18,7 +18,9 @@ from types import ModuleType
 import pyarrow as pa
 
 from pruner.errors import InvalidParameterError
-from pruner.plan import Parameters, Plan, TableSource
+from pruner.parameters import Parameters
+from pruner.plan import Plan
+from pruner.table import TableSource
 
 __all__ = ["ENGINES", "adapter", "query"]
 

@@ -18,7 +18,8 @@ import duckdb
 import pytest
 
 from pruner.demo import EXAMPLE_INDEXES, SQL_EXAMPLES, read_sql_examples
-from pruner.explain import explain, open_tables
+from pruner.explain import explain
+from pruner.table import open_tables
 from tests.engine_check import read_with_addresses, restrict, run_duckdb
 
 EXPECTED = SQL_EXAMPLES.parent / "expected.json"

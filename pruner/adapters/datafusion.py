@@ -43,11 +43,11 @@ from pruner.adapters.sources import (
     parquet_parts,
 )
 from pruner.errors import EngineError
-from pruner.explain import as_table
-from pruner.plan import Parameters, Plan, TableSource, plan
+from pruner.parameters import Parameters
+from pruner.plan import Plan, plan
 from pruner.selection import Selection
 from pruner.stacks import on_big_stack
-from pruner.table import Table
+from pruner.table import Table, TableSource, as_table
 
 try:
     import datafusion

@@ -32,10 +32,10 @@ import pyarrow as pa
 
 from pruner.adapters.sources import ParquetPart, lance_source, parquet_parts
 from pruner.errors import EngineError
-from pruner.explain import as_table
-from pruner.plan import Parameters, Plan, TableSource, named_in, plan
+from pruner.parameters import Parameters
+from pruner.plan import Plan, named_in, plan
 from pruner.selection import Selection
-from pruner.table import Table
+from pruner.table import Table, TableSource, as_table
 
 try:
     import duckdb

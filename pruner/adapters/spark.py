@@ -33,10 +33,11 @@ import pyarrow as pa
 
 from pruner.adapters.sources import lance_fragment_batches, parquet_parts
 from pruner.errors import EngineError, InvalidParameterError
-from pruner.explain import as_table, explain
-from pruner.plan import Parameters, Plan, TableSource, plan
+from pruner.explain import explain
+from pruner.parameters import Parameters
+from pruner.plan import Plan, plan
 from pruner.selection import Selection
-from pruner.table import Table, open_table
+from pruner.table import Table, TableSource, as_table, open_table
 
 try:
     from pyspark.sql import DataFrame, SparkSession
