@@ -17,15 +17,13 @@ import io
 import json
 import sys
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.csv as csv
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from pruner.errors import EngineError, IndexFormatError, InvalidParameterError, PrunerError
@@ -33,37 +31,16 @@ from pruner.index import (
     DEFAULT_ITEMS,
     DEFAULT_PROBABILITY,
     ENGINES,
-    ProgressCallback,
     ZoneIndex,
     build_index,
 )
+from pruner.progress import progress_bar
 from pruner.table import Table as PrunerTable
 from pruner.table import open_table
 
 __all__ = ["main"]
 
 console = Console(stderr=True)
-
-
-@contextmanager
-def _progress_bar(label: str) -> Iterator[ProgressCallback]:
-    """A rich progress bar on a terminal; silent otherwise."""
-    progress = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed:,}/{task.total:,} rows"),
-        TimeElapsedColumn(),
-        console=console,
-        disable=not console.is_terminal,
-        transient=False,
-    )
-    with progress:
-        task = progress.add_task(label, total=None)
-
-        def update(done: int, total: int) -> None:
-            progress.update(task, completed=done, total=total)
-
-        yield update
 
 
 def _summary(index: ZoneIndex) -> dict[str, object]:
@@ -83,7 +60,7 @@ def _summary(index: ZoneIndex) -> dict[str, object]:
 def _cmd_index_build(args: argparse.Namespace) -> int:
     for column in args.column:
         started = time.perf_counter()
-        with _progress_bar(f"indexing {column}") as progress:
+        with progress_bar(f"indexing {column}") as progress:
             index = build_index(
                 args.path,
                 column,

@@ -31,6 +31,7 @@ from rich.console import Console
 from rich.table import Table
 
 from pruner.index import DEFAULT_ITEMS, ProgressCallback, build_index
+from pruner.progress import progress_bar
 
 __all__ = [
     "EXAMPLE_INDEXES",
@@ -282,13 +283,12 @@ def _describe(answer: Any) -> str:
 def run_demo(directory: Path, rows: int = 2_000_000, fragments: int = 20) -> int:
     """Generate the example tables, index them, run every sql_example on DuckDB pruned and
     unpruned, and print what was scanned, the times and whether the answers are equal."""
-    from pruner.cli import _progress_bar
     from pruner.table import open_tables
 
     console = Console() if Console().is_terminal else Console(width=130)
     started = time.perf_counter()
     console.print(f"writing {rows:,} events in {fragments} fragments (Lance and Parquet)...")
-    paths = write_example_tables(directory, rows, fragments, progress_bar=_progress_bar)
+    paths = write_example_tables(directory, rows, fragments, progress_bar=progress_bar)
     console.print(
         f"data and {sum(len(c) for c in EXAMPLE_INDEXES.values()) + 4} indexes ready in "
         f"{time.perf_counter() - started:.1f} s under {directory}"
