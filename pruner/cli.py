@@ -166,30 +166,25 @@ def _cmd_explain(args: argparse.Namespace) -> int:
 
 
 def _cmd_query(args: argparse.Namespace) -> int:
-    from pruner.engines import adapter
-    from pruner.plan import plan
+    from pruner.engines import timed_query
 
     tables = _table_arguments(args.table or [])
     parameters = [_parameter(p) for p in args.param or []]
-    module = adapter(args.engine)
-    started = time.perf_counter()
-    prepared = plan(
-        args.sql, tables, dialect=args.engine, parameters=parameters, prune=not args.no_prune
+    run = timed_query(
+        args.sql, tables, engine=args.engine, parameters=parameters, prune=not args.no_prune
     )
-    try:
-        result = module.query(args.sql, tables, parameters=parameters, prepared=prepared)
-    except Exception as err:  # the engine's own error (unknown table, bad SQL...)
+    if run.result is None:  # the engine's own error (unknown table, bad SQL...)
+        err = run.error
         first_line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise EngineError(f"{args.engine}: {first_line}") from err
-    elapsed = time.perf_counter() - started
-    _print_result(result, args.format)
-    read, total = prepared.rows()
+    _print_result(run.result, args.format)
+    read, total = run.plan.rows()
     if args.no_prune:
         scanned = f"not pruned: read all {total:,} rows"
     else:
-        selected, zones = prepared.zones()
+        selected, zones = run.plan.zones()
         scanned = f"zones scanned {selected:,} / {zones:,} ({read:,} of {total:,} rows)"
-    console.print(f"{scanned}, {result.num_rows:,} rows out, {elapsed * 1000:.1f} ms")
+    console.print(f"{scanned}, {run.result.num_rows:,} rows out, {run.seconds * 1000:.1f} ms")
     return 0
 
 

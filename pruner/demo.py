@@ -244,10 +244,9 @@ def run_example(
 ) -> DemoRun:
     """Run ``example`` on ``engine`` with and without pruning; median times, planning
     (analysis and index probes) included in the pruned time."""
-    from pruner.engines import adapter
-    from pruner.plan import plan
+    from pruner.engines import adapter, timed_query
 
-    module = adapter(engine)
+    adapter(engine)  # a missing engine is an ImportError here, not a refused query
     sql = engine_sql(example, engine)
     answers: dict[bool, Any] = {}
     seconds: dict[bool, float] = {}
@@ -256,18 +255,24 @@ def run_example(
         times = []
         for _ in range(repeat):
             started = time.perf_counter()
-            prepared = None
             try:
-                prepared = plan(
-                    sql, tables, dialect=engine, parameters=example.parameters, prune=prune
+                run = timed_query(
+                    sql, tables, engine=engine, parameters=example.parameters, prune=prune
                 )
-                result = module.query(sql, tables, parameters=example.parameters, prepared=prepared)
-                answers[prune] = rows_multiset(result)
-            except Exception as err:  # the engine refuses the query
+            except Exception as err:  # pruner refuses to plan the query
                 answers[prune] = type(err).__name__
+                times.append(time.perf_counter() - started)
+                continue
+            try:
+                if run.error is not None:  # the engine refuses the query
+                    raise run.error
+                answers[prune] = rows_multiset(run.result)
+            except Exception as err:
+                answers[prune] = type(err).__name__
+            # the time includes reading the answer into rows_multiset, as it always has
             times.append(time.perf_counter() - started)
-            if prune and prepared is not None:
-                zones, rows = prepared.zones(), prepared.rows()
+            if prune:
+                zones, rows = run.plan.zones(), run.plan.rows()
         seconds[prune] = float(np.median(times))
     if answers[True] == answers[False]:
         outcome = "refused both ways" if isinstance(answers[True], str) else "equal"
