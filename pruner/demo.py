@@ -2,14 +2,15 @@
 
 Generates an events table (unsorted user ids, UUID trace ids, a nullable column) as a Lance
 dataset and as a directory of Parquet files, and a users table, builds the indexes with
-progress bars, then runs every query of ``sql_examples/`` on DuckDB with and without pruning
-and shows zones scanned, times and that the answers are equal (the promise: pruning never
-changes an answer).
+progress bars, then runs every query of ``pruner/sql_examples/`` (package data, read with
+:mod:`importlib.resources`) on DuckDB with and without pruning and shows zones scanned, times
+and that the answers are equal (the promise: pruning never changes an answer).
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib.resources
 import json
 import math
 import shutil
@@ -18,6 +19,7 @@ from collections import Counter
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +49,10 @@ __all__ = [
     "write_example_tables",
 ]
 
-SQL_EXAMPLES = Path(__file__).resolve().parents[1] / "sql_examples" / "queries.sql"
+SQL_EXAMPLES: Traversable = importlib.resources.files("pruner").joinpath(
+    "sql_examples", "queries.sql"
+)
+"""The example queries, shipped as package data (they are in an installed wheel too)."""
 
 _HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
 
@@ -115,7 +120,7 @@ EXAMPLE_INDEXES = {
     "events_pq": ("user_id", "trace_id", "country"),
     "users": ("user_id", "name", "plan", "signup"),
 }
-"""The tables ``sql_examples/`` queries, and the columns indexed in each."""
+"""The tables ``pruner/sql_examples/`` queries, and the columns indexed in each."""
 
 
 def write_example_tables(
@@ -125,7 +130,8 @@ def write_example_tables(
     items: int = DEFAULT_ITEMS,
     progress_bar: Callable[[str], AbstractContextManager[ProgressCallback | None]] | None = None,
 ) -> dict[str, Path]:
-    """The tables of ``sql_examples/``: events (Lance), events_pq (Parquet), users (Parquet).
+    """The tables of ``pruner/sql_examples/``: events (Lance), events_pq (Parquet), users
+    (Parquet).
 
     Returns ``{table name: path}``, with every column of :data:`EXAMPLE_INDEXES` indexed,
     and also ``users_lance``: the users as a Lance dataset, so that every query can run with
@@ -176,8 +182,9 @@ class SqlExample:
     parameters: tuple[object, ...] = ()
 
 
-def read_sql_examples(path: Path = SQL_EXAMPLES) -> list[SqlExample]:
-    """The named queries of ``sql_examples/queries.sql`` (blocks of ``-- key: value`` + SQL)."""
+def read_sql_examples(path: Traversable | Path = SQL_EXAMPLES) -> list[SqlExample]:
+    """The named queries of ``pruner/sql_examples/queries.sql`` (blocks of ``-- key: value``
+    + SQL)."""
     examples = []
     for block in path.read_text().split("\n\n"):
         keys: dict[str, str] = {}
@@ -286,8 +293,9 @@ def _describe(answer: Any) -> str:
 
 
 def run_demo(directory: Path, rows: int = 2_000_000, fragments: int = 20) -> int:
-    """Generate the example tables, index them, run every sql_example on DuckDB pruned and
-    unpruned, and print what was scanned, the times and whether the answers are equal."""
+    """Generate the example tables, index them, run every query of pruner/sql_examples/ on
+    DuckDB pruned and unpruned, and print what was scanned, the times and whether the answers
+    are equal."""
     from pruner.table import open_tables
 
     console = Console() if Console().is_terminal else Console(width=130)
