@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -18,12 +19,19 @@ EXAMPLE_FILES = sorted(
 )
 
 
-def _build_wheel(out: Path) -> Path:
-    """A wheel of this checkout: with the running environment's setuptools when it can build
-    one (no index needed), else in pip's isolated build environment (setuptools and wheel
-    from the configured package index)."""
+def _build_wheel(tmp_path: Path) -> Path:
+    """A wheel of this checkout's sources, copied first (no stale ``build/`` can leak in, and
+    nothing is written into the checkout): with the running environment's setuptools when it
+    can build one, else in pip's isolated build environment (setuptools and wheel from the
+    configured package index)."""
+    source, out = tmp_path / "source", tmp_path / "dist"
+    shutil.copytree(
+        REPOSITORY / "pruner", source / "pruner", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPOSITORY / name, source / name)
     base = [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out)]
-    attempts = [[*base, "--no-build-isolation", str(REPOSITORY)], [*base, str(REPOSITORY)]]
+    attempts = [[*base, "--no-build-isolation", str(source)], [*base, str(source)]]
     errors = []
     for command in attempts:
         done = subprocess.run(command, capture_output=True, text=True, timeout=180)
@@ -36,7 +44,7 @@ def _build_wheel(out: Path) -> Path:
 
 @pytest.mark.slow
 def test_installed_wheel_finds_the_demo_queries(tmp_path: Path) -> None:
-    wheel = _build_wheel(tmp_path / "dist")
+    wheel = _build_wheel(tmp_path)
     names = set(zipfile.ZipFile(wheel).namelist())
     assert "pruner/sql_examples/queries.sql" in EXAMPLE_FILES
     assert set(EXAMPLE_FILES) <= names
