@@ -49,9 +49,9 @@ __all__ = [
 def lance_allowlist(selection: Selection) -> bytes:
     """Lance's ``row_addr_allowlist`` bytes for ``selection``.
 
-    The layout (learnt by experiment, ``../shared/FACTS.md`` section 2): u32 fragment count,
-    then per fragment in ascending id order u32 id, u32 byte length and a portable Roaring
-    bitmap of the selected offsets.
+    The layout (learnt by experiment, ``docs/format.md``, "row_addr_allowlist"): u32
+    fragment count, then per fragment in ascending id order u32 id, u32 byte length and a
+    portable Roaring bitmap of the selected offsets.
 
     >>> len(lance_allowlist(Selection.from_ranges([(1, 0, 10)])))
     27
