@@ -46,6 +46,7 @@ __all__ = [
     "rows_multiset",
     "run_demo",
     "run_example",
+    "uuid_strings",
     "write_example_tables",
 ]
 
@@ -57,7 +58,7 @@ SQL_EXAMPLES: Traversable = importlib.resources.files("pruner").joinpath(
 _HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
 
 
-def _uuid_strings(rng: np.random.Generator, count: int) -> pa.Array:
+def uuid_strings(rng: np.random.Generator, count: int) -> pa.Array:
     """Random version-4 UUIDs as strings, built without a per-value Python loop."""
     raw = rng.integers(0, 256, (count, 16), dtype=np.uint8)
     raw[:, 6] = (raw[:, 6] & 0x0F) | 0x40
@@ -91,7 +92,7 @@ def make_events(rows: int, seed: int = 7) -> pa.Table:
         {
             "event_id": pa.array(np.arange(rows, dtype=np.int64)),
             "user_id": pa.array(user_id),
-            "trace_id": _uuid_strings(rng, rows),
+            "trace_id": uuid_strings(rng, rows),
             "country": country,
             "amount": pa.array(rng.gamma(2.0, 20.0, rows)),
         }
