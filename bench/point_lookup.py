@@ -81,7 +81,7 @@ from pruner.adapters import datafusion as df_adapter  # noqa: E402
 from pruner.adapters import duckdb as duck_adapter  # noqa: E402
 from pruner.adapters.sources import parquet_parts  # noqa: E402
 from pruner.analyzer import _analyze_cached  # noqa: E402
-from pruner.demo import _uuid_strings  # noqa: E402
+from pruner.demo import uuid_strings  # noqa: E402
 
 DATA_DIR = Path(__file__).resolve().parent / "data" / "point_lookup"
 SEED = 20240601
@@ -117,7 +117,7 @@ def make_rows(rows: int) -> pa.Table:
     return pa.table(
         {
             "id": pa.array(rng.permutation(rows).astype(np.int64)),
-            "trace_id": _uuid_strings(rng, rows),
+            "trace_id": uuid_strings(rng, rows),
             "amount": pa.array(rng.random(rows) * 1000.0),
         }
     )

@@ -15,11 +15,11 @@ from pruner.errors import (
     SqlSyntaxError,
     UnsupportedTypeError,
 )
-from pruner.explain import Explanation, explain, open_tables
+from pruner.explain import Explanation, explain
 from pruner.index import ZoneIndex, build_index, load_index
 from pruner.plan import Plan, plan
 from pruner.selection import Selection
-from pruner.table import Table, open_table
+from pruner.table import Table, open_table, open_tables
 
 __all__ = [
     "Explanation",

@@ -17,15 +17,13 @@ import io
 import json
 import sys
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.csv as csv
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from pruner.errors import EngineError, IndexFormatError, InvalidParameterError, PrunerError
@@ -33,37 +31,16 @@ from pruner.index import (
     DEFAULT_ITEMS,
     DEFAULT_PROBABILITY,
     ENGINES,
-    ProgressCallback,
     ZoneIndex,
     build_index,
 )
+from pruner.progress import progress_bar
 from pruner.table import Table as PrunerTable
 from pruner.table import open_table
 
 __all__ = ["main"]
 
 console = Console(stderr=True)
-
-
-@contextmanager
-def _progress_bar(label: str) -> Iterator[ProgressCallback]:
-    """A rich progress bar on a terminal; silent otherwise."""
-    progress = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed:,}/{task.total:,} rows"),
-        TimeElapsedColumn(),
-        console=console,
-        disable=not console.is_terminal,
-        transient=False,
-    )
-    with progress:
-        task = progress.add_task(label, total=None)
-
-        def update(done: int, total: int) -> None:
-            progress.update(task, completed=done, total=total)
-
-        yield update
 
 
 def _summary(index: ZoneIndex) -> dict[str, object]:
@@ -83,7 +60,7 @@ def _summary(index: ZoneIndex) -> dict[str, object]:
 def _cmd_index_build(args: argparse.Namespace) -> int:
     for column in args.column:
         started = time.perf_counter()
-        with _progress_bar(f"indexing {column}") as progress:
+        with progress_bar(f"indexing {column}") as progress:
             index = build_index(
                 args.path,
                 column,
@@ -189,30 +166,25 @@ def _cmd_explain(args: argparse.Namespace) -> int:
 
 
 def _cmd_query(args: argparse.Namespace) -> int:
-    from pruner.engines import adapter
-    from pruner.plan import plan
+    from pruner.engines import timed_query
 
     tables = _table_arguments(args.table or [])
     parameters = [_parameter(p) for p in args.param or []]
-    module = adapter(args.engine)
-    started = time.perf_counter()
-    prepared = plan(
-        args.sql, tables, dialect=args.engine, parameters=parameters, prune=not args.no_prune
+    run = timed_query(
+        args.sql, tables, engine=args.engine, parameters=parameters, prune=not args.no_prune
     )
-    try:
-        result = module.query(args.sql, tables, parameters=parameters, prepared=prepared)
-    except Exception as err:  # the engine's own error (unknown table, bad SQL...)
+    if run.result is None:  # the engine's own error (unknown table, bad SQL...)
+        err = run.error
         first_line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise EngineError(f"{args.engine}: {first_line}") from err
-    elapsed = time.perf_counter() - started
-    _print_result(result, args.format)
-    read, total = prepared.rows()
+    _print_result(run.result, args.format)
+    read, total = run.plan.rows()
     if args.no_prune:
         scanned = f"not pruned: read all {total:,} rows"
     else:
-        selected, zones = prepared.zones()
+        selected, zones = run.plan.zones()
         scanned = f"zones scanned {selected:,} / {zones:,} ({read:,} of {total:,} rows)"
-    console.print(f"{scanned}, {result.num_rows:,} rows out, {elapsed * 1000:.1f} ms")
+    console.print(f"{scanned}, {run.result.num_rows:,} rows out, {run.seconds * 1000:.1f} ms")
     return 0
 
 

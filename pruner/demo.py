@@ -2,14 +2,15 @@
 
 Generates an events table (unsorted user ids, UUID trace ids, a nullable column) as a Lance
 dataset and as a directory of Parquet files, and a users table, builds the indexes with
-progress bars, then runs every query of ``sql_examples/`` on DuckDB with and without pruning
-and shows zones scanned, times and that the answers are equal (the promise: pruning never
-changes an answer).
+progress bars, then runs every query of ``pruner/sql_examples/`` (package data, read with
+:mod:`importlib.resources`) on DuckDB with and without pruning and shows zones scanned, times
+and that the answers are equal (the promise: pruning never changes an answer).
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib.resources
 import json
 import math
 import shutil
@@ -18,6 +19,7 @@ from collections import Counter
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +33,7 @@ from rich.console import Console
 from rich.table import Table
 
 from pruner.index import DEFAULT_ITEMS, ProgressCallback, build_index
+from pruner.progress import progress_bar
 
 __all__ = [
     "EXAMPLE_INDEXES",
@@ -43,15 +46,19 @@ __all__ = [
     "rows_multiset",
     "run_demo",
     "run_example",
+    "uuid_strings",
     "write_example_tables",
 ]
 
-SQL_EXAMPLES = Path(__file__).resolve().parents[1] / "sql_examples" / "queries.sql"
+SQL_EXAMPLES: Traversable = importlib.resources.files("pruner").joinpath(
+    "sql_examples", "queries.sql"
+)
+"""The example queries, shipped as package data (they are in an installed wheel too)."""
 
 _HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
 
 
-def _uuid_strings(rng: np.random.Generator, count: int) -> pa.Array:
+def uuid_strings(rng: np.random.Generator, count: int) -> pa.Array:
     """Random version-4 UUIDs as strings, built without a per-value Python loop."""
     raw = rng.integers(0, 256, (count, 16), dtype=np.uint8)
     raw[:, 6] = (raw[:, 6] & 0x0F) | 0x40
@@ -85,7 +92,7 @@ def make_events(rows: int, seed: int = 7) -> pa.Table:
         {
             "event_id": pa.array(np.arange(rows, dtype=np.int64)),
             "user_id": pa.array(user_id),
-            "trace_id": _uuid_strings(rng, rows),
+            "trace_id": uuid_strings(rng, rows),
             "country": country,
             "amount": pa.array(rng.gamma(2.0, 20.0, rows)),
         }
@@ -114,7 +121,7 @@ EXAMPLE_INDEXES = {
     "events_pq": ("user_id", "trace_id", "country"),
     "users": ("user_id", "name", "plan", "signup"),
 }
-"""The tables ``sql_examples/`` queries, and the columns indexed in each."""
+"""The tables ``pruner/sql_examples/`` queries, and the columns indexed in each."""
 
 
 def write_example_tables(
@@ -124,7 +131,8 @@ def write_example_tables(
     items: int = DEFAULT_ITEMS,
     progress_bar: Callable[[str], AbstractContextManager[ProgressCallback | None]] | None = None,
 ) -> dict[str, Path]:
-    """The tables of ``sql_examples/``: events (Lance), events_pq (Parquet), users (Parquet).
+    """The tables of ``pruner/sql_examples/``: events (Lance), events_pq (Parquet), users
+    (Parquet).
 
     Returns ``{table name: path}``, with every column of :data:`EXAMPLE_INDEXES` indexed,
     and also ``users_lance``: the users as a Lance dataset, so that every query can run with
@@ -175,8 +183,9 @@ class SqlExample:
     parameters: tuple[object, ...] = ()
 
 
-def read_sql_examples(path: Path = SQL_EXAMPLES) -> list[SqlExample]:
-    """The named queries of ``sql_examples/queries.sql`` (blocks of ``-- key: value`` + SQL)."""
+def read_sql_examples(path: Traversable | Path = SQL_EXAMPLES) -> list[SqlExample]:
+    """The named queries of ``pruner/sql_examples/queries.sql`` (blocks of ``-- key: value``
+    + SQL)."""
     examples = []
     for block in path.read_text().split("\n\n"):
         keys: dict[str, str] = {}
@@ -243,10 +252,9 @@ def run_example(
 ) -> DemoRun:
     """Run ``example`` on ``engine`` with and without pruning; median times, planning
     (analysis and index probes) included in the pruned time."""
-    from pruner.engines import adapter
-    from pruner.plan import plan
+    from pruner.engines import adapter, timed_query
 
-    module = adapter(engine)
+    adapter(engine)  # a missing engine is an ImportError here, not a refused query
     sql = engine_sql(example, engine)
     answers: dict[bool, Any] = {}
     seconds: dict[bool, float] = {}
@@ -255,18 +263,24 @@ def run_example(
         times = []
         for _ in range(repeat):
             started = time.perf_counter()
-            prepared = None
             try:
-                prepared = plan(
-                    sql, tables, dialect=engine, parameters=example.parameters, prune=prune
+                run = timed_query(
+                    sql, tables, engine=engine, parameters=example.parameters, prune=prune
                 )
-                result = module.query(sql, tables, parameters=example.parameters, prepared=prepared)
-                answers[prune] = rows_multiset(result)
-            except Exception as err:  # the engine refuses the query
+            except Exception as err:  # pruner refuses to plan the query
                 answers[prune] = type(err).__name__
+                times.append(time.perf_counter() - started)
+                continue
+            try:
+                if run.error is not None:  # the engine refuses the query
+                    raise run.error
+                answers[prune] = rows_multiset(run.result)
+            except Exception as err:
+                answers[prune] = type(err).__name__
+            # the time includes reading the answer into rows_multiset, as it always has
             times.append(time.perf_counter() - started)
-            if prune and prepared is not None:
-                zones, rows = prepared.zones(), prepared.rows()
+            if prune:
+                zones, rows = run.plan.zones(), run.plan.rows()
         seconds[prune] = float(np.median(times))
     if answers[True] == answers[False]:
         outcome = "refused both ways" if isinstance(answers[True], str) else "equal"
@@ -280,15 +294,15 @@ def _describe(answer: Any) -> str:
 
 
 def run_demo(directory: Path, rows: int = 2_000_000, fragments: int = 20) -> int:
-    """Generate the example tables, index them, run every sql_example on DuckDB pruned and
-    unpruned, and print what was scanned, the times and whether the answers are equal."""
-    from pruner.cli import _progress_bar
-    from pruner.explain import open_tables
+    """Generate the example tables, index them, run every query of pruner/sql_examples/ on
+    DuckDB pruned and unpruned, and print what was scanned, the times and whether the answers
+    are equal."""
+    from pruner.table import open_tables
 
     console = Console() if Console().is_terminal else Console(width=130)
     started = time.perf_counter()
     console.print(f"writing {rows:,} events in {fragments} fragments (Lance and Parquet)...")
-    paths = write_example_tables(directory, rows, fragments, progress_bar=_progress_bar)
+    paths = write_example_tables(directory, rows, fragments, progress_bar=progress_bar)
     console.print(
         f"data and {sum(len(c) for c in EXAMPLE_INDEXES.values()) + 4} indexes ready in "
         f"{time.perf_counter() - started:.1f} s under {directory}"

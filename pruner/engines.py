@@ -12,15 +12,19 @@
 from __future__ import annotations
 
 import importlib
+import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from types import ModuleType
 
 import pyarrow as pa
 
 from pruner.errors import InvalidParameterError
-from pruner.plan import Parameters, Plan, TableSource
+from pruner.parameters import Parameters
+from pruner.plan import Plan, plan
+from pruner.table import TableSource
 
-__all__ = ["ENGINES", "adapter", "query"]
+__all__ = ["ENGINES", "TimedQuery", "adapter", "query", "timed_query"]
 
 ENGINES = ("duckdb", "datafusion", "spark")
 """Engine names; each runs SQL of the dialect of the same name."""
@@ -60,3 +64,39 @@ def query(
         sql, tables, parameters=parameters, prune=prune, prepared=prepared
     )
     return result
+
+
+@dataclass(frozen=True)
+class TimedQuery:
+    """A query run by :func:`timed_query`: its plan, the engine's answer (or the engine's
+    own error) and the time from the start of planning to the engine's answer."""
+
+    plan: Plan
+    result: pa.Table | None
+    error: Exception | None
+    seconds: float
+
+
+def timed_query(
+    sql: str,
+    tables: Mapping[str, TableSource],
+    *,
+    engine: str = "duckdb",
+    parameters: Parameters = (),
+    prune: bool = True,
+) -> TimedQuery:
+    """Plan ``sql`` (see :func:`pruner.plan.plan`), run it on ``engine`` and time both.
+
+    A planning error (pruner's: bad SQL, an unknown engine...) is raised; the engine's own
+    error (unknown table, SQL it refuses...) is returned in ``error``, with the plan and
+    the time it took to fail. ``seconds`` counts planning (analysis and index probes) and
+    the engine's query, not importing the adapter.
+    """
+    module = adapter(engine)
+    started = time.perf_counter()
+    prepared = plan(sql, tables, dialect=engine, parameters=parameters, prune=prune)
+    try:
+        result = module.query(sql, tables, parameters=parameters, prepared=prepared)
+    except Exception as err:  # the engine's own error
+        return TimedQuery(prepared, None, err, time.perf_counter() - started)
+    return TimedQuery(prepared, result, None, time.perf_counter() - started)

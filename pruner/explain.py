@@ -13,29 +13,16 @@ t: 1 of 3 zones, 8,192 of 20,000 rows, 1 of 1 fragments
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from pruner.analyzer import analyze
 from pruner.evaluate import ScanSelection, select_scans, table_selections
+from pruner.parameters import Parameters
 from pruner.selection import Selection
-from pruner.table import Table, open_table
+from pruner.table import TableSource, open_tables
 
-__all__ = ["Explanation", "explain", "open_tables"]
-
-TableSource = str | os.PathLike[str] | Table
-Parameters = Sequence[object] | Mapping[str, object]
-"""Values for a query's placeholders: by position (``?``, ``$n``) or by name."""
-
-
-def as_table(source: TableSource) -> Table:
-    """``source`` opened, unless it already is a Table (which keeps its loaded indexes)."""
-    return source if isinstance(source, Table) else open_table(source)
-
-
-def open_tables(tables: Mapping[str, TableSource]) -> dict[str, Table]:
-    return {name: as_table(source) for name, source in tables.items()}
+__all__ = ["Explanation", "explain"]
 
 
 @dataclass(frozen=True)

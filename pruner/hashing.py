@@ -1,7 +1,7 @@
 """xxHash64 (seed 0) of whole Arrow arrays, with Lance's byte encoding per type.
 
 Lance's BLOOMFILTER index hashes each value's bytes with xxHash64, seed 0. Which bytes is
-fixed by the column's physical Arrow type (``../shared/FACTS.md`` section 1):
+fixed by the column's physical Arrow type (``docs/format.md``, "Bytes hashed"):
 
 =========================================================  ==================================
 Arrow type                                                 bytes hashed

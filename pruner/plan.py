@@ -12,9 +12,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from pruner.analyzer import names_table
-from pruner.explain import Explanation, Parameters, TableSource, explain, open_tables
+from pruner.explain import Explanation, explain
+from pruner.parameters import Parameters
 from pruner.selection import Selection
-from pruner.table import Table
+from pruner.table import Table, TableSource, open_tables
 
 __all__ = ["Parameters", "Plan", "TableSource", "named_in", "plan"]
 

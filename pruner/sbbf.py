@@ -2,7 +2,7 @@
 
 The filter is the one Parquet specifies
 (https://github.com/apache/parquet-format/blob/master/BloomFilter.md) and Lance's
-BLOOMFILTER index stores per zone (``../shared/seeds/lance_bloom_filter_index.md``)::
+BLOOMFILTER index stores per zone (``docs/format.md``, "The filter")::
 
     filter = [block 0][block 1] ... [block B-1]            B = len(bytes) / 32
     block  = [word 0][word 1] ... [word 7]                 8 x uint32, little-endian

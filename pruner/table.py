@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,7 +39,7 @@ from pruner.index import (
 )
 from pruner.selection import FRAGMENT_SHIFT, Selection
 
-__all__ = ["BoundIndex", "Table", "open_table"]
+__all__ = ["BoundIndex", "Table", "TableSource", "as_table", "open_table", "open_tables"]
 
 
 @dataclass(eq=False)
@@ -338,3 +339,17 @@ def open_table(source: str | os.PathLike[str], version: int | None = None) -> Ta
         mixed_types=frozenset(mixed),
         uniform_schema=uniform,
     )
+
+
+TableSource = str | os.PathLike[str] | Table
+"""What a query's table may be given as: a Lance dataset or Parquet directory, or a Table."""
+
+
+def as_table(source: TableSource) -> Table:
+    """``source`` opened, unless it already is a Table (which keeps its loaded indexes)."""
+    return source if isinstance(source, Table) else open_table(source)
+
+
+def open_tables(tables: Mapping[str, TableSource]) -> dict[str, Table]:
+    """Every source of ``tables`` opened (see :func:`as_table`), under the same names."""
+    return {name: as_table(source) for name, source in tables.items()}

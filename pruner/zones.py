@@ -1,6 +1,6 @@
 """Zone layout: how the rows of a fragment are cut into zones.
 
-Lance's rule (``../shared/FACTS.md`` section 1), which pruner follows for both sources:
+Lance's rule (``docs/format.md``, "Zones"), which pruner follows for both sources:
 
 - a zone holds at most ``items`` *live* rows (``bloomfilter_item`` is both the expected
   number of distinct values and the zone size), and never spans fragments;

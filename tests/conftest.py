@@ -31,7 +31,8 @@ def tiny_manifest(vectors: Path) -> dict[str, Any]:
 
 @pytest.fixture(scope="session")
 def example_paths(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """The tables sql_examples/ queries (see pruner.demo.write_example_tables), written once."""
+    """The tables pruner/sql_examples/ queries (see pruner.demo.write_example_tables), written
+    once."""
     from pruner.demo import write_example_tables
 
     return write_example_tables(tmp_path_factory.mktemp("examples"), rows=40_000, items=1024)

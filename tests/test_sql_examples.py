@@ -1,4 +1,5 @@
-"""The golden examples in sql_examples/: per-scan selections, and answers pruning never changes.
+"""The golden examples in pruner/sql_examples/: per-scan selections, and answers pruning never
+changes.
 
 expected.json pins, for every example, each scan's predicate, zone and row counts and the
 story of every term. Independently of the golden file, every example runs on DuckDB over the
@@ -17,11 +18,12 @@ from typing import Any
 import duckdb
 import pytest
 
-from pruner.demo import EXAMPLE_INDEXES, SQL_EXAMPLES, read_sql_examples
-from pruner.explain import explain, open_tables
+from pruner.demo import EXAMPLE_INDEXES, read_sql_examples
+from pruner.explain import explain
+from pruner.table import open_tables
 from tests.engine_check import read_with_addresses, restrict, run_duckdb
 
-EXPECTED = SQL_EXAMPLES.parent / "expected.json"
+EXPECTED = Path(__file__).resolve().parents[1] / "pruner" / "sql_examples" / "expected.json"
 EXAMPLES = read_sql_examples()
 
 

@@ -35,6 +35,7 @@ import lance
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pruner.adapters.naming import quote_identifier
 from pruner.adapters.sources import (
     READ_AHEAD_VALUES,
     ParquetPart,
@@ -43,11 +44,11 @@ from pruner.adapters.sources import (
     parquet_parts,
 )
 from pruner.errors import EngineError
-from pruner.explain import as_table
-from pruner.plan import Parameters, Plan, TableSource, plan
+from pruner.parameters import Parameters
+from pruner.plan import Plan, plan
 from pruner.selection import Selection
 from pruner.stacks import on_big_stack
-from pruner.table import Table
+from pruner.table import Table, TableSource, as_table
 
 try:
     import datafusion
@@ -157,19 +158,6 @@ def _register(
         context.register_dataset(quoted, source)
     else:
         context.register_view(quoted, _unfiltered_columns(context, source))
-
-
-def quote_identifier(name: str) -> str:
-    """``name`` as a DataFusion identifier: the registered table is named exactly ``name``.
-
-    DataFusion parses a name given to ``register_*`` as SQL: ``a.b`` would be table ``b`` of
-    schema ``a``, ``t--x`` would be ``t`` and ``Events`` would be ``events``. Quoted, it is the
-    name itself, the one the analyzer matches (so a mixed-case table is ``"Events"`` in SQL).
-
-    >>> quote_identifier('a"b')
-    '"a""b"'
-    """
-    return '"' + name.replace('"', '""') + '"'
 
 
 @contextlib.contextmanager

@@ -30,12 +30,13 @@ from typing import Any
 
 import pyarrow as pa
 
+from pruner.adapters.naming import quote_identifier
 from pruner.adapters.sources import ParquetPart, lance_source, parquet_parts
 from pruner.errors import EngineError
-from pruner.explain import as_table
-from pruner.plan import Parameters, Plan, TableSource, named_in, plan
+from pruner.parameters import Parameters
+from pruner.plan import Plan, named_in, plan
 from pruner.selection import Selection
-from pruner.table import Table
+from pruner.table import Table, TableSource, as_table
 
 try:
     import duckdb
@@ -43,15 +44,6 @@ except ImportError as err:  # pragma: no cover - exercised only without the extr
     raise ImportError("pruner's DuckDB adapter needs duckdb: pip install 'pruner[duckdb]'") from err
 
 __all__ = ["bind", "query", "quote_identifier", "quote_path", "quote_string", "register", "sql"]
-
-
-def quote_identifier(name: str) -> str:
-    """``name`` as a DuckDB identifier.
-
-    >>> quote_identifier('a"b')
-    '"a""b"'
-    """
-    return '"' + name.replace('"', '""') + '"'
 
 
 def quote_string(text: str) -> str:

@@ -49,8 +49,9 @@ __all__ = [
 def lance_allowlist(selection: Selection) -> bytes:
     """Lance's ``row_addr_allowlist`` bytes for ``selection``.
 
-    The layout is an index file's ``null_bitmap`` layout (:mod:`pruner.roaring`): per
-    fragment in ascending id order, a portable Roaring bitmap of the selected offsets.
+    The layout (learnt by experiment, ``docs/format.md``, "row_addr_allowlist"): u32
+    fragment count, then per fragment in ascending id order u32 id, u32 byte length and a
+    portable Roaring bitmap of the selected offsets (:mod:`pruner.roaring`).
 
     >>> len(lance_allowlist(Selection.from_ranges([(1, 0, 10)])))
     27

@@ -18,10 +18,10 @@ from pruner.adapters.sources import parquet_parts
 from pruner.adapters.spark.datasource import register_source
 from pruner.adapters.spark.runtime import session
 from pruner.errors import InvalidParameterError
-from pruner.explain import as_table
-from pruner.plan import Parameters, Plan, TableSource, plan
+from pruner.parameters import Parameters
+from pruner.plan import Plan, plan
 from pruner.selection import Selection
-from pruner.table import Table
+from pruner.table import Table, TableSource, as_table
 
 __all__ = ["bind", "query", "quote_identifier", "register", "sql"]
 

@@ -1,0 +1,38 @@
+"""One progress bar for long builds, shared by the ``pruner`` command and the demo."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from pruner.index import ProgressCallback
+
+__all__ = ["progress_bar"]
+
+console = Console(stderr=True)
+"""Where the bars go: stderr, so that a command's stdout stays its result."""
+
+
+@contextmanager
+def progress_bar(label: str) -> Iterator[ProgressCallback]:
+    """A rich progress bar on a terminal; silent otherwise. Yields the callback to give
+    :func:`pruner.index.build_index` (``progress(done_rows, total_rows)``)."""
+    progress = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed:,}/{task.total:,} rows"),
+        TimeElapsedColumn(),
+        console=console,
+        disable=not console.is_terminal,
+        transient=False,
+    )
+    with progress:
+        task = progress.add_task(label, total=None)
+
+        def update(done: int, total: int) -> None:
+            progress.update(task, completed=done, total=total)
+
+        yield update
