@@ -29,6 +29,7 @@ demo: $(DEMO_STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check pruner tests bench
 	$(VENV)/bin/ruff format --check pruner tests bench
+	$(VENV)/bin/lint-imports
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
