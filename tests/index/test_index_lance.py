@@ -23,7 +23,7 @@ from pruner.index import (
     read_index_file,
     write_index_file,
 )
-from tests.lance_data import INDEXABLE_TYPES, write_random_dataset
+from tests.support.lance_data import INDEXABLE_TYPES, write_random_dataset
 
 
 def assert_same_index(mine: ZoneIndex, theirs: ZoneIndex, what: str) -> None:

@@ -1,12 +1,12 @@
 """Differential test: pruned == unpruned on DuckDB, DataFusion and Spark (see
-tests/differential.py for what is generated and what a case is).
+tests/support/differential.py for what is generated and what a case is).
 
 CI runs ``CI_CASES`` cases per engine, derandomized (the same cases every run). ``make
 fuzz`` sets ``PRUNER_FUZZ_CASES`` (split across the engines by ``FUZZ_SHARE``, Spark being
 ~20x slower per query) and draws new cases each run. Either way the per-engine counts of
 cases, mismatches, refused cases (both runs raised) and known-bug cases (an engine failure
-listed in tests/differential.py, checked against the engine on in-memory copies) are printed
-at the end.
+listed in tests/support/differential.py, checked against the engine on in-memory copies) are
+printed at the end.
 
 A mismatch fails the test with Hypothesis's shrunk example: the assertion message holds
 the data, how it was written and the SQL as a test to paste.
@@ -26,7 +26,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from pruner.engines import ENGINES
-from tests.differential import Dataset, compare, datasets, mismatch_report, written
+from tests.support.differential import Dataset, compare, datasets, mismatch_report, written
 
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:.*fork-safe")]
 

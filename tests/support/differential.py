@@ -21,13 +21,14 @@ the engine failures listed in :data:`KNOWN_UNPRUNED_FAILURES`, where the pruned 
 checked against the engine run on in-memory copies of the tables (a *known* case). Anything
 else is a mismatch, reported with a reproduction that pastes into a test::
 
-    from tests.differential import TableSpec, assert_same_answer
+    from tests.support.differential import TableSpec, assert_same_answer
     def test_repro(tmp_path):
         tables = {"a": TableSpec(...), "b": TableSpec(...)}
         assert_same_answer("duckdb", tables, "SELECT ...", tmp_path)
 
-``tests/test_differential.py`` runs it in CI and, with ``PRUNER_FUZZ_CASES`` set, as
-``make fuzz``; ``tests/test_no_false_negatives.py`` shares the value and condition strategies.
+``tests/end_to_end/test_differential.py`` runs it in CI and, with ``PRUNER_FUZZ_CASES`` set,
+as ``make fuzz``; ``tests/analysis/test_no_false_negatives.py`` shares the value and condition
+strategies.
 """
 
 from __future__ import annotations
@@ -948,7 +949,7 @@ def reproduction(engine: str, specs: Mapping[str, TableSpec], query: Query) -> s
         "import datetime\n"
         "import math\n\n"
         "import pyarrow as pa\n\n"
-        "from tests.differential import TableSpec, assert_same_answer\n\n\n"
+        "from tests.support.differential import TableSpec, assert_same_answer\n\n\n"
         "def test_differential_reproduction(tmp_path):\n"
         "    tables = {\n"
         f"{tables}\n"

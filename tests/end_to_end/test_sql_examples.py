@@ -21,9 +21,9 @@ import pytest
 from pruner.demo import EXAMPLE_INDEXES, read_sql_examples
 from pruner.explain import explain
 from pruner.table import open_tables
-from tests.engine_check import read_with_addresses, restrict, run_duckdb
+from tests.support.engine_check import read_with_addresses, restrict, run_duckdb
 
-EXPECTED = Path(__file__).resolve().parents[1] / "pruner" / "sql_examples" / "expected.json"
+EXPECTED = Path(__file__).resolve().parents[2] / "pruner" / "sql_examples" / "expected.json"
 EXAMPLES = read_sql_examples()
 
 

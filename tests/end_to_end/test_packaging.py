@@ -13,7 +13,7 @@ import pytest
 
 from pruner.demo import read_sql_examples
 
-REPOSITORY = Path(__file__).resolve().parents[1]
+REPOSITORY = Path(__file__).resolve().parents[2]
 EXAMPLE_FILES = sorted(
     p.relative_to(REPOSITORY).as_posix() for p in (REPOSITORY / "pruner" / "sql_examples").iterdir()
 )

@@ -1,9 +1,9 @@
 """Property: every row that satisfies a predicate lies inside pruner's Selection.
 
 Hypothesis generates small tables with the differential harness's strategies
-(tests/differential.py: every indexed type, nulls, NaN, -0.0, empty strings, several
-fragments, tiny zones; Lance with deleted rows, late fragments and compactions, or Parquet
-with small row groups) and random predicate trees (=, IN, IS NULL, IS [NOT] DISTINCT FROM,
+(tests/support/differential.py: every indexed type, nulls, NaN, -0.0, empty strings,
+several fragments, tiny zones; Lance with deleted rows, late fragments and compactions, or
+Parquet with small row groups) and random predicate trees (=, IN, IS NULL, IS [NOT] DISTINCT FROM,
 !=, ranges, LIKE, functions, NOT, AND, OR, coerced literals in DuckDB's spellings). DuckDB
 evaluates the WHERE clause on the unpruned data, independently of pruner; a matching row
 outside the Selection is a miss, and there must be none.
@@ -23,8 +23,8 @@ from hypothesis import strategies as st
 
 from pruner.explain import explain
 from pruner.table import open_table
-from tests.differential import COLUMN_TYPES, TableSpec, conditions, table_specs
-from tests.engine_check import read_with_addresses
+from tests.support.differential import COLUMN_TYPES, TableSpec, conditions, table_specs
+from tests.support.engine_check import read_with_addresses
 
 COLUMNS = [name for name in COLUMN_TYPES if name != "k"]
 

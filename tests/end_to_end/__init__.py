@@ -1,0 +1,2 @@
+"""pruner as a user meets it: the command, the golden examples, the packaged wheel, the
+differential harness across engines, and hostile input."""

@@ -1,0 +1,1 @@
+"""Helpers the tests share (data writers, engine checks, the differential harness); no tests."""
