@@ -29,7 +29,7 @@ from pruner.index import (
     load_index,
     parquet_index_path,
 )
-from tests.index.test_index_lance import assert_same_index
+from tests.support.index_check import assert_same_index
 from tests.support.lance_data import write_random_dataset
 
 COLUMNS = {"i64": pa.int64(), "utf8": pa.string()}

@@ -14,7 +14,6 @@ from lance.indices import IndexConfig
 
 from pruner.errors import InvalidParameterError, UnsupportedTypeError
 from pruner.index import (
-    ZoneIndex,
     build_index,
     build_lance_index,
     commit_lance_index,
@@ -23,20 +22,8 @@ from pruner.index import (
     read_index_file,
     write_index_file,
 )
+from tests.support.index_check import assert_same_index
 from tests.support.lance_data import INDEXABLE_TYPES, write_random_dataset
-
-
-def assert_same_index(mine: ZoneIndex, theirs: ZoneIndex, what: str) -> None:
-    assert mine.fragment_id.tolist() == theirs.fragment_id.tolist(), f"{what}: fragments"
-    assert mine.zone_start.tolist() == theirs.zone_start.tolist(), f"{what}: zone_start"
-    assert mine.zone_length.tolist() == theirs.zone_length.tolist(), f"{what}: zone_length"
-    assert mine.has_null.tolist() == theirs.has_null.tolist(), f"{what}: has_null"
-    for zone in range(mine.num_zones):
-        assert mine.filter_bytes(zone) == theirs.filter_bytes(zone), f"{what}: filter {zone}"
-    assert (mine.items, mine.probability) == (theirs.items, theirs.probability), what
-    mine_nulls = {k: v.tolist() for k, v in (mine.null_rows or {}).items()}
-    theirs_nulls = {k: v.tolist() for k, v in (theirs.null_rows or {}).items()}
-    assert mine_nulls == theirs_nulls, f"{what}: null bitmap"
 
 
 def raw_metadata_and_null_buffer(path: Path) -> tuple[dict[bytes, bytes], bytes]:
