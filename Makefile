@@ -44,10 +44,11 @@ bench: $(STAMP)
 	$(PY) bench/point_lookup.py
 
 # The differential harness with new random cases: FUZZ_CASES split across DuckDB,
-# DataFusion and Spark (tests/test_differential.py FUZZ_SHARE); prints per-engine counts.
+# DataFusion and Spark (tests/end_to_end/test_differential.py FUZZ_SHARE); prints
+# per-engine counts.
 FUZZ_CASES ?= 20000
 fuzz: $(STAMP)
-	PRUNER_FUZZ_CASES=$(FUZZ_CASES) $(PY) -m pytest -q -p no:cacheprovider tests/test_differential.py
+	PRUNER_FUZZ_CASES=$(FUZZ_CASES) $(PY) -m pytest -q -p no:cacheprovider tests/end_to_end/test_differential.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
