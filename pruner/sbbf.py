@@ -44,12 +44,16 @@ __all__ = [
     "BLOCK_BYTES",
     "MAX_BYTES",
     "MIN_BYTES",
+    "PROBE_GATHER_BYTES",
     "SALT",
+    "SLICE_CHUNK_BYTES",
+    "SLICE_COLUMNS",
     "SlicedFilters",
     "block_of",
     "check",
     "fpp_at",
     "insert",
+    "masks",
     "min_log2_bytes",
     "optimal_num_bytes",
     "probe_positions",
@@ -85,12 +89,12 @@ _POISSON_TERMS = 750
 # 64k-256k pairs per step were up to 2x slower at K = 10 and 100).
 _CHECK_BATCH_PAIRS = 1 << 14
 # The sliced layout's build works on chunks of up to this many uint64 filter columns x a
-# group of 64-zone tiles of about _SLICE_CHUNK_BYTES (measured on 12k zones x 32 KiB:
+# group of 64-zone tiles of about SLICE_CHUNK_BYTES (measured on 12k zones x 32 KiB:
 # 16-32 columns best, 2-8 and 64-256 columns 1.2-2x slower).
-_SLICE_COLUMNS = 32
-_SLICE_CHUNK_BYTES = 3 << 20
+SLICE_COLUMNS = 32
+SLICE_CHUNK_BYTES = 3 << 20
 # Bytes of bitmap rows gathered per step of a sliced probe.
-_PROBE_GATHER_BYTES = 1 << 19
+PROBE_GATHER_BYTES = 1 << 19
 # The six rounds of a 64 x 64 bit transpose: (j, mask of the bits q with q & j == 0).
 _TRANSPOSE_ROUNDS = [
     (np.uint64(32), np.uint64(0x00000000FFFFFFFF)),
@@ -187,7 +191,7 @@ def block_of(hashes: np.ndarray, num_blocks: int) -> np.ndarray:
     return block.astype(np.int64)
 
 
-def _masks(hashes: np.ndarray) -> np.ndarray:
+def masks(hashes: np.ndarray) -> np.ndarray:
     """(n, 8) uint32: for each hash, its one-bit mask in each of the 8 words."""
     low = hashes.astype(np.uint32)  # keeps the low 32 bits
     positions = low[:, None] * SALT[None, :]
@@ -278,7 +282,7 @@ def check(filters: np.ndarray, hashes: np.ndarray) -> np.ndarray:
     # A block as 4 uint64 lanes: half the elements of 8 uint32 words, same bits.
     lanes = np.ascontiguousarray(filters).view("<u8").reshape(num_zones, num_blocks, 4)
     blocks = block_of(hashes, num_blocks)
-    masks = np.ascontiguousarray(_masks(hashes).astype("<u4", copy=False)).view("<u8")
+    value_masks = np.ascontiguousarray(masks(hashes).astype("<u4", copy=False)).view("<u8")
     # Zone after zone with all values at once: one ``take`` per batch of zones gathers every
     # (zone, value) block, values of one zone next to each other, so a zone's filter is
     # visited once per batch (measured, 12k zones x 32 KiB: the former loop over values
@@ -287,8 +291,8 @@ def check(filters: np.ndarray, hashes: np.ndarray) -> np.ndarray:
     for first in range(0, num_zones, zones_per_batch):
         last = min(first + zones_per_batch, num_zones)
         gathered = np.take(lanes[first:last], blocks, axis=1)  # (zones, K, 4)
-        gathered &= masks
-        gathered ^= masks  # the mask bits that are missing from the block
+        gathered &= value_masks
+        gathered ^= value_masks  # the mask bits that are missing from the block
         missing = gathered[..., 0] | gathered[..., 1]
         missing |= gathered[..., 2]
         missing |= gathered[..., 3]
@@ -355,8 +359,8 @@ class SlicedFilters:
         if num_zones == 0:
             return
         source = np.ascontiguousarray(filters).view("<u8")
-        step = min(columns, _SLICE_COLUMNS)
-        tile_words = min(words, max(1, _SLICE_CHUNK_BYTES // (64 * 8 * step)))
+        step = min(columns, SLICE_COLUMNS)
+        tile_words = min(words, max(1, SLICE_CHUNK_BYTES // (64 * 8 * step)))
         chunks = [
             (first_word, first_column)
             for first_word in range(0, words, tile_words)
@@ -387,7 +391,7 @@ class SlicedFilters:
         words = self.bits.shape[1]
         # Values per step: their 8 gathered rows take ~512 KiB (measured flat from 256 KiB to
         # 4 MiB; one gather of everything was 1.6x slower at 10,000 values).
-        step = max(1, _PROBE_GATHER_BYTES // (WORDS_PER_BLOCK * 8 * max(words, 1)))
+        step = max(1, PROBE_GATHER_BYTES // (WORDS_PER_BLOCK * 8 * max(words, 1)))
         for first in range(0, len(positions), step):
             rows = self.bits[positions[first : first + step]]  # (n, 8, words)
             yield first, np.bitwise_and.reduce(rows, axis=1)

@@ -154,7 +154,7 @@ def _register(
         # A dataset of no fragments is a scan of no partitions, which DataFusion refuses
         # under a TopK or a window.
         context.register_view(quoted, _memory_frame(context, opened.schema.empty_table()))
-    elif not source._pruner_may_refuse_filters:
+    elif not source.pruner_may_refuse_filters:
         context.register_dataset(quoted, source)
     else:
         context.register_view(quoted, _unfiltered_columns(context, source))

@@ -64,20 +64,23 @@ class PrunedLanceDataset(lance.LanceDataset):
     """A Lance dataset whose every scan reads only the rows of a Selection.
 
     Made from an open dataset by :func:`lance_source`; engines see an ordinary
-    ``LanceDataset`` (a ``pyarrow.dataset.Dataset``).
+    ``LanceDataset`` (a ``pyarrow.dataset.Dataset``). Its own attributes start with
+    ``pruner_`` so they never shadow Lance's: ``pruner_allowlist`` (the row addresses every
+    scan is restricted to, None: whole fragments) and ``pruner_may_refuse_filters`` (the
+    table has a column Lance may refuse a pushed filter on).
     """
 
     _pruner_fragments: list[Any]
-    _pruner_allowlist: bytes | None
+    pruner_allowlist: bytes | None
     _pruner_fragment_allowlists: dict[int, bytes | None]
     _pruner_options: dict[str, Any]
-    _pruner_may_refuse_filters: bool
+    pruner_may_refuse_filters: bool
 
     def scanner(self, *args: Any, **kwargs: Any) -> Any:
         kwargs.update(self._pruner_options)
         kwargs["fragments"] = self._pruner_fragments
-        if self._pruner_allowlist is not None:
-            kwargs["row_addr_allowlist"] = self._pruner_allowlist
+        if self.pruner_allowlist is not None:
+            kwargs["row_addr_allowlist"] = self.pruner_allowlist
         return _scan(
             lambda options: lance.LanceDataset.scanner(self, *args, **options), kwargs, self
         )
@@ -156,7 +159,7 @@ def _scan(make: Any, options: dict[str, Any], dataset: PrunedLanceDataset) -> An
     if isinstance(condition, pc.Expression) and not _too_deep_for_lance(condition):
         try:
             scanner = make(options)
-            if not dataset._pruner_may_refuse_filters:
+            if not dataset.pruner_may_refuse_filters:
                 return scanner
             return pads.Scanner.from_batches(scanner.to_reader())
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError):
@@ -205,13 +208,13 @@ def lance_source(table: Table, selection: Selection | None) -> pa.Table | lance.
     pruned.__dict__.update(dataset.__dict__)
     pruned._pruner_fragments = fragments
     pruned._pruner_options = {"use_scalar_index": False} if selection is None else {}
-    pruned._pruner_may_refuse_filters = any(lance_cannot_filter(f.type) for f in table.schema)
+    pruned.pruner_may_refuse_filters = any(lance_cannot_filter(f.type) for f in table.schema)
     pruned._pruner_fragment_allowlists = {
         f.fragment_id: _allowlist_of(f.fragment_id, partial) for f in fragments
     }
-    pruned._pruner_allowlist = None
+    pruned.pruner_allowlist = None
     if partial and selection is not None:
-        pruned._pruner_allowlist = lance_allowlist(selection)
+        pruned.pruner_allowlist = lance_allowlist(selection)
     return pruned
 
 

@@ -119,6 +119,11 @@ class ZoneIndex:
         for group, (_, filters) in enumerate(self.filter_groups()):
             self._build_sliced(group, filters)
 
+    def sliced_groups(self) -> set[int]:
+        """The filter groups whose sliced probe layout is built (by probes that paid for it,
+        or :meth:`prepare_probes`)."""
+        return set(self._sliced)
+
     def _probe_layout(
         self, group: int, filters: np.ndarray, count: int
     ) -> sbbf.SlicedFilters | None:

@@ -377,7 +377,7 @@ def test_stable_row_ids_restrict_whole_fragments_only(engine: str, tmp_path: Pat
     wanted = [int(v) for v in ids[[1, 5_000, 11_000]] if v % 7]
     sql = f"SELECT id FROM t WHERE id IN ({', '.join(map(str, wanted))})"
     source = lance_source(table, pruner.plan(sql, {"t": table}, dialect=engine).selections["t"])
-    assert source._pruner_allowlist is None
+    assert source.pruner_allowlist is None
     result = pruner.query(sql, {"t": table}, engine=engine)
     assert sorted(result.column("id").to_pylist()) == sorted(wanted)
 

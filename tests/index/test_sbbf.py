@@ -57,7 +57,7 @@ def test_masks_and_blocks_match_lance_vectors(vectors: Path) -> None:
     for entry in json.loads((vectors / "hash_vectors.json").read_text()):
         hashes = np.array([entry["xxh64_seed0"]], dtype=np.uint64)
         assert int(sbbf.block_of(hashes, entry["num_blocks"])[0]) == entry["block_index"]
-        assert sbbf._masks(hashes)[0].tolist() == entry["mask_words"]
+        assert sbbf.masks(hashes)[0].tolist() == entry["mask_words"]
 
 
 def test_insert_equals_one_value_at_a_time() -> None:
@@ -71,7 +71,7 @@ def test_insert_equals_one_value_at_a_time() -> None:
     expected = np.zeros((7, 3, 8), dtype=np.uint32)
     for h, z in zip(hashes, zone_ids, strict=True):
         block = int(sbbf.block_of(np.array([h]), 3)[0])
-        expected[z, block] |= sbbf._masks(np.array([h]))[0]
+        expected[z, block] |= sbbf.masks(np.array([h]))[0]
     assert filters.view("<u4").reshape(7, 3, 8).tolist() == expected.tolist()
 
 
@@ -146,7 +146,7 @@ def test_check_equals_the_per_value_definition() -> None:
     filters, members = _filters_with_members(5, 64, seed=1)
     hashes = _probes(members, seed=2)
     words = filters.view("<u4").reshape(5, 2, 8)
-    blocks, masks = sbbf.block_of(hashes, 2), sbbf._masks(hashes)
+    blocks, masks = sbbf.block_of(hashes, 2), sbbf.masks(hashes)
     expected = [
         [bool(((words[z, blocks[k]] & masks[k]) == masks[k]).all()) for z in range(5)]
         for k in range(len(hashes))
@@ -163,8 +163,8 @@ def test_sliced_bits_are_the_transposed_filter_bits(monkeypatch: pytest.MonkeyPa
     expected[:, :130] = bits.T
     expected_words = np.packbits(expected, axis=1, bitorder="little").view("<u8")
     # Chunks of 3 columns x 2 zone words: partial chunks on both axes, several threads.
-    monkeypatch.setattr(sbbf, "_SLICE_COLUMNS", 3)
-    monkeypatch.setattr(sbbf, "_SLICE_CHUNK_BYTES", 64 * 8 * 3 * 2)
+    monkeypatch.setattr(sbbf, "SLICE_COLUMNS", 3)
+    monkeypatch.setattr(sbbf, "SLICE_CHUNK_BYTES", 64 * 8 * 3 * 2)
     for threads in (1, 3):
         assert np.array_equal(sbbf.SlicedFilters(filters, threads=threads).bits, expected_words)
     monkeypatch.undo()
@@ -174,7 +174,7 @@ def test_sliced_bits_are_the_transposed_filter_bits(monkeypatch: pytest.MonkeyPa
 def test_sliced_probe_in_many_small_steps(monkeypatch: pytest.MonkeyPatch) -> None:
     filters, members = _filters_with_members(65, 64, seed=9)
     hashes = _probes(members, seed=10)
-    monkeypatch.setattr(sbbf, "_PROBE_GATHER_BYTES", 1)  # one value per step
+    monkeypatch.setattr(sbbf, "PROBE_GATHER_BYTES", 1)  # one value per step
     sliced = sbbf.SlicedFilters(filters)
     expected = sbbf.check(filters, hashes)
     assert np.array_equal(sliced.might_contain(hashes), expected)
@@ -234,9 +234,9 @@ def test_zone_index_answers_the_same_before_and_after_the_sliced_layout() -> Non
     # One value: far below the price of a build, probed directly.
     assert np.array_equal(index.might_contain(hashes[:1]), expected[:1])
     assert np.array_equal(index.zone_mask(hashes[:1]), expected[0])
-    assert not index._sliced, "one value does not pay for the sliced layout"
+    assert not index.sliced_groups(), "one value does not pay for the sliced layout"
     index.prepare_probes()
-    assert sorted(index._sliced) == [0, 1]
+    assert sorted(index.sliced_groups()) == [0, 1]
     assert np.array_equal(index.might_contain(hashes), expected)
     assert np.array_equal(index.zone_mask(hashes), expected.any(axis=0))
     assert np.array_equal(index.zone_mask(hashes[:0]), np.zeros(index.num_zones, dtype=bool))
@@ -253,16 +253,16 @@ def test_zone_index_builds_the_sliced_layout_when_direct_probes_have_cost_as_muc
     values = int(price // len(large))
     for _ in range(values):
         assert np.array_equal(index.might_contain(hashes[:1]), expected)
-    assert 1 not in index._sliced, "the large-filter group has not paid for its build yet"
+    assert 1 not in index.sliced_groups(), "the large-filter group has not paid for its build yet"
     assert np.array_equal(index.zone_mask(hashes[:1]), expected[0])
-    assert 1 in index._sliced, "one more value passes the price: built"
+    assert 1 in index.sliced_groups(), "one more value passes the price: built"
     assert np.array_equal(index.might_contain(hashes[:1]), expected)
     # One probe of enough values pays for both builds at once.
     fresh, _ = _mixed_index()
     for _, filters in fresh.filter_groups():
         assert len(hashes) * len(filters) > ZoneIndex._PAIRS_PER_SLICED_BYTE * filters.nbytes
     direct = fresh.might_contain(hashes[:1])
-    assert not fresh._sliced
+    assert not fresh.sliced_groups()
     assert np.array_equal(fresh.zone_mask(hashes), index.zone_mask(hashes))
-    assert sorted(fresh._sliced) == [0, 1]
+    assert sorted(fresh.sliced_groups()) == [0, 1]
     assert np.array_equal(fresh.might_contain(hashes[:1]), direct)
