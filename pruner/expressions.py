@@ -202,6 +202,7 @@ class BoundLiterals(Predicate):
     hashes: np.ndarray | None
     no_match: bool = False
     reason: str = ""
+    error: Exception | None = None  # hashing failed: raised if the column has an index
 
     @property
     def column(self) -> str:
