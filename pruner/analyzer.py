@@ -58,6 +58,7 @@ from pruner.expressions import (
     NotNull,
     Or,
     Predicate,
+    PredicateVisitor,
     Unknown,
     and_,
     in_,
@@ -66,12 +67,23 @@ from pruner.expressions import (
     not_,
     or_,
     rewrite_not,
+    visit,
 )
 from pruner.folding import Folded, check, fold, unfold
 from pruner.literals import INTEGER_CASTS, literal_from_python
 from pruner.stacks import on_big_stack
 
-__all__ = ["DIALECTS", "MAX_PARSED_CHARS", "Analysis", "Scan", "analyze", "names_table"]
+__all__ = [
+    "DIALECTS",
+    "MAX_PARSED_CHARS",
+    "Analysis",
+    "Scan",
+    "analyze",
+    "analyze_cached",
+    "analyze_uncached",
+    "literal_from_sql",
+    "names_table",
+]
 
 # pruner dialect -> sqlglot dialect. DataFusion parses with sqlparser-rs' generic dialect,
 # which reads SQL as PostgreSQL does (double-quoted identifiers, ::casts, $1 parameters).
@@ -109,14 +121,14 @@ class Analysis:
     scans: tuple[Scan, ...]
     parameters: tuple[str, ...] = ()  # parameter keys in the order they must be given
 
-    def bind(self, parameters: Sequence[object] | Mapping[str, object] = ()) -> Analysis:
+    def with_parameters(self, parameters: Sequence[object] | Mapping[str, object] = ()) -> Analysis:
         """Substitute query parameters (``?``, ``$1``, ``:name``) by values."""
         if not self.parameters:  # no placeholder to substitute
             return self
         if isinstance(parameters, Mapping):
             values = {str(key): value for key, value in parameters.items()}
         else:
-            # ?, $n and :n all number from 0 when parsed (see _literal)
+            # ?, $n and :n all number from 0 when parsed (see literal_from_sql)
             values = {str(position): value for position, value in enumerate(parameters)}
         literals = {key: literal_from_python(value) for key, value in values.items()}
 
@@ -144,6 +156,11 @@ class Analysis:
 
         scans = tuple(replace(s, predicate=map_leaves(s.predicate, leaf)) for s in self.scans)
         return replace(self, scans=scans)
+
+    def bind(self, parameters: Sequence[object] | Mapping[str, object] = ()) -> Analysis:
+        """Deprecated name of :meth:`with_parameters` (in pruner, "bind" is
+        :func:`pruner.binding.bind`: literals coerced and hashed for a table)."""
+        return self.with_parameters(parameters)
 
 
 # ------------------------------------------------------------------------------ parsing
@@ -227,14 +244,16 @@ def _parse_folded(sql: str, dialect: str) -> tuple[Folded, list[exp.Expr]]:
 # ------------------------------------------------------------------- condition -> predicate
 
 
-def _literal(node: exp.Expr) -> Literal | None:
-    """The constant ``node`` spells, or None when it is not a plain constant."""
+def literal_from_sql(node: exp.Expr) -> Literal | None:
+    """The constant a sqlglot expression spells (a literal, maybe negated, cast or in
+    parentheses; NULL, TRUE / FALSE, X'..', a placeholder), or None when it is not a plain
+    constant."""
     if isinstance(node, exp.Paren):
-        return _literal(node.this)
+        return literal_from_sql(node.this)
     if isinstance(node, exp.Literal):
         return Literal.string(node.this) if node.is_string else Literal.number(node.this)
     if isinstance(node, exp.Neg):
-        inner = _literal(node.this)
+        inner = literal_from_sql(node.this)
         if inner is None or inner.kind != "number" or inner.cast:
             return None
         text = inner.text[1:] if inner.text.startswith("-") else "-" + inner.text
@@ -256,7 +275,7 @@ def _literal(node: exp.Expr) -> Literal | None:
         text = str(node.this.this)
         return Literal("parameter", str(int(text) - 1)) if text.isdigit() else None
     if isinstance(node, exp.Cast) and isinstance(node.to, exp.DataType):
-        inner = _literal(node.this)
+        inner = literal_from_sql(node.this)
         if inner is None or inner.cast:
             return None
         return replace(inner, cast=_type_name(node.to))
@@ -743,19 +762,34 @@ def _refused(predicate: Predicate, reason: str) -> Predicate:
     return map_leaves(predicate, leaf)
 
 
+class _TrueOnNulls(PredicateVisitor[bool]):
+    """Could the predicate be TRUE for a row whose columns (of this table) are all NULL?"""
+
+    def visit_and(self, node: And) -> bool:
+        return all(visit(child, self) for child in node.children)
+
+    def visit_or(self, node: Or) -> bool:
+        return any(visit(child, self) for child in node.children)
+
+    def visit_not_equals(self, node: NotEquals) -> bool:  # IS DISTINCT FROM v is TRUE on NULL
+        return node.null_safe
+
+    def visit_equals(self, node: Equals) -> bool:
+        # <=> ? may be bound to NULL, and then it is IS NULL
+        return node.null_safe and node.value.kind == "parameter"
+
+    def visit_other(self, node: Predicate) -> bool:
+        # col = v, col IN (..), col NOT IN (..) are NULL on a NULL column, and IS NOT NULL is
+        # FALSE; IS NULL is TRUE; anything unknown may be TRUE.
+        return isinstance(node, IsNull | Unknown | AlwaysTrue)
+
+
+_TRUE_ON_NULLS = _TrueOnNulls()
+
+
 def _can_be_true_on_nulls(predicate: Predicate) -> bool:
     """Could the predicate be TRUE for a row whose columns (of this table) are all NULL?"""
-    if isinstance(predicate, And):
-        return all(_can_be_true_on_nulls(child) for child in predicate.children)
-    if isinstance(predicate, Or):
-        return any(_can_be_true_on_nulls(child) for child in predicate.children)
-    if isinstance(predicate, NotEquals):  # IS DISTINCT FROM v is TRUE on NULL
-        return predicate.null_safe
-    if isinstance(predicate, Equals):  # <=> ? may be bound to NULL, and then it is IS NULL
-        return predicate.null_safe and predicate.value.kind == "parameter"
-    # col = v, col IN (..), col NOT IN (..) are NULL on a NULL column, and IS NOT NULL is
-    # FALSE; IS NULL is TRUE; anything unknown may be TRUE.
-    return isinstance(predicate, IsNull | Unknown | AlwaysTrue)
+    return visit(predicate, _TRUE_ON_NULLS)
 
 
 class _Resolver:
@@ -918,7 +952,7 @@ class _Resolver:
                 continue
             if isinstance(column, Unknown):
                 return Unknown(column.reason, self.sql(node))
-            literal = _literal(value_node)
+            literal = literal_from_sql(value_node)
             if literal is None:
                 return Unknown(_why_not_value(value_node), self.sql(node))
             if null_safe and literal.kind == "null":
@@ -945,7 +979,7 @@ class _Resolver:
             if folded is not None:
                 values.extend(folded)
                 continue
-            value = _literal(element)
+            value = literal_from_sql(element)
             if value is None:
                 return Unknown("IN list holds something other than constants", self.sql(node))
             values.append(value)
@@ -1060,11 +1094,15 @@ def names_table(name: str, sql: str) -> bool:
     return any(form in text for form in forms)
 
 
-def _analyze(sql: str, dialect: str, schema_key: tuple[tuple[str, pa.Schema], ...]) -> Analysis:
+def analyze_uncached(
+    sql: str, dialect: str, schema_key: tuple[tuple[str, pa.Schema], ...]
+) -> Analysis:
     if dialect not in DIALECTS:
         raise SqlSyntaxError(
             f"unknown SQL dialect {dialect!r}; use one of {', '.join(sorted(DIALECTS))}"
         )
+    """:func:`analyze` without the cache: ``schema_key`` is the schemas mapping as sorted
+    (name, schema) pairs."""
     schemas = dict(schema_key)
     try:
         return _on_deep_stack(lambda: _analyze_statements(sql, dialect, schemas), sql)
@@ -1078,7 +1116,9 @@ def _analyze(sql: str, dialect: str, schema_key: tuple[tuple[str, pa.Schema], ..
         return _whole(sql, dialect, schemas, reason)
 
 
-_analyze_cached = functools.lru_cache(maxsize=256)(_analyze)
+analyze_cached = functools.lru_cache(maxsize=256)(analyze_uncached)
+""":func:`analyze_uncached` behind a cache of the last 256 analyses (``cache_clear()``,
+``cache_info()``); :func:`analyze` uses it for SQL of up to 65,536 characters."""
 
 
 def _analyze_statements(sql: str, dialect: str, schemas: Mapping[str, pa.Schema]) -> Analysis:
@@ -1123,5 +1163,5 @@ def analyze(sql: str, schemas: Mapping[str, pa.Schema], dialect: str = "duckdb")
     """
     key = tuple(sorted(schemas.items(), key=lambda item: item[0]))
     if len(sql) > _CACHED_CHARS:  # a cache of 256 such analyses could hold gigabytes
-        return _analyze(sql, dialect, key)
-    return _analyze_cached(sql, dialect, key)
+        return analyze_uncached(sql, dialect, key)
+    return analyze_cached(sql, dialect, key)
