@@ -1,7 +1,8 @@
 """The predicate tree: what a query says about one table scan, in terms an index can test.
 
-A predicate is built by the analyzer from SQL, bound to a table (literals coerced to the
-column types), then evaluated against zone indexes into a Selection. Only four shapes of
+A predicate is built by the analyzer from SQL, bound to a table (:mod:`pruner.binding`:
+literals coerced to the column types and hashed, once), then evaluated against zone indexes
+into a Selection. Every consumer walks it as a :class:`PredicateVisitor`. Only four shapes of
 condition can prune with a bloom index: ``column = literal``, ``column IN (literals)``,
 ``column IS NULL``, and ``AND`` / ``OR`` of those. Everything else becomes :class:`Unknown`,
 which carries the reason explain shows.
