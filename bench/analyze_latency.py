@@ -34,7 +34,7 @@ import pyarrow as pa
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from pruner import sbbf
-from pruner.analyzer import _analyze_cached, analyze
+from pruner.analyzer import analyze, analyze_cached
 from pruner.evaluate import evaluate
 from pruner.hashing import hash_array
 from pruner.index import DEFAULT_ITEMS, DEFAULT_PROBABILITY, ZoneIndex
@@ -104,7 +104,7 @@ def main() -> None:
     total = args.zones * args.items
 
     def query(sql: str, parameters: list[int]) -> object:
-        analysis = analyze(sql, schemas).bind(parameters)
+        analysis = analyze(sql, schemas).with_parameters(parameters)
         return evaluate(analysis.scans[0].predicate, table)
 
     point = "SELECT * FROM t WHERE id = ?"
@@ -148,7 +148,7 @@ def main() -> None:
         f"every probed id's zone selected: {bool(found)}; "
         f"zones selected for 1,000 ids: {selection.num_rows // args.items:,} of {args.zones:,}"
     )
-    print(f"analysis cache: {_analyze_cached.cache_info()}")
+    print(f"analysis cache: {analyze_cached.cache_info()}")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """Predicate x table -> Selection, with a report per term for explain.
 
-Each Equals / In leaf is bound to its column (literals coerced at the column's type and width,
-:mod:`pruner.literals`), hashed once, and probed against every zone in one batch; IS NULL reads
+The predicate is first bound to the table (:func:`pruner.binding.bind`: each Equals / In
+leaf's literals coerced at the column's type and width and hashed, once); each bound leaf is
+then probed against every zone in one batch; IS NULL reads
 the zones' has-null flags. AND intersects selections and OR unites them; every other leaf
 selects everything, which is where "cannot prune" comes from (pyiceberg's inclusive metrics
 evaluator reasons the same way). An index that is missing, damaged or stale widens the result;
@@ -14,28 +15,26 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
-import pyarrow as pa
 
 from pruner.analyzer import Analysis, Scan
-from pruner.errors import IndexFormatError
+from pruner.binding import bind
+from pruner.errors import IndexFormatError, PrunerError
 from pruner.expressions import (
     AlwaysFalse,
     AlwaysTrue,
     And,
-    Equals,
-    In,
+    BoundLiterals,
     IsNull,
-    Literal,
     NotEquals,
     NotIn,
     NotNull,
     Or,
     Predicate,
+    PredicateVisitor,
     Unknown,
     to_sql,
+    visit,
 )
-from pruner.hashing import hash_array
-from pruner.literals import coerce_all
 from pruner.selection import Selection
 from pruner.table import BoundIndex, Table
 
@@ -75,7 +74,10 @@ class ScanSelection:
     fragments_total: int
 
 
-class _Evaluator:
+class _Evaluator(PredicateVisitor[Selection | None]):
+    """A bound predicate -> the selected rows; None means every row (kept symbolic: it is
+    the common case). Records a :class:`TermReport` per leaf as it goes."""
+
     def __init__(self, table: Table, dialect: str) -> None:
         self.table = table
         self.dialect = dialect
@@ -99,72 +101,85 @@ class _Evaluator:
             self.layout = index
         return index
 
-    def run(self, node: Predicate) -> Selection | None:
-        """The selected rows; None means every row (kept symbolic: it is the common case)."""
-        if isinstance(node, And):
-            result: Selection | None = None
-            for child in node.children:
-                part = self.run(child)
-                if part is not None:
-                    result = part if result is None else result & part
-            return result
-        if isinstance(node, Or):
-            parts = [self.run(child) for child in node.children]
-            if any(part is None for part in parts):
-                if any(part is not None for part in parts):
-                    unpruned = [
-                        to_sql(child)
-                        for child, part in zip(node.children, parts, strict=True)
-                        if part is None
-                    ]
-                    reason = "OR with a term that cannot prune: " + "; ".join(unpruned)
-                    self.terms.append(TermReport(to_sql(node), False, reason))
-                return None
-            united = Selection.empty()
-            for part in parts:
-                if part is not None:
-                    united = united | part
-            return united
-        if isinstance(node, AlwaysTrue):
+    def visit_and(self, node: And) -> Selection | None:
+        result: Selection | None = None
+        for child in node.children:
+            part = visit(child, self)
+            if part is not None:
+                result = part if result is None else result & part
+        return result
+
+    def visit_or(self, node: Or) -> Selection | None:
+        parts = [visit(child, self) for child in node.children]
+        if any(part is None for part in parts):
+            if any(part is not None for part in parts):
+                unpruned = [
+                    to_sql(child)
+                    for child, part in zip(node.children, parts, strict=True)
+                    if part is None
+                ]
+                reason = "OR with a term that cannot prune: " + "; ".join(unpruned)
+                self.terms.append(TermReport(to_sql(node), False, reason))
             return None
-        if isinstance(node, AlwaysFalse):
-            self.terms.append(TermReport("FALSE", False, node.reason or "never true"))
-            return Selection.empty()
-        if isinstance(node, Equals | In):
-            values = (node.value,) if isinstance(node, Equals) else node.values
-            return self.probe(node.column, values, to_sql(node))
-        if isinstance(node, IsNull):
-            return self.nulls(node.column, to_sql(node))
-        term = to_sql(node)
-        if isinstance(node, Unknown):
-            self.terms.append(TermReport(node.sql or term, False, node.reason))
-        elif isinstance(node, NotEquals | NotIn | NotNull):
-            operator = {NotEquals: "!=", NotIn: "NOT IN", NotNull: "IS NOT NULL"}[type(node)]
-            self.terms.append(TermReport(term, False, f"{operator} cannot prune", node.column))
-        else:  # pragma: no cover - rewrite_not leaves no Not
-            self.terms.append(TermReport(term, False, "not understood"))
+        united = Selection.empty()
+        for part in parts:
+            if part is not None:
+                united = united | part
+        return united
+
+    def visit_true(self, node: AlwaysTrue) -> Selection | None:
         return None
 
-    def probe(self, column: str, values: tuple[Literal, ...], term: str) -> Selection | None:
-        if column not in self.table.schema.names:
-            self.terms.append(TermReport(term, False, f"no column {column} in the table", column))
+    def visit_false(self, node: AlwaysFalse) -> Selection | None:
+        self.terms.append(TermReport("FALSE", False, node.reason or "never true"))
+        return Selection.empty()
+
+    def visit_bound(self, node: BoundLiterals) -> Selection | None:
+        term, column = to_sql(node), node.column
+        if node.unindexed:
+            if self.bound(column, term) is not None:  # an index appeared since binding
+                self.terms.append(TermReport(term, False, "index found after binding", column))
             return None
-        arrow_type = self.table.schema.field(column).type
-        coerced = coerce_all(values, arrow_type, self.dialect)
-        if coerced.values is None:
-            self.terms.append(TermReport(term, False, coerced.reason, column))
+        if node.hashes is None and node.error is None:
+            if node.no_match:
+                self.terms.append(TermReport(term, False, node.reason, column, 0))
+                return Selection.empty()
+            self.terms.append(TermReport(term, False, node.reason, column))
             return None
-        if coerced.no_match:
-            self.terms.append(TermReport(term, False, coerced.reason, column, 0))
-            return Selection.empty()
         index = self.bound(column, term)
         if index is None:
             return None
-        hashes, _ = hash_array(pa.array(coerced.values, arrow_type))
-        mask = index.index.zone_mask(hashes)
+        if node.error is not None or node.hashes is None:
+            raise node.error or ValueError(f"{term} was not bound")
+        mask = index.index.zone_mask(node.hashes)
         selected = int((mask & index.valid).sum())
-        self.terms.append(TermReport(term, True, coerced.reason, column, selected))
+        self.terms.append(TermReport(term, True, node.reason, column, selected))
         return index.zones(mask)
+
+    def visit_is_null(self, node: IsNull) -> Selection | None:
+        return self.nulls(node.column, to_sql(node))
+
+    def visit_unknown(self, node: Unknown) -> Selection | None:
+        self.terms.append(TermReport(node.sql or to_sql(node), False, node.reason))
+        return None
+
+    def visit_not_equals(self, node: NotEquals) -> Selection | None:
+        return self.cannot_prune(node, node.column, "!=")
+
+    def visit_not_in(self, node: NotIn) -> Selection | None:
+        return self.cannot_prune(node, node.column, "NOT IN")
+
+    def visit_not_null(self, node: NotNull) -> Selection | None:
+        return self.cannot_prune(node, node.column, "IS NOT NULL")
+
+    def cannot_prune(self, node: Predicate, column: str, operator: str) -> Selection | None:
+        self.terms.append(TermReport(to_sql(node), False, f"{operator} cannot prune", column))
+        return None
+
+    def visit_other(self, node: Predicate) -> Selection | None:
+        # Unbound Equals / In do not reach here (_run binds first); rewrite_not leaves no Not.
+        self.terms.append(TermReport(to_sql(node), False, "not understood"))
+        return None
 
     def nulls(self, column: str, term: str) -> Selection | None:
         if column not in self.table.schema.names:
@@ -181,7 +196,17 @@ class _Evaluator:
 def _run(predicate: Predicate, table: Table, dialect: str) -> tuple[_Evaluator, Selection | None]:
     """The evaluator (its term reports, its layout) and the selection, None for every row."""
     evaluator = _Evaluator(table, dialect)
-    return evaluator, evaluator.run(predicate)
+    bound = bind(predicate, table.schema, dialect, lambda column: _has_index(table, column))
+    return evaluator, visit(bound, evaluator)
+
+
+def _has_index(table: Table, column: str) -> bool:
+    """Whether evaluating a term on ``column`` will probe an index (an unreadable one
+    counts: the evaluator reports it)."""
+    try:
+        return table.index(column) is not None
+    except PrunerError:
+        return True
 
 
 def _within(selected: Selection | None, table: Table) -> Selection:

@@ -105,5 +105,5 @@ def explain(
     """
     opened = open_tables(tables)
     schemas = {name: table.schema for name, table in opened.items()}
-    analysis = analyze(sql, schemas, dialect).bind(parameters)
+    analysis = analyze(sql, schemas, dialect).with_parameters(parameters)
     return Explanation(sql, dialect, tuple(select_scans(analysis, opened)))

@@ -1,7 +1,8 @@
 """The predicate tree: what a query says about one table scan, in terms an index can test.
 
-A predicate is built by the analyzer from SQL, bound to a table (literals coerced to the
-column types), then evaluated against zone indexes into a Selection. Only four shapes of
+A predicate is built by the analyzer from SQL, bound to a table (:mod:`pruner.binding`:
+literals coerced to the column types and hashed, once), then evaluated against zone indexes
+into a Selection. Every consumer walks it as a :class:`PredicateVisitor`. Only four shapes of
 condition can prune with a bloom index: ``column = literal``, ``column IN (literals)``,
 ``column IS NULL``, and ``AND`` / ``OR`` of those. Everything else becomes :class:`Unknown`,
 which carries the reason explain shows.
@@ -27,12 +28,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Generic, TypeVar
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "AlwaysFalse",
     "AlwaysTrue",
     "And",
+    "BoundLiterals",
     "Equals",
     "In",
     "IsNull",
@@ -43,6 +48,7 @@ __all__ = [
     "NotNull",
     "Or",
     "Predicate",
+    "PredicateVisitor",
     "Unknown",
     "and_",
     "columns_of",
@@ -53,6 +59,7 @@ __all__ = [
     "or_",
     "rewrite_not",
     "to_sql",
+    "visit",
 ]
 
 # Literal kinds, as the SQL text spelled them (coercion to a column type happens at bind time):
@@ -184,6 +191,118 @@ class Or(Predicate):
     children: tuple[Predicate, ...]
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class BoundLiterals(Predicate):
+    """An :class:`Equals` / :class:`In` leaf bound to its table's column
+    (:func:`pruner.binding.bind`): its literals coerced at the column's type, once, and
+    hashed as the column's index hashes values. ``hashes`` is None when the leaf cannot
+    probe: ``no_match`` then says no value of the column can match, ``unindexed`` that the
+    column has no index (the literals were not hashed), otherwise pruner cannot tell;
+    ``reason`` says why (or, with hashes, what the coercion noted)."""
+
+    leaf: Equals | In
+    hashes: np.ndarray | None
+    no_match: bool = False
+    reason: str = ""
+    error: Exception | None = None  # hashing failed: raised if the column has an index
+    unindexed: bool = False
+
+    @property
+    def column(self) -> str:
+        return self.leaf.column
+
+
+# ---------------------------------------------------------------------------- visitors
+
+T = TypeVar("T")
+
+
+class PredicateVisitor(Generic[T]):
+    """One method per node kind; :func:`visit` calls the one for a node's kind.
+
+    Modelled on pyiceberg's ``BooleanExpressionVisitor``, with one difference: ``visit_and``,
+    ``visit_or`` and ``visit_not`` receive the node, not their children's results, and
+    recurse with ``visit(child, self)`` where they choose (pushing NOT down must negate
+    *before* descending; the evaluator must know which child of an OR could not prune).
+    A method not overridden falls back to :meth:`visit_other`, which by default refuses
+    the node; a visitor that treats most leaves alike overrides only ``visit_other``.
+    """
+
+    def visit_other(self, node: Predicate) -> T:
+        raise TypeError(f"{type(self).__name__} does not visit {node!r}")
+
+    def visit_true(self, node: AlwaysTrue) -> T:
+        return self.visit_other(node)
+
+    def visit_false(self, node: AlwaysFalse) -> T:
+        return self.visit_other(node)
+
+    def visit_unknown(self, node: Unknown) -> T:
+        return self.visit_other(node)
+
+    def visit_equals(self, node: Equals) -> T:
+        return self.visit_other(node)
+
+    def visit_in(self, node: In) -> T:
+        return self.visit_other(node)
+
+    def visit_is_null(self, node: IsNull) -> T:
+        return self.visit_other(node)
+
+    def visit_not_equals(self, node: NotEquals) -> T:
+        return self.visit_other(node)
+
+    def visit_not_in(self, node: NotIn) -> T:
+        return self.visit_other(node)
+
+    def visit_not_null(self, node: NotNull) -> T:
+        return self.visit_other(node)
+
+    def visit_bound(self, node: BoundLiterals) -> T:
+        return self.visit_other(node)
+
+    def visit_not(self, node: Not) -> T:
+        return self.visit_other(node)
+
+    def visit_and(self, node: And) -> T:
+        return self.visit_other(node)
+
+    def visit_or(self, node: Or) -> T:
+        return self.visit_other(node)
+
+
+_METHODS: dict[type, str] = {
+    AlwaysTrue: "visit_true",
+    AlwaysFalse: "visit_false",
+    Unknown: "visit_unknown",
+    Equals: "visit_equals",
+    In: "visit_in",
+    IsNull: "visit_is_null",
+    NotEquals: "visit_not_equals",
+    NotIn: "visit_not_in",
+    NotNull: "visit_not_null",
+    BoundLiterals: "visit_bound",
+    Not: "visit_not",
+    And: "visit_and",
+    Or: "visit_or",
+}
+
+
+def visit(node: Predicate, visitor: PredicateVisitor[T]) -> T:
+    """``visitor``'s method for the kind of ``node``, applied to it.
+
+    A dictionary lookup rather than ``functools.singledispatch``: it costs one Python frame
+    per level of the tree instead of three (trees are up to 64 AND / OR levels deep, walked
+    on the caller's stack).
+    """
+    method = _METHODS.get(type(node))
+    if method is None:
+        kind = next((k for k in type(node).__mro__ if k in _METHODS), None)
+        method = "visit_other" if kind is None else _METHODS[kind]
+    result: T = getattr(visitor, method)(node)
+    return result
+
+
 def _junction(
     parts: tuple[Predicate, ...],
     kind: type[And] | type[Or],
@@ -238,57 +357,106 @@ def in_(column: str, values: Iterable[Literal]) -> Predicate:
     return In(column, unique)
 
 
-def _negate(node: Predicate) -> Predicate:
-    if isinstance(node, Equals):
+class _Negate(PredicateVisitor[Predicate]):
+    """``NOT node`` pushed to the leaves (De Morgan); a leaf with no negated form (Unknown,
+    the constants) goes through :func:`not_`, so Unknown stays Unknown."""
+
+    def visit_equals(self, node: Equals) -> Predicate:
         return NotEquals(node.column, node.value, node.null_safe)
-    if isinstance(node, NotEquals):
+
+    def visit_not_equals(self, node: NotEquals) -> Predicate:
         return Equals(node.column, node.value, node.null_safe)
-    if isinstance(node, In):
+
+    def visit_in(self, node: In) -> Predicate:
         return NotIn(node.column, node.values)
-    if isinstance(node, NotIn):
+
+    def visit_not_in(self, node: NotIn) -> Predicate:
         return in_(node.column, node.values)
-    if isinstance(node, IsNull):
+
+    def visit_is_null(self, node: IsNull) -> Predicate:
         return NotNull(node.column)
-    if isinstance(node, NotNull):
+
+    def visit_not_null(self, node: NotNull) -> Predicate:
         return IsNull(node.column)
-    if isinstance(node, And):
-        return or_(*(_negate(child) for child in node.children))
-    if isinstance(node, Or):
-        return and_(*(_negate(child) for child in node.children))
-    if isinstance(node, Not):
-        return rewrite_not(node.child)
-    return not_(node)
+
+    def visit_and(self, node: And) -> Predicate:
+        return or_(*(visit(child, self) for child in node.children))
+
+    def visit_or(self, node: Or) -> Predicate:
+        return and_(*(visit(child, self) for child in node.children))
+
+    def visit_not(self, node: Not) -> Predicate:
+        return visit(node.child, _REWRITE_NOT)
+
+    def visit_other(self, node: Predicate) -> Predicate:
+        return not_(node)
+
+
+class _RewriteNot(PredicateVisitor[Predicate]):
+    def visit_not(self, node: Not) -> Predicate:
+        return visit(node.child, _NEGATE)
+
+    def visit_and(self, node: And) -> Predicate:
+        return and_(*(visit(child, self) for child in node.children))
+
+    def visit_or(self, node: Or) -> Predicate:
+        return or_(*(visit(child, self) for child in node.children))
+
+    def visit_other(self, node: Predicate) -> Predicate:
+        return node
+
+
+_NEGATE = _Negate()
+_REWRITE_NOT = _RewriteNot()
 
 
 def rewrite_not(node: Predicate) -> Predicate:
     """Push every NOT down to the leaves (De Morgan); the result holds no :class:`Not`."""
-    if isinstance(node, Not):
-        return _negate(node.child)
-    if isinstance(node, And):
-        return and_(*(rewrite_not(child) for child in node.children))
-    if isinstance(node, Or):
-        return or_(*(rewrite_not(child) for child in node.children))
-    return node
+    return visit(node, _REWRITE_NOT)
+
+
+class _MapLeaves(PredicateVisitor[Predicate]):
+    def __init__(self, function: Callable[[Predicate], Predicate]) -> None:
+        self.function = function
+
+    def visit_and(self, node: And) -> Predicate:
+        return and_(*(visit(child, self) for child in node.children))
+
+    def visit_or(self, node: Or) -> Predicate:
+        return or_(*(visit(child, self) for child in node.children))
+
+    def visit_not(self, node: Not) -> Predicate:
+        return not_(visit(node.child, self))
+
+    def visit_other(self, node: Predicate) -> Predicate:
+        return self.function(node)
 
 
 def map_leaves(node: Predicate, function: Callable[[Predicate], Predicate]) -> Predicate:
     """Rebuild ``node`` with ``function`` applied to every leaf (builders re-simplify)."""
-    if isinstance(node, And):
-        return and_(*(map_leaves(child, function) for child in node.children))
-    if isinstance(node, Or):
-        return or_(*(map_leaves(child, function) for child in node.children))
-    if isinstance(node, Not):
-        return not_(map_leaves(node.child, function))
-    return function(node)
+    return visit(node, _MapLeaves(function))
+
+
+class _Leaves(PredicateVisitor[list[Predicate]]):
+    def visit_and(self, node: And) -> list[Predicate]:
+        return [leaf for child in node.children for leaf in visit(child, self)]
+
+    def visit_or(self, node: Or) -> list[Predicate]:
+        return [leaf for child in node.children for leaf in visit(child, self)]
+
+    def visit_not(self, node: Not) -> list[Predicate]:
+        return visit(node.child, self)
+
+    def visit_other(self, node: Predicate) -> list[Predicate]:
+        return [node]
+
+
+_LEAVES = _Leaves()
 
 
 def leaves(node: Predicate) -> list[Predicate]:
     """Every leaf, left to right (constants included)."""
-    if isinstance(node, And | Or):
-        return [leaf for child in node.children for leaf in leaves(child)]
-    if isinstance(node, Not):
-        return leaves(node.child)
-    return [node]
+    return visit(node, _LEAVES)
 
 
 def columns_of(node: Predicate) -> set[str]:
@@ -302,36 +470,58 @@ def _values_sql(values: tuple[Literal, ...]) -> str:
     return f"({shown}{more})"
 
 
+class _ToSql(PredicateVisitor[str]):
+    def visit_equals(self, node: Equals) -> str:
+        operator = "IS NOT DISTINCT FROM" if node.null_safe else "="
+        return f"{node.column} {operator} {node.value}"
+
+    def visit_not_equals(self, node: NotEquals) -> str:
+        operator = "IS DISTINCT FROM" if node.null_safe else "!="
+        return f"{node.column} {operator} {node.value}"
+
+    def visit_in(self, node: In) -> str:
+        return f"{node.column} IN {_values_sql(node.values)}"
+
+    def visit_not_in(self, node: NotIn) -> str:
+        return f"{node.column} NOT IN {_values_sql(node.values)}"
+
+    def visit_is_null(self, node: IsNull) -> str:
+        return f"{node.column} IS NULL"
+
+    def visit_not_null(self, node: NotNull) -> str:
+        return f"{node.column} IS NOT NULL"
+
+    def visit_unknown(self, node: Unknown) -> str:
+        return f"UNKNOWN({node.sql})" if node.sql else "UNKNOWN"
+
+    def visit_true(self, node: AlwaysTrue) -> str:
+        return "TRUE"
+
+    def visit_false(self, node: AlwaysFalse) -> str:
+        return "FALSE"
+
+    def visit_bound(self, node: BoundLiterals) -> str:
+        return visit(node.leaf, self)
+
+    def visit_not(self, node: Not) -> str:
+        return f"NOT ({visit(node.child, self)})"
+
+    def visit_and(self, node: And) -> str:
+        return self._junction(node, " AND ")
+
+    def visit_or(self, node: Or) -> str:
+        return self._junction(node, " OR ")
+
+    def _junction(self, node: And | Or, joiner: str) -> str:
+        return joiner.join(
+            f"({visit(c, self)})" if isinstance(c, And | Or) else visit(c, self)
+            for c in node.children
+        )
+
+
+_TO_SQL = _ToSql()
+
+
 def to_sql(node: Predicate) -> str:
     """A short SQL-like rendering for explain output."""
-    text: Any
-    if isinstance(node, Equals):
-        operator = "IS NOT DISTINCT FROM" if node.null_safe else "="
-        text = f"{node.column} {operator} {node.value}"
-    elif isinstance(node, NotEquals):
-        operator = "IS DISTINCT FROM" if node.null_safe else "!="
-        text = f"{node.column} {operator} {node.value}"
-    elif isinstance(node, In):
-        text = f"{node.column} IN {_values_sql(node.values)}"
-    elif isinstance(node, NotIn):
-        text = f"{node.column} NOT IN {_values_sql(node.values)}"
-    elif isinstance(node, IsNull):
-        text = f"{node.column} IS NULL"
-    elif isinstance(node, NotNull):
-        text = f"{node.column} IS NOT NULL"
-    elif isinstance(node, Unknown):
-        text = f"UNKNOWN({node.sql})" if node.sql else "UNKNOWN"
-    elif isinstance(node, AlwaysTrue):
-        text = "TRUE"
-    elif isinstance(node, AlwaysFalse):
-        text = "FALSE"
-    elif isinstance(node, Not):
-        text = f"NOT ({to_sql(node.child)})"
-    elif isinstance(node, And | Or):
-        joiner = " AND " if isinstance(node, And) else " OR "
-        text = joiner.join(
-            f"({to_sql(c)})" if isinstance(c, And | Or) else to_sql(c) for c in node.children
-        )
-    else:  # pragma: no cover - every node type is listed above
-        raise TypeError(f"not a predicate: {node!r}")
-    return str(text)
+    return visit(node, _TO_SQL)

@@ -84,20 +84,22 @@ def test_null_safe_equality_and_distinct() -> None:
         "a": "id IS NOT DISTINCT FROM 5"
     }
     assert scans("SELECT * FROM a WHERE id IS DISTINCT FROM 5") == {"a": "id IS DISTINCT FROM 5"}
-    bound = analyze("SELECT * FROM a WHERE id IS NOT DISTINCT FROM ?", SCHEMAS).bind([None])
+    bound = analyze("SELECT * FROM a WHERE id IS NOT DISTINCT FROM ?", SCHEMAS).with_parameters(
+        [None]
+    )
     assert str(bound.scans[0].predicate) == "id IS NULL", "<=> NULL is IS NULL"
 
 
 def test_parameters_bind_in_textual_order_across_ctes() -> None:
     sql = "WITH c AS (SELECT * FROM b WHERE id = ?) SELECT * FROM a, c WHERE a.id = ? AND x = ?"
-    analysis = analyze(sql, SCHEMAS).bind([1, 2, "z"])
+    analysis = analyze(sql, SCHEMAS).with_parameters([1, 2, "z"])
     found = {s.alias: str(s.predicate) for s in analysis.scans}
     assert found["b"].startswith("id = 1")
     assert "id = 2" in found["a"] and "x = 'z'" in found["a"]
-    named = analyze("SELECT * FROM a WHERE id = :wanted", SCHEMAS).bind({"wanted": 7})
+    named = analyze("SELECT * FROM a WHERE id = :wanted", SCHEMAS).with_parameters({"wanted": 7})
     assert str(named.scans[0].predicate) == "id = 7"
     dollar = analyze("SELECT * FROM a WHERE x = $2 AND id = $1", SCHEMAS, "datafusion")
-    assert str(dollar.bind([3, "q"]).scans[0].predicate) == "x = 'q' AND id = 3"
+    assert str(dollar.with_parameters([3, "q"]).scans[0].predicate) == "x = 'q' AND id = 3"
 
 
 def test_columns_resolve_case_insensitively_and_ambiguity_is_unknown() -> None:

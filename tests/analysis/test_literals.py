@@ -15,7 +15,7 @@ import pyarrow as pa
 import pytest
 import sqlglot
 
-from pruner.analyzer import _literal
+from pruner.analyzer import literal_from_sql
 from pruner.literals import coerce, literal_from_python
 
 SAMPLES: dict[str, tuple[pa.DataType, list[object]]] = {
@@ -100,7 +100,9 @@ def test_coercion_never_excludes_a_value_duckdb_matches(column: str) -> None:
         matched = duckdb_matches(arrow_type, values, text)
         if matched is None:
             continue
-        literal = _literal(sqlglot.parse_one(f"SELECT {text}", read="duckdb").expressions[0])
+        literal = literal_from_sql(
+            sqlglot.parse_one(f"SELECT {text}", read="duckdb").expressions[0]
+        )
         assert literal is not None, text
         coerced = coerce(literal, arrow_type, "duckdb")
         if coerced.no_match:
@@ -127,7 +129,9 @@ def test_lossy_and_ambiguous_casts_have_reasons() -> None:
         ("'2024-01-01 00:00:01.5'", pa.timestamp("s")): "finer than",
     }
     for (text, arrow_type), fragment in cases.items():
-        literal = _literal(sqlglot.parse_one(f"SELECT {text}", read="duckdb").expressions[0])
+        literal = literal_from_sql(
+            sqlglot.parse_one(f"SELECT {text}", read="duckdb").expressions[0]
+        )
         assert literal is not None
         assert fragment in coerce(literal, arrow_type).reason, (text, arrow_type)
 

@@ -34,7 +34,7 @@ from hypothesis import strategies as st
 
 import pruner
 from pruner import folding
-from pruner.analyzer import MAX_PARSED_CHARS, _analyze, analyze
+from pruner.analyzer import MAX_PARSED_CHARS, analyze, analyze_uncached
 from pruner.demo import rows_multiset
 from pruner.engines import adapter
 from pruner.errors import EngineError, IndexFormatError
@@ -253,7 +253,7 @@ def _analysis(sql: str, dialect: str, minimum: int) -> Any:
         schemas = {**SCHEMA, "u": SCHEMA["t"]}
         key = tuple(sorted(schemas.items(), key=lambda item: item[0]))
         try:
-            scans = _analyze(sql, dialect, key).scans
+            scans = analyze_uncached(sql, dialect, key).scans
         except pruner.SqlSyntaxError:
             return "syntax error"
         return Counter((s.table, s.alias, _canonical(s.predicate)) for s in scans)

@@ -1,0 +1,11 @@
+"""The analyzer's parts, one job each; :mod:`pruner.analyzer` is the entry point.
+
+* :mod:`pruner.analysis.model`: what an analysis is (:class:`Analysis`, :class:`Scan`) and
+  substituting query parameters into it.
+* :mod:`pruner.analysis.parsing`: SQL text -> sqlglot trees (placeholders numbered, long
+  literal lists folded out, depth and size limits).
+* :mod:`pruner.analysis.conditions`: name resolution within one SELECT and the conversion
+  of its conditions into predicates.
+* :mod:`pruner.analysis.scopes`: walking a statement's scopes (CTEs, derived tables, set
+  operations, joins) to decide which conditions may prune which scan.
+"""

@@ -1,0 +1,117 @@
+"""Binding: a scan's predicate x its table's schema -> a predicate whose literals are ready.
+
+Evaluating a leaf ``column = literal`` or ``column IN (literals)`` needs the literals at the
+column's Arrow type and width (:mod:`pruner.literals`, which says how the engines compare)
+and their hashes, computed the way the column's bloom index hashed its values
+(:mod:`pruner.hashing`). :func:`bind` does both once per scan, per column and list of
+literals, and leaves a :class:`~pruner.expressions.BoundLiterals` in place of each such leaf;
+evaluation (:mod:`pruner.evaluate`) then only probes the indexes with the hashes, however
+many times it runs.
+
+In pruner's core modules "bind" means only this step. Substituting query parameters is
+:meth:`pruner.analyzer.Analysis.with_parameters`.
+
+>>> import pyarrow as pa
+>>> from pruner.expressions import Equals, Literal
+>>> bound = bind(Equals("id", Literal.number("7")), pa.schema([("id", pa.int8())]))
+>>> bound.hashes is not None, str(bound)
+(True, 'id = 7')
+>>> bind(Equals("id", Literal.number("300")), pa.schema([("id", pa.int8())])).no_match
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+import pyarrow as pa
+
+from pruner.errors import PrunerError
+from pruner.expressions import (
+    And,
+    BoundLiterals,
+    Equals,
+    In,
+    Literal,
+    Or,
+    Predicate,
+    PredicateVisitor,
+    visit,
+)
+from pruner.hashing import hash_array
+from pruner.literals import coerce_all
+
+__all__ = ["bind"]
+
+
+class _Binder(PredicateVisitor[Predicate]):
+    """Rebuilds AND / OR as they are (no re-simplifying: what evaluation reports per term
+    must not change) with every Equals / In leaf bound; other nodes are kept."""
+
+    def __init__(
+        self, schema: pa.Schema, dialect: str, indexed: Callable[[str], bool] | None
+    ) -> None:
+        self.schema = schema
+        self.dialect = dialect
+        self.indexed = indexed
+        self.bound: dict[tuple[str, tuple[Literal, ...]], BoundLiterals] = {}
+
+    def visit_and(self, node: And) -> Predicate:
+        return And(tuple(visit(child, self) for child in node.children))
+
+    def visit_or(self, node: Or) -> Predicate:
+        return Or(tuple(visit(child, self) for child in node.children))
+
+    def visit_equals(self, node: Equals) -> Predicate:
+        return self.literals(node, (node.value,))
+
+    def visit_in(self, node: In) -> Predicate:
+        return self.literals(node, node.values)
+
+    def visit_other(self, node: Predicate) -> Predicate:
+        return node
+
+    def literals(self, leaf: Equals | In, values: tuple[Literal, ...]) -> BoundLiterals:
+        key = (leaf.column, values)
+        known = self.bound.get(key)
+        if known is not None:
+            return replace(known, leaf=leaf)
+        bound = self._bind(leaf, values)
+        self.bound[key] = bound
+        return bound
+
+    def _bind(self, leaf: Equals | In, values: tuple[Literal, ...]) -> BoundLiterals:
+        column = leaf.column
+        if column not in self.schema.names:
+            return BoundLiterals(leaf, None, reason=f"no column {column} in the table")
+        arrow_type = self.schema.field(column).type
+        coerced = coerce_all(values, arrow_type, self.dialect)
+        if coerced.values is None:  # pruner cannot tell (whatever no_match says)
+            return BoundLiterals(leaf, None, reason=coerced.reason)
+        if coerced.no_match:
+            return BoundLiterals(leaf, None, no_match=True, reason=coerced.reason)
+        if self.indexed is not None and not self.indexed(column):
+            return BoundLiterals(leaf, None, reason=coerced.reason, unindexed=True)
+        try:
+            hashes, _ = hash_array(pa.array(coerced.values, arrow_type))
+        except (PrunerError, pa.ArrowException) as err:
+            # Raised only if the column turns out to have an index to probe, as before
+            # binding was a step of its own.
+            return BoundLiterals(leaf, None, reason=coerced.reason, error=err)
+        return BoundLiterals(leaf, hashes, reason=coerced.reason)
+
+
+def bind(
+    predicate: Predicate,
+    schema: pa.Schema,
+    dialect: str = "duckdb",
+    indexed: Callable[[str], bool] | None = None,
+) -> Predicate:
+    """``predicate`` with every Equals / In leaf bound to its column of ``schema``: its
+    literals coerced (as ``dialect`` compares) and hashed, once. Bound leaves are kept.
+
+    ``indexed(column)`` False: the column has no index to probe, so its literals are coerced
+    (a literal no value can equal still selects nothing) but not hashed (a 100,000-value IN
+    on an unindexed column costs no hashing); None: every column's literals are hashed."""
+    return visit(predicate, _Binder(schema, dialect, indexed))
