@@ -68,7 +68,7 @@ def build(zones: int, items: int) -> tuple[Table, ZoneIndex]:
         f: min(ZONES_PER_FRAGMENT, zones - f * ZONES_PER_FRAGMENT) * items for f in range(fragments)
     }
     table = Table(Path("memory"), "lance", pa.schema([("id", pa.int64())]), rows)
-    table.bind_index("id", index)
+    table.use_index("id", index)
     return table, index
 
 

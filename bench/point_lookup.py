@@ -534,7 +534,7 @@ def _setup(engine: str, table: pruner.Table, selection: Any) -> tuple[float, flo
     else:
         ctx = datafusion.SessionContext()
         connected = time.perf_counter()
-        with df_adapter.bind(ctx, prepared):
+        with df_adapter.registered(ctx, prepared):
             pass
     return connected - began, time.perf_counter() - connected
 

@@ -77,11 +77,11 @@ class _Binder(PredicateVisitor[Predicate]):
         known = self.bound.get(key)
         if known is not None:
             return replace(known, leaf=leaf)
-        bound = self._bind(leaf, values)
+        bound = self._bind_leaf(leaf, values)
         self.bound[key] = bound
         return bound
 
-    def _bind(self, leaf: Equals | In, values: tuple[Literal, ...]) -> BoundLiterals:
+    def _bind_leaf(self, leaf: Equals | In, values: tuple[Literal, ...]) -> BoundLiterals:
         column = leaf.column
         if column not in self.schema.names:
             return BoundLiterals(leaf, None, reason=f"no column {column} in the table")

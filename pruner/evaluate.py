@@ -36,7 +36,7 @@ from pruner.expressions import (
     visit,
 )
 from pruner.selection import Selection
-from pruner.table import BoundIndex, Table
+from pruner.table import Table, TableIndex
 
 __all__ = ["ScanSelection", "TermReport", "evaluate", "select_scans", "table_selections"]
 
@@ -82,9 +82,9 @@ class _Evaluator(PredicateVisitor[Selection | None]):
         self.table = table
         self.dialect = dialect
         self.terms: list[TermReport] = []
-        self.layout: BoundIndex | None = None
+        self.layout: TableIndex | None = None
 
-    def bound(self, column: str, term: str) -> BoundIndex | None:
+    def bound(self, column: str, term: str) -> TableIndex | None:
         try:
             index = self.table.index(column)
         except IndexFormatError as err:

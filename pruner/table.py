@@ -39,11 +39,11 @@ from pruner.index import (
 )
 from pruner.selection import FRAGMENT_SHIFT, Selection
 
-__all__ = ["BoundIndex", "Table", "TableSource", "as_table", "open_table", "open_tables"]
+__all__ = ["Table", "TableIndex", "TableSource", "as_table", "open_table", "open_tables"]
 
 
 @dataclass(eq=False)
-class BoundIndex:
+class TableIndex:
     """A ZoneIndex matched to the table's current fragments.
 
     ``zone_starts`` / ``zone_ends`` are row addresses in the table's fragment numbering;
@@ -103,7 +103,7 @@ class Table:
         # False when the Parquet files' schemas differ at all: an engine then reads a subset
         # of the files with another schema than the whole set, so adapters read it whole.
         self.uniform_schema = uniform_schema
-        self._indexes: dict[str, BoundIndex | None] = {}
+        self._indexes: dict[str, TableIndex | None] = {}
         self._indexed_columns: list[str] | None = None
         self._lock = threading.Lock()
         self._whole: Selection | None = None
@@ -124,7 +124,7 @@ class Table:
             self._fragments = self.dataset.get_fragments()
         return self._fragments
 
-    def index(self, column: str) -> BoundIndex | None:
+    def index(self, column: str) -> TableIndex | None:
         """The bound index of ``column``, or None when it has none.
 
         Raises:
@@ -135,7 +135,7 @@ class Table:
                 self._indexes[column] = self._load(column)
             return self._indexes[column]
 
-    def any_index(self) -> BoundIndex | None:
+    def any_index(self) -> TableIndex | None:
         """Some readable index of this table (its zones describe the table's layout)."""
         for column in self.indexed_columns():
             try:
@@ -155,9 +155,9 @@ class Table:
             self._indexed_columns = found
         return self._indexed_columns
 
-    def bind_index(self, column: str, index: ZoneIndex) -> BoundIndex:
+    def use_index(self, column: str, index: ZoneIndex) -> TableIndex:
         """Use ``index`` (fragment ids are this table's) for ``column`` instead of loading one."""
-        bound = self._bind(index, self._lance_ids(index))
+        bound = self._fit(index, self._lance_ids(index))
         with self._lock:
             self._indexes[column] = bound
         return bound
@@ -166,19 +166,19 @@ class Table:
         known = np.isin(index.fragment_id, np.fromiter(self.fragment_rows, np.int64))
         return np.where(known, index.fragment_id, -1).astype(np.int64)
 
-    def _load(self, column: str) -> BoundIndex | None:
+    def _load(self, column: str) -> TableIndex | None:
         if column in self.mixed_types:
             return None
         if self.kind == "lance":
             index = load_lance_index(self.dataset, column)
-            return None if index is None else self._bind(index, self._lance_ids(index))
+            return None if index is None else self._fit(index, self._lance_ids(index))
         location = parquet_index_path(self.path, column)
         if not location.exists():
             return None
         index = read_index_file(location, column)
-        return self._bind(index, self._parquet_ids(index))
+        return self._fit(index, self._parquet_ids(index))
 
-    def _bind(self, index: ZoneIndex, table_ids: np.ndarray) -> BoundIndex:
+    def _fit(self, index: ZoneIndex, table_ids: np.ndarray) -> TableIndex:
         """Bind zones to fragments (``table_ids``: the table's id per zone, -1 for a stale
         zone), keeping only zones proven to describe their fragment's rows."""
         known = table_ids >= 0
@@ -209,7 +209,7 @@ class Table:
         uncovered = Selection.whole(
             {f: rows for f, rows in self.fragment_rows.items() if f not in covered}
         )
-        return BoundIndex(
+        return TableIndex(
             index, valid, starts, ends, uncovered, int((~known).sum()), frozenset(damaged)
         )
 

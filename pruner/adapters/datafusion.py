@@ -57,7 +57,7 @@ except ImportError as err:  # pragma: no cover - exercised only without the extr
         "pruner's DataFusion adapter needs datafusion: pip install 'pruner[datafusion]'"
     ) from err
 
-__all__ = ["bind", "parquet_frame", "query", "quote_identifier", "register", "sql"]
+__all__ = ["parquet_frame", "query", "quote_identifier", "register", "registered", "sql"]
 
 
 def parquet_frame(
@@ -161,7 +161,9 @@ def _register(
 
 
 @contextlib.contextmanager
-def bind(context: datafusion.SessionContext, prepared: Plan) -> Iterator[datafusion.SessionContext]:
+def registered(
+    context: datafusion.SessionContext, prepared: Plan
+) -> Iterator[datafusion.SessionContext]:
     """``context`` with every table of ``prepared`` registered under its name, pruned, for
     the duration of the ``with`` block; then ``context`` is as it was (the caller's tables of
     those names are back, the others gone).
@@ -170,7 +172,7 @@ def bind(context: datafusion.SessionContext, prepared: Plan) -> Iterator[datafus
     can be collected after the block.
     """
     saved: dict[str, datafusion.catalog.Table | None] = {}
-    with _binding_lock:
+    with _registration_lock:
         try:
             for name, table in prepared.tables.items():
                 quoted = quote_identifier(name)
@@ -191,7 +193,7 @@ def bind(context: datafusion.SessionContext, prepared: Plan) -> Iterator[datafus
                     context.register_table(quoted, provider)
 
 
-_binding_lock = threading.RLock()
+_registration_lock = threading.RLock()
 """Held while pruner's tables are bound on a context: two pruned queries on one context at
 once would otherwise see each other's sources, or restore each other's."""
 
@@ -240,7 +242,7 @@ def _frame(
     context: datafusion.SessionContext, prepared: Plan, query_text: str, parameters: Parameters
 ) -> datafusion.DataFrame:
     """``query_text`` planned on ``context`` with ``prepared`` bound while it plans."""
-    with bind(context, prepared):
+    with registered(context, prepared):
         return context.sql(query_text, param_values=_engine_parameters(parameters))
 
 

@@ -43,7 +43,15 @@ try:
 except ImportError as err:  # pragma: no cover - exercised only without the extra
     raise ImportError("pruner's DuckDB adapter needs duckdb: pip install 'pruner[duckdb]'") from err
 
-__all__ = ["bind", "query", "quote_identifier", "quote_path", "quote_string", "register", "sql"]
+__all__ = [
+    "query",
+    "quote_identifier",
+    "quote_path",
+    "quote_string",
+    "register",
+    "registered",
+    "sql",
+]
 
 
 def quote_string(text: str) -> str:
@@ -144,7 +152,7 @@ def _bind_table(
         )
 
 
-def bind(connection: duckdb.DuckDBPyConnection, prepared: Plan) -> duckdb.DuckDBPyConnection:
+def registered(connection: duckdb.DuckDBPyConnection, prepared: Plan) -> duckdb.DuckDBPyConnection:
     """A new cursor of ``connection`` with every table of ``prepared`` bound to its pruned
     source; the caller's connection and its other tables are untouched.
 
@@ -203,7 +211,7 @@ def sql(
     alive; the database's own tables stay visible to the query.
     """
     prepared = plan(query_text, tables, dialect="duckdb", parameters=parameters, prune=prune)
-    cursor = bind(connection, prepared)
+    cursor = registered(connection, prepared)
     if parameters:
         return cursor.sql(query_text, params=_engine_parameters(parameters))
     return cursor.sql(query_text)
@@ -221,7 +229,7 @@ def query(
     """Run ``query_text`` on DuckDB with ``tables`` pruned; the result as a pyarrow Table."""
     if prepared is None:
         prepared = plan(query_text, tables, dialect="duckdb", parameters=parameters, prune=prune)
-    cursor = bind(connection if connection is not None else shared_connection(), prepared)
+    cursor = registered(connection if connection is not None else shared_connection(), prepared)
     try:
         if parameters:
             relation = cursor.sql(query_text, params=_engine_parameters(parameters))

@@ -18,7 +18,7 @@ it to choose the zones to read, and hands every filter back to Spark, which stil
 them (see :class:`PrunerDataSource` for why that is opt-in on Spark 4.3).
 
 The package: :mod:`~pruner.adapters.spark.runtime` (the session),
-:mod:`~pruner.adapters.spark.binding` (the SQL path),
+:mod:`~pruner.adapters.spark.queries` (the SQL path),
 :mod:`~pruner.adapters.spark.datasource` (the ``pruner`` data source) and
 :mod:`~pruner.adapters.spark.build` (the index build as a Spark job, which
 :func:`pruner.index.build_index` runs by name for ``engine="spark"``).
@@ -42,18 +42,18 @@ try:
 except ImportError as err:  # pragma: no cover - exercised only without the extra
     raise ImportError("pruner's Spark adapter needs pyspark: pip install 'pruner[spark]'") from err
 
-from pruner.adapters.spark.binding import bind, query, quote_identifier, register, sql
 from pruner.adapters.spark.datasource import PrunerDataSource
 from pruner.adapters.spark.datasource import ZonePartition as ZonePartition
+from pruner.adapters.spark.queries import query, quote_identifier, register, registered, sql
 from pruner.adapters.spark.runtime import SESSION_CONFIG as SESSION_CONFIG
 from pruner.adapters.spark.runtime import session
 
 __all__ = [
     "PrunerDataSource",
-    "bind",
     "query",
     "quote_identifier",
     "register",
+    "registered",
     "session",
     "sql",
 ]

@@ -2,7 +2,7 @@
 
 Its partitions are the selected Lance fragments and row ranges (or Parquet files and row
 groups), and its ``read()`` yields Arrow batches. pruner's SQL path uses it for Lance (see
-:mod:`pruner.adapters.spark.binding`); it is also for direct use, see
+:mod:`pruner.adapters.spark.queries`); it is also for direct use, see
 :class:`PrunerDataSource`.
 """
 

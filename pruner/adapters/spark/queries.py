@@ -23,7 +23,7 @@ from pruner.plan import Plan, plan
 from pruner.selection import Selection
 from pruner.table import Table, TableSource, as_table
 
-__all__ = ["bind", "query", "quote_identifier", "register", "sql"]
+__all__ = ["query", "quote_identifier", "register", "registered", "sql"]
 
 
 def register(
@@ -67,7 +67,7 @@ def _frame(spark: SparkSession, table: Table, selection: Selection | None) -> Da
     return reader.option("ranges", json.dumps(selection.ranges())).load()
 
 
-def bind(spark: SparkSession, prepared: Plan) -> SparkSession:
+def registered(spark: SparkSession, prepared: Plan) -> SparkSession:
     """A clone of ``spark`` (its settings, temporary views and data sources, on the same
     context) where every table of ``prepared`` is a view of its pruned source; ``spark``
     itself is untouched but for the ``pruner`` data source."""
@@ -95,7 +95,7 @@ def sql(
     """Like ``spark.sql(query_text)``, with ``tables`` bound to pruned sources on a clone
     of ``spark`` (the caller's temporary views and settings are untouched)."""
     prepared = plan(query_text, tables, dialect="spark", parameters=parameters, prune=prune)
-    return _run(bind(spark, prepared), query_text, parameters)
+    return _run(registered(spark, prepared), query_text, parameters)
 
 
 def query(
@@ -110,7 +110,7 @@ def query(
     """Run ``query_text`` on Spark with ``tables`` pruned; the result as a pyarrow Table."""
     if prepared is None:
         prepared = plan(query_text, tables, dialect="spark", parameters=parameters, prune=prune)
-    frame = _run(bind(spark or session(), prepared), query_text, parameters)
+    frame = _run(registered(spark or session(), prepared), query_text, parameters)
     return frame.toArrow()
 
 
