@@ -65,11 +65,22 @@ def parquet_footer_hash(path: str | os.PathLike[str]) -> int:
 
 @dataclass(frozen=True, slots=True)
 class FileIdentity:
-    """What identifies a Parquet file's content: size, modification time, footer hash."""
+    """What identifies a Parquet file's content: size, modification time, footer hash
+    (XXH3-64 of the footer; 0 when unknown, in an index written before footers were
+    hashed)."""
 
     size: int
     mtime_ns: int
-    footer: int
+    footer: int = 0
+
+    def matches(self, recorded: FileIdentity) -> bool:
+        """Whether this file (now) is still the one ``recorded`` (an index's record) names.
+        A record without a footer hash is matched on size and time alone."""
+        return (
+            self.size == recorded.size
+            and self.mtime_ns == recorded.mtime_ns
+            and recorded.footer in (0, self.footer)
+        )
 
 
 def file_identity(path: Path) -> FileIdentity:
@@ -84,13 +95,11 @@ class ParquetFile:
 
     Not the index's record of a file (:class:`pruner.index.FragmentFile`): that one holds
     the fragment id the index gave the file and is stored in the index, this one holds the
-    absolute path and row groups a read needs.
+    absolute path and row groups a read needs. Both hold one :class:`FileIdentity`.
     """
 
     path: Path
     relative: str
-    size: int
-    mtime_ns: int
+    identity: FileIdentity
     rows: int
     row_group_rows: tuple[int, ...] = ()
-    footer: int = 0

@@ -249,8 +249,7 @@ class Table:
             if found is None:
                 continue
             fid, now = found
-            same = (now.size, now.mtime_ns, now.rows) == (entry.size, entry.mtime_ns, entry.rows)
-            if same and entry.footer in (0, now.footer):
+            if now.rows == entry.rows and now.identity.matches(entry.identity):
                 mapping[entry.fragment_id] = fid
         lookup = np.vectorize(lambda f: mapping.get(int(f), -1), otypes=[np.int64])
         unique, inverse = np.unique(index.fragment_id, return_inverse=True)
@@ -322,11 +321,9 @@ def open_table(source: str | os.PathLike[str], version: int | None = None) -> Ta
         files[fid] = ParquetFile(
             file,
             file.relative_to(path).as_posix(),
-            identity.size,
-            identity.mtime_ns,
+            identity,
             metadata.num_rows,
             tuple(metadata.row_group(g).num_rows for g in range(metadata.num_row_groups)),
-            identity.footer,
         )
     assert schema is not None
     rows = {fid: f.rows for fid, f in files.items()}

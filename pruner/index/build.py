@@ -294,9 +294,7 @@ def parquet_fragments(
     files: list[FragmentFile] = []
     for identity, rel, fid, meta in zip(identities, relative, ids, metas, strict=True):
         rows = meta.metadata.num_rows
-        files.append(
-            FragmentFile(fid, rel, identity.size, identity.mtime_ns, rows, identity.footer)
-        )
+        files.append(FragmentFile(fid, rel, identity, rows))
     return metas, files
 
 

@@ -42,6 +42,7 @@ import pyarrow as pa
 import xxhash
 
 from pruner import roaring, sbbf
+from pruner.discover import FileIdentity
 from pruner.errors import IndexFormatError
 from pruner.index.model import FragmentFile, ZoneIndex
 
@@ -207,7 +208,14 @@ class IndexFileWriter:
             if index.files is not None:
                 writer.add_schema_metadata(META_COLUMN, index.column)
                 files = [
-                    [f.fragment_id, f.path, f.size, f.mtime_ns, f.rows, f.footer]
+                    [
+                        f.fragment_id,
+                        f.path,
+                        f.identity.size,
+                        f.identity.mtime_ns,
+                        f.rows,
+                        f.identity.footer,
+                    ]
                     for f in index.files
                 ]
                 writer.add_schema_metadata(META_FILES, json.dumps(files))
@@ -418,7 +426,12 @@ def _read_index_file_once(target: Path, column: str) -> ZoneIndex:
     if files_text is not None:
         try:
             files = [
-                FragmentFile(int(a), str(b), int(c), int(d), int(e), int(rest[0]) if rest else 0)
+                FragmentFile(
+                    int(a),
+                    str(b),
+                    FileIdentity(int(c), int(d), int(rest[0]) if rest else 0),
+                    int(e),
+                )
                 for a, b, c, d, e, *rest in json.loads(files_text)
             ]
         except (ValueError, TypeError, RecursionError) as err:

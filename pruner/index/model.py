@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pruner import sbbf
+from pruner.discover import FileIdentity
 
 __all__ = ["FragmentFile", "ZoneIndex"]
 
@@ -24,10 +25,8 @@ class FragmentFile:
 
     fragment_id: int
     path: str  # relative to the indexed directory, '/'-separated
-    size: int
-    mtime_ns: int
+    identity: FileIdentity
     rows: int
-    footer: int = 0  # XXH3-64 of the Parquet footer; 0 when unknown (an older index)
 
 
 @dataclass(eq=False)

@@ -97,7 +97,7 @@ def test_index_records_file_identity(parquet_dir: Path) -> None:
     assert index.column == "id"
     for file in index.files or []:
         stat = (parquet_dir / file.path).stat()
-        assert (file.size, file.mtime_ns) == (stat.st_size, stat.st_mtime_ns)
+        assert (file.identity.size, file.identity.mtime_ns) == (stat.st_size, stat.st_mtime_ns)
 
 
 def test_missing_index_and_bad_input_are_clear(parquet_dir: Path, tmp_path: Path) -> None:
