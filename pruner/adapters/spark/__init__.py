@@ -26,19 +26,10 @@ The package: :mod:`~pruner.adapters.spark.runtime` (the session),
 
 from __future__ import annotations
 
-# Every pyspark name the adapter uses, imported first: without them, one clear error.
+# pyspark is checked first: without it (or with one too old for Python data sources), one
+# clear error instead of a failure deep in a submodule.
 try:
-    from pyspark.sql import DataFrame, SparkSession  # noqa: F401
-    from pyspark.sql.datasource import (  # noqa: F401
-        DataSource,
-        DataSourceReader,
-        EqualTo,
-        Filter,
-        In,
-        InputPartition,
-        IsNull,
-    )
-    from pyspark.sql.types import StructType  # noqa: F401
+    import pyspark.sql.datasource  # noqa: F401
 except ImportError as err:  # pragma: no cover - exercised only without the extra
     raise ImportError("pruner's Spark adapter needs pyspark: pip install 'pruner[spark]'") from err
 
