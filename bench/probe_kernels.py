@@ -86,7 +86,7 @@ def check_per_value(filters: np.ndarray, hashes: np.ndarray) -> np.ndarray:
     result = np.empty((len(hashes), num_zones), dtype=bool)
     words = np.ascontiguousarray(filters).view("<u4").reshape(num_zones, num_blocks, 8)
     blocks = sbbf.block_of(hashes, num_blocks)
-    masks = sbbf._masks(hashes)
+    masks = sbbf.masks(hashes)
     for k in range(len(hashes)):
         missing = np.bitwise_and(~words[:, blocks[k], :], masks[k])
         result[k] = ~missing.any(axis=1)
