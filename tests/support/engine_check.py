@@ -78,15 +78,26 @@ def _datafusion(sql: str, tables: Mapping[str, Path], parameters: Sequence[Any])
 
 
 def _spark(sql: str, tables: Mapping[str, Path], parameters: Sequence[Any], spark: Any) -> pa.Table:
-    session = spark.newSession()  # temporary views of its own; the caller's are untouched
-    for name, path in tables.items():
-        if is_lance(path):
-            frame = session.createDataFrame(_lance_rows(path))
-        else:
-            frame = session.read.parquet(str(path))
-        frame.createOrReplaceTempView(name)
-    frame = session.sql(sql, args=list(parameters)) if parameters else session.sql(sql)
-    return frame.toArrow()
+    from pyspark.sql import SparkSession
+
+    # A session of its own (the caller's temporary views are untouched); creating it makes
+    # it the active session, so the caller's active session is put back afterwards.
+    active = SparkSession._activeSession
+    session = spark.newSession()
+    try:
+        for name, path in tables.items():
+            if is_lance(path):
+                frame = session.createDataFrame(_lance_rows(path))
+            else:
+                frame = session.read.parquet(str(path))
+            frame.createOrReplaceTempView(name)
+        frame = session.sql(sql, args=list(parameters)) if parameters else session.sql(sql)
+        return frame.toArrow()
+    finally:
+        SparkSession._activeSession = active
+        if active is not None:
+            jvm = spark.sparkContext._jvm
+            SparkSession._get_j_spark_session_class(jvm).setActiveSession(active._jsparkSession)
 
 
 def engine_alone(
@@ -129,12 +140,21 @@ def multiset(table: pa.Table) -> Counter[tuple[Any, ...]]:
 
 @dataclass(frozen=True)
 class Refused:
-    """The engine refused the query: exactly which exception type."""
+    """The engine refused the query: exactly which exception type and, when that type is a
+    builtin one that says nothing of the cause (DataFusion raises ``Exception`` and
+    ``ValueError``), the first line of its message too."""
 
     error: type[BaseException]
+    message: str = ""
+
+    @classmethod
+    def of(cls, err: BaseException) -> Refused:
+        generic = type(err).__module__ == "builtins"
+        return cls(type(err), str(err).strip().splitlines()[0] if generic and str(err) else "")
 
     def __repr__(self) -> str:
-        return f"Refused({self.error.__module__}.{self.error.__qualname__})"
+        detail = f": {self.message}" if self.message else ""
+        return f"Refused({self.error.__module__}.{self.error.__qualname__}{detail})"
 
 
 Answer = Counter[tuple[Any, ...]] | Refused
@@ -151,17 +171,18 @@ def engine_answer(
     try:
         return multiset(engine_alone(engine, sql, tables, parameters, spark))
     except Exception as err:
-        return Refused(type(err))
+        return Refused.of(err)
 
 
 def outcome(run: Any) -> Answer:
     """``run()`` (a pruner query returning a pyarrow Table) as a multiset, or Refused with
-    the exact type of what it raised: compared with :func:`engine_answer`, a pruner that
-    refuses with another error (its own, or the engine's wrapped) is a difference."""
+    the exact type of what it raised (and a builtin type's message): compared with
+    :func:`engine_answer`, a pruner that refuses with another error (its own, or the
+    engine's wrapped) is a difference."""
     try:
         return multiset(run())
     except Exception as err:
-        return Refused(type(err))
+        return Refused.of(err)
 
 
 # ------------------------------------------------ second checks, on pruner's table model
