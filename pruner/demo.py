@@ -223,12 +223,37 @@ def rows_multiset(table: pa.Table) -> Counter[tuple[Any, ...]]:
 
 
 def engine_sql(example: SqlExample, engine: str) -> str:
-    """The example's SQL in ``engine``'s dialect (sqlglot transpiles other dialects)."""
+    """The example's SQL in ``engine``'s dialect (sqlglot transpiles other dialects), its
+    parameters in the engine's own placeholder syntax: DuckDB and DataFusion ``$1``, ``$2``...
+    (numbered as written, or ``?`` counted in order), Spark ``?`` (so a numbered parameter
+    must appear once each, in order)."""
     from pruner.analyzer import DIALECTS
 
     if example.dialect == engine:
         return example.sql
-    return sqlglot.transpile(example.sql, read=DIALECTS[example.dialect], write=DIALECTS[engine])[0]
+    tree = sqlglot.parse_one(example.sql, read=DIALECTS[example.dialect])
+    marks = [
+        node
+        for node in tree.find_all(sqlglot.exp.Placeholder, sqlglot.exp.Parameter, bfs=False)
+        if not isinstance(node.parent, (sqlglot.exp.Placeholder, sqlglot.exp.Parameter))
+    ]
+    numbers = [_parameter_number(node, position) for position, node in enumerate(marks, 1)]
+    if engine == "spark" and numbers != list(range(1, len(numbers) + 1)):
+        raise ValueError(f"{example.name}: Spark's ? needs parameters numbered once, in order")
+    for node, number in zip(marks, numbers, strict=True):
+        mark = sqlglot.exp.Placeholder() if engine == "spark" else sqlglot.exp.var(f"${number}")
+        node.replace(mark)
+    return tree.sql(dialect=DIALECTS[engine])
+
+
+def _parameter_number(node: sqlglot.exp.Expression, position: int) -> int:
+    """``$n`` / ``:n`` is n; ``?`` is its position among the statement's parameters."""
+    name = node.this.name if isinstance(node.this, sqlglot.exp.Expression) else node.this
+    if name is None or name == "":
+        return position
+    if not str(name).isdigit():
+        raise ValueError(f"named parameter {name!r}: the examples bind parameters by position")
+    return int(name)
 
 
 @dataclass(frozen=True)

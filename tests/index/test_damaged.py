@@ -388,20 +388,26 @@ def _duckdb_rows(sql: str, path: Path, prune: bool) -> list[Any]:
 
 
 def _expected_positions(values: tuple[int, ...]) -> list[int]:
+    """The rows the test wrote that match (``id`` in ``values`` or null), by position."""
     ids = _ids()
     return sorted(np.flatnonzero(np.isin(ids, values) | _nulls(ids)).tolist())
 
 
 def _checked_scan(path: Path) -> tuple[Any, Any]:
-    """Query the damaged table (pruned and not: the right rows), then the opened table and
-    the explained scan of the query."""
+    """Query the damaged table: DuckDB alone over the raw files (no pruner code) gives the
+    positions the test wrote, and pruner pruned and unpruned give the same; then the opened
+    table and the explained scan of the query."""
     from pruner.explain import explain
     from pruner.table import open_table
+    from tests.support.engine_check import engine_alone
 
     values = _probe_values()
     sql = f"SELECT pos FROM t WHERE id IN {values} OR id IS NULL"
+    expected = _expected_positions(values)
+    alone = engine_alone("duckdb", sql, {"t": path}).column("pos").to_pylist()
+    assert sorted(alone) == expected, "DuckDB alone over the raw files"
     for prune in (True, False):
-        assert _duckdb_rows(sql, path, prune=prune) == _expected_positions(values), prune
+        assert _duckdb_rows(sql, path, prune=prune) == expected, prune
     table = open_table(path)
     return table, explain(sql, {"t": table}).scans[0]
 

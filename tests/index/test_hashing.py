@@ -47,7 +47,7 @@ def test_floats_hash_raw_bits_without_canonicalising() -> None:
         hashes, _ = hash_array(pa.array(values, arrow_type))
         expected = [xxhash.xxh64_intdigest(struct.pack(fmt, v)) for v in values]
         assert hashes.tolist() == expected, "-0.0 and 0.0 must hash differently, as in Lance"
-    assert hashes[0] != hashes[1]
+        assert hashes[0] != hashes[1], arrow_type
 
 
 @pytest.mark.parametrize(

@@ -2,11 +2,12 @@
 
 Lance: appends, deletes, updates, merge-inserts, added columns, compaction, overwrite, and
 reading an older version. Parquet: a file added, replaced (new content; new content keeping
-the old size and modification time), removed or renamed. In each case the query runs
-pruned and unpruned on DuckDB and DataFusion and must equal the answer computed here; the
-selection must read exactly what the index cannot vouch for whole (fragments it does not
-cover, or whose identity changed), keep pruning the rest, and ``pruner index list`` must
-report the coverage and the staleness.
+the old size and modification time), removed or renamed. In each case the query runs pruned
+and unpruned on DuckDB and DataFusion and must equal the engine's own answer over the raw
+files (tests/support/engine_check.py, no pruner code), itself checked against the rows read
+plainly; the selection must read exactly what the index cannot vouch for whole (fragments it
+does not cover, or whose identity changed), keep pruning the rest, and ``pruner index list``
+must report the coverage and the staleness.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from pruner.explain import explain
 from pruner.index import build_index
 from pruner.selection import Selection
 from pruner.table import Table, open_table
+from tests.support.engine_check import engine_alone
 
 ROWS, PER_FRAGMENT, ITEMS = 3000, 1000, 100
 ENGINES = ("duckdb", "datafusion")
@@ -69,7 +71,7 @@ def _parquet(directory: Path) -> Path:
 
 
 def _answer(path: Path, values: list[int]) -> list[tuple[Any, ...]]:
-    """The right answer, read here without pruner or an engine."""
+    """The rows the test wrote that are still there, read plainly (no pruner, no engine)."""
     if (path / "_versions").is_dir():
         table = lance.dataset(str(path)).to_table(columns=["id", "tag"])
     else:
@@ -80,16 +82,22 @@ def _answer(path: Path, values: list[int]) -> list[tuple[Any, ...]]:
     return sorted(row for row in rows if row[0] in values)
 
 
+def _rows(result: pa.Table) -> list[tuple[Any, ...]]:
+    return sorted(zip(*(result.column(c).to_pylist() for c in ("id", "tag")), strict=True))
+
+
 def _check(path: Path, values: list[int]) -> Table:
-    """Pruned == unpruned == the right answer on both engines; the opened table."""
+    """On both engines, the engine alone over the raw files (no pruner code) is the answer,
+    and the plain read agrees with it; pruned and unpruned must give it. The opened table."""
     sql = f"SELECT id, tag FROM t WHERE id IN ({', '.join(map(str, values))})"
-    expected = _answer(path, values)
-    assert expected, "the scenario queries rows that exist"
+    plain = _answer(path, values)
+    assert plain, "the scenario queries rows that exist"
     for engine in ENGINES:
+        expected = _rows(engine_alone(engine, sql, {"t": path}))
+        assert expected == plain, (engine, "the engine alone and the plain read")
         for prune in (True, False):
             result = pruner.query(sql, {"t": path}, engine=engine, prune=prune)
-            got = sorted(zip(*(result.column(c).to_pylist() for c in ("id", "tag")), strict=True))
-            assert got == expected, (engine, prune)
+            assert _rows(result) == expected, (engine, prune)
     return open_table(path)
 
 
@@ -288,9 +296,11 @@ def test_spark_reads_stale_tables_right(tmp_path: Path, spark: Any) -> None:
         (parquet_path, values),
     ):
         sql = f"SELECT id, tag FROM t WHERE id IN ({', '.join(map(str, wanted))})"
-        result = pruner.query(sql, {"t": path}, engine="spark")
-        got = sorted(zip(*(result.column(c).to_pylist() for c in ("id", "tag")), strict=True))
-        assert got == _answer(path, wanted), path
+        expected = _rows(engine_alone("spark", sql, {"t": path}, spark=spark))
+        assert expected == _answer(path, wanted), path
+        for prune in (True, False):
+            result = pruner.query(sql, {"t": path}, engine="spark", prune=prune)
+            assert _rows(result) == expected, (path, prune)
 
 
 def test_lance_data_replacement_of_the_indexed_column(tmp_path: Path) -> None:
@@ -316,8 +326,12 @@ def test_lance_data_replacement_of_the_indexed_column(tmp_path: Path) -> None:
     )
     lance.LanceDataset.commit(str(path), operation, read_version=dataset.version)
     sql = "SELECT k, id FROM t WHERE id IN (500005, 1002, 2002)"
+    written = [(5, 500_005), (1001, 2002)]  # k = position; id replaced in fragment 0
     for engine in ENGINES:
-        got = pruner.query(sql, {"t": path}, engine=engine).to_pylist()
-        assert sorted((r["k"], r["id"]) for r in got) == [(5, 500_005), (1001, 2002)], engine
+        alone = engine_alone(engine, sql, {"t": path}).to_pylist()
+        assert sorted((r["k"], r["id"]) for r in alone) == written, engine
+        for prune in (True, False):
+            got = pruner.query(sql, {"t": path}, engine=engine, prune=prune).to_pylist()
+            assert sorted((r["k"], r["id"]) for r in got) == written, (engine, prune)
     table = open_table(path)
     assert _read_whole(table, [500_005]) == {0}
