@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import struct
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +24,7 @@ __all__ = [
     "FileIdentity",
     "ParquetFile",
     "file_identity",
+    "hive_partitioned",
     "is_lance_dataset",
     "parquet_files",
     "parquet_footer_hash",
@@ -44,6 +46,27 @@ def parquet_files(directory: Path) -> list[Path]:
         if path.is_file():
             found.append(path)
     return sorted(found, key=lambda p: p.relative_to(directory).as_posix())
+
+
+def hive_partitioned(folders: Iterable[Sequence[str]]) -> bool:
+    """Whether files in ``folders`` (each file's folder names, outermost first) are hive
+    partitioned: every file has the same, non-empty set of ``key=value`` folder keys.
+
+    DuckDB's own rule (``read_parquet``'s auto-detection of ``hive_partitioning``): files
+    at the root next to files in ``day=2/`` are not hive partitioned, nor are ``p=1/q=2/``
+    next to ``p=2/``.
+
+    >>> hive_partitioned([["p=1"], ["p=2"]]), hive_partitioned([[], ["day=2"]])
+    (True, False)
+    """
+    first: frozenset[str] | None = None
+    for names in folders:
+        keys = frozenset(name.split("=", 1)[0] for name in names if "=" in name)
+        if first is None:
+            first = keys
+        if not keys or keys != first:
+            return False
+    return first is not None
 
 
 def parquet_footer_hash(path: str | os.PathLike[str]) -> int:

@@ -32,6 +32,7 @@ import pyarrow as pa
 
 from pruner.adapters.naming import quote_identifier
 from pruner.adapters.sources import ParquetPart, lance_source, parquet_parts
+from pruner.discover import hive_partitioned
 from pruner.errors import EngineError
 from pruner.parameters import Parameters
 from pruner.plan import Plan, named_in, plan
@@ -96,9 +97,11 @@ def parquet_view_sql(table: Table, selection: Selection | None) -> str:
     """The SELECT a pruned Parquet table is a view of (all of it when ``selection`` is None)."""
     parts = parquet_parts(table, selection)
     files = table.files or {}
-    hive = all("=" in p for f in files.values() for p in f.relative.split("/")[:-1]) and any(
-        "/" in f.relative for f in files.values()
-    )
+    # DuckDB's own auto-detection over the whole table's files (a subset could decide
+    # otherwise), on their absolute paths as DuckDB sees them: files at the root next to
+    # files in ``day=2/`` are not hive partitioned (read with hive_partitioning = true,
+    # DuckDB refuses them: "Hive partition mismatch").
+    hive = hive_partitioned(f.path.absolute().parts[:-1] for f in files.values())
     options = f"hive_partitioning = {str(hive).lower()}"
     if not parts:
         first = files[min(files)].path

@@ -17,6 +17,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pruner.adapters.sources import parquet_parts
 from pruner.adapters.spark.datasource import register_source
 from pruner.adapters.spark.runtime import session
+from pruner.discover import hive_partitioned
 from pruner.errors import InvalidParameterError
 from pruner.parameters import Parameters
 from pruner.plan import Plan, plan
@@ -53,8 +54,17 @@ def _frame(spark: SparkSession, table: Table, selection: Selection | None) -> Da
     if table.kind == "parquet" and not _HADOOP_SPECIAL.intersection(str(table.path.absolute())):
         parts = parquet_parts(table, selection)
         files = table.files or {}
-        # basePath keeps hive partition columns (k=v folders) whatever subset is read.
-        reader = spark.read.option("basePath", str(table.path.absolute()))
+        if hive_partitioned(f.relative.split("/")[:-1] for f in files.values()):
+            # basePath keeps hive partition columns (k=v folders) whatever subset is read.
+            reader = spark.read.option("basePath", str(table.path.absolute()))
+        else:
+            # No partition discovery: over files at the root and in ``day=2/``, Spark's
+            # discovery (``spark.read.parquet(dir)`` too) reads the ``day=2/`` files only, a
+            # ``day`` column and not the root's rows. recursiveFileLookup reads every file
+            # given, as ``spark.read.option("recursiveFileLookup", "true").parquet(dir)``
+            # reads every file under dir (plain ``spark.read.parquet(dir)`` refuses nested
+            # folders without ``=``: UNABLE_TO_INFER_SCHEMA).
+            reader = spark.read.option("recursiveFileLookup", "true")
         if not parts:
             return reader.parquet(str(files[min(files)].path.absolute())).limit(0)
         return reader.parquet(*(str(part.file.path.absolute()) for part in parts))
