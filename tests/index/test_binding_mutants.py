@@ -1,0 +1,56 @@
+"""Binding's cache of bound literals (pruner.binding._Binder.literals): tests that kill the
+mutants of its cache-hit path, which no other test reached (docs/mutation.md).
+
+The same (column, literals) bound twice in one predicate reuses the first binding's
+coercion and hashes, but each leaf keeps its own text (explain reports each term as
+written), and the answer is DuckDB's own.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+import pruner
+from pruner.binding import bind
+from pruner.expressions import BoundLiterals, Equals, In, Literal, Or, leaves
+from pruner.index import build_index
+
+
+def test_a_repeated_literal_is_bound_once_with_its_own_leaf() -> None:
+    schema = pa.schema([("id", pa.int64())])
+    first = Equals("id", Literal.number("5"))
+    second = In("id", (Literal.number("5"),))  # same column, same literals: one cache key
+    third = Equals("id", Literal.number("5"))
+    bound = bind(Or((first, second, third)), schema)
+    parts = leaves(bound)
+    assert all(isinstance(part, BoundLiterals) for part in parts)
+    assert [part.leaf for part in parts] == [first, second, third]  # type: ignore[union-attr]
+    assert [str(part) for part in parts] == ["id = 5", "id IN (5)", "id = 5"]
+    hashes = [part.hashes for part in parts]  # type: ignore[union-attr]
+    assert all(h is not None and np.array_equal(h, hashes[0]) for h in hashes)
+
+
+def test_repeated_terms_answer_as_duckdb_alone(tmp_path: Path) -> None:
+    ids = np.arange(2000, dtype=np.int64)
+    table = pa.table({"id": ids, "g": pa.array(ids % 7, pa.int64())})
+    path = tmp_path / "t"
+    path.mkdir()
+    for number in range(4):
+        part = table.slice(number * 500, 500)
+        pq.write_table(part, path / f"part-{number}.parquet", row_group_size=100)
+    build_index(path, "id", items=128)
+    sql = "SELECT id FROM t WHERE (id = 1234 AND g = 2) OR (id IN (1234) AND g = 2) OR id = 77"
+    con = duckdb.connect()
+    con.execute(f"CREATE VIEW t AS SELECT * FROM read_parquet('{path}/*.parquet')")
+    alone = sorted(con.execute(sql).fetchnumpy()["id"].tolist())
+    assert alone == [77, 1234]
+    assert sorted(pruner.query(sql, {"t": str(path)}).column("id").to_pylist()) == alone
+    explained = pruner.explain(sql, {"t": str(path)})
+    # both id = 1234 terms are reported, each from the one binding (the analyzer writes
+    # IN (1234) as = 1234)
+    assert str(explained).count("id = 1234: bloom index, 1 zones") == 2
