@@ -54,3 +54,13 @@ def test_repeated_terms_answer_as_duckdb_alone(tmp_path: Path) -> None:
     # both id = 1234 terms are reported, each from the one binding (the analyzer writes
     # IN (1234) as = 1234)
     assert str(explained).count("id = 1234: bloom index, 1 zones") == 2
+
+
+def test_a_column_the_table_lacks_is_bound_to_nothing_with_its_leaf() -> None:
+    schema = pa.schema([("id", pa.int64())])
+    leaf = Equals("other", Literal.number("5"))
+    bound = bind(leaf, schema)
+    assert isinstance(bound, BoundLiterals)
+    assert bound.leaf == leaf and bound.column == "other" and str(bound) == "other = 5"
+    assert bound.hashes is None and not bound.no_match  # cannot prune: selects everything
+    assert "no column other" in bound.reason
