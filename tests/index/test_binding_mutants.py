@@ -64,3 +64,33 @@ def test_a_column_the_table_lacks_is_bound_to_nothing_with_its_leaf() -> None:
     assert bound.leaf == leaf and bound.column == "other" and str(bound) == "other = 5"
     assert bound.hashes is None and not bound.no_match  # cannot prune: selects everything
     assert "no column other" in bound.reason
+
+
+def test_binding_coerces_as_the_query_dialect_compares(tmp_path: Path) -> None:
+    """DataFusion reads 9007199254740993.0 as a DOUBLE (9007199254740992.0) and compares the
+    int64 column in DOUBLE: it matches 9007199254740992 as well. Bound with DuckDB's rule (an
+    exact DECIMAL) the probe would be 9007199254740993 alone and miss that row, so binding must
+    pass the query's dialect to the coercion."""
+    import datafusion
+
+    big = 2**53
+    ids = np.arange(1000, dtype=np.int64)
+    ids[100] = big  # zone of rows 0..99 vs 100..199: the two values in different zones
+    ids[900] = big + 1
+    table = pa.table({"i": ids, "k": np.arange(1000, dtype=np.int64)})
+    path = tmp_path / "t"
+    path.mkdir()
+    pq.write_table(table, path / "part-0.parquet", row_group_size=100)
+    build_index(path, "i", items=128)
+    sql = f"SELECT k FROM t WHERE i = {big + 1}.0"
+    ctx = datafusion.SessionContext()
+    ctx.register_parquet("t", str(path))
+    alone = sorted(ctx.sql(sql).to_arrow_table().column("k").to_pylist())
+    assert alone == [100, 900]
+    pruned = pruner.query(sql, {"t": str(path)}, engine="datafusion")
+    assert sorted(pruned.column("k").to_pylist()) == alone
+    # and at the binding step: DataFusion's literal is not one integer, DuckDB's is
+    schema = pa.schema([("i", pa.int64())])
+    leaf = Equals("i", Literal.number(f"{big + 1}.0"))
+    assert bind(leaf, schema, "datafusion").hashes is None  # type: ignore[attr-defined]
+    assert bind(leaf, schema, "duckdb").hashes is not None  # type: ignore[attr-defined]
