@@ -14,11 +14,14 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 import pruner
 from pruner.binding import bind
+from pruner.errors import PrunerError
 from pruner.expressions import BoundLiterals, Equals, In, Literal, Or, leaves
 from pruner.index import build_index
+from pruner.literals import coerce_all
 
 
 def test_a_repeated_literal_is_bound_once_with_its_own_leaf() -> None:
@@ -94,3 +97,32 @@ def test_binding_coerces_as_the_query_dialect_compares(tmp_path: Path) -> None:
     leaf = Equals("i", Literal.number(f"{big + 1}.0"))
     assert bind(leaf, schema, "datafusion").hashes is None  # type: ignore[attr-defined]
     assert bind(leaf, schema, "duckdb").hashes is not None  # type: ignore[attr-defined]
+
+
+def test_a_hashing_error_is_kept_for_evaluation_with_its_leaf(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """hash_array failing is not an answer: the bound leaf keeps the error (evaluation raises
+    it if the column has an index), its leaf and the coercion's note."""
+    import pruner.binding
+
+    failure = PrunerError("cannot hash this")
+
+    def failing(*args: object, **kwargs: object) -> None:
+        raise failure
+
+    monkeypatch.setattr(pruner.binding, "hash_array", failing)
+    unindexed = bind(
+        In("f", (Literal.number("5"), Literal.number("300"))),
+        pa.schema([("f", pa.int8())]),
+        indexed=lambda column: False,
+    )
+    assert isinstance(unindexed, BoundLiterals) and unindexed.unindexed  # never hashed
+    assert unindexed.reason == "300 is out of range of int8"
+    leaf = In("f", (Literal.number("5"), Literal.number("300")))  # 300: out of int8's range
+    schema = pa.schema([("f", pa.int8())])
+    bound = bind(leaf, schema)
+    assert isinstance(bound, BoundLiterals)
+    assert bound.leaf == leaf and bound.hashes is None and bound.error is failure
+    assert not bound.no_match and not bound.unindexed
+    assert bound.reason == coerce_all(leaf.values, pa.int8()).reason != ""
