@@ -64,3 +64,16 @@ def test_lance_fragments_answer_as_duckdb_alone(fragments: Path, where: str) -> 
     pruned = pruner.query(sql, {"t": str(fragments)})
     got = sorted(zip(pruned.column("id").to_pylist(), pruned.column("v").to_pylist(), strict=True))
     assert got == alone
+
+
+def test_two_overlapping_ranges_are_merged_and_intersect_whole() -> None:
+    """normalize merges two ranges as it merges many: left unmerged, [0, 10) and [5, 8) have
+    unsorted ends, and intersecting them with row 9 lost the row."""
+    both = Selection.from_ranges([(0, 0, 10), (0, 5, 3)])
+    assert both.ranges() == [(0, 0, 10)]
+    row_nine = Selection.from_ranges([(0, 9, 1)])
+    assert (row_nine & both).ranges() == [(0, 9, 1)]
+    assert (both & row_nine).ranges() == [(0, 9, 1)]
+    assert both.contains(np.array([0, 0]), np.array([9, 10])).tolist() == [True, False]
+    touching = Selection.from_ranges([(1, 0, 4), (1, 4, 4)])
+    assert touching.ranges() == [(1, 0, 8)]
