@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.installed-demo
 
-.PHONY: install demo test lint typecheck pytest bench fuzz clean
+.PHONY: install demo test lint typecheck pytest bench fuzz mutate clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -50,5 +50,23 @@ FUZZ_CASES ?= 20000
 fuzz: $(STAMP)
 	PRUNER_FUZZ_CASES=$(FUZZ_CASES) $(PY) -m pytest -q -p no:cacheprovider tests/end_to_end/test_differential.py
 
+# Mutation testing of the safety-critical modules (not part of `make test`; slow: run it in the
+# background). Configured in pyproject.toml [tool.mutmut]; results in mutants/ (mutmut results,
+# mutmut show NAME), summarised in docs/mutation.md. MUTANTS narrows it: one module's mutants
+# (make mutate MUTANTS='pruner.binding.*'), or one function's. The default list takes from
+# pruner/table.py only the index fitting and damage checks (Table._fit, _parquet_ids,
+# _unexplained_gaps), from pruner/expressions.py only negation (not_, _Negate, rewrite_not)
+# and from pruner/discover.py only FileIdentity.matches.
+MUTANTS ?= 'pruner.binding.*' 'pruner.selection.*' 'pruner.evaluate.*' \
+	'pruner.expressions.x_not_*' 'pruner.expressions.*_Negate*' \
+	'pruner.expressions.*_RewriteNot*' 'pruner.expressions.x_rewrite_not*' \
+	'pruner.analysis.scopes.*' 'pruner.analysis.conditions.*' \
+	'pruner.literals.*' 'pruner.table.*_fit__mutmut_*' 'pruner.table.*_parquet_ids__mutmut_*' \
+	'pruner.table.*_unexplained_gaps__mutmut_*' 'pruner.discover.*FileIdentity*matches__mutmut_*'
+MUTATE_CHILDREN ?= 2
+mutate: $(STAMP)
+	$(VENV)/bin/mutmut run --max-children $(MUTATE_CHILDREN) $(MUTANTS)
+	$(VENV)/bin/mutmut results
+
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf mutants $(VENV) .pytest_cache .mypy_cache .ruff_cache
