@@ -787,19 +787,56 @@ def placeholder(dialect: str, number: int) -> str:
 
 @st.composite
 def parameter_queries(draw: st.DrawFn, columns: Sequence[str], dialect: str) -> Query:
-    """Equals / IN with placeholders bound to Python values (pruner coerces those too)."""
+    """Equals / IN with placeholders bound to Python values (pruner coerces those too): on
+    one table, on both sides of a join of ``a`` and ``b``, or in and around an IN
+    subquery; placeholders numbered in the order they appear (DuckDB and Spark ``?``,
+    DataFusion ``$n``)."""
     names = [n for n in columns if kind_of(n) != "bool"]
+    plain = [n for n in columns if kind_of(n) not in ("float", "bool")]
+    values: list[Any] = []
+
+    def condition(qualifier: str) -> str:
+        first, second = draw(st.sampled_from(names)), draw(st.sampled_from(names))
+        drawn = [draw(column_values(first)), *draw(st.lists(column_values(second), max_size=3))]
+        marks = [placeholder(dialect, len(values) + i + 1) for i in range(len(drawn))]
+        values.extend(drawn)
+        text = f"{qualifier}{first} = {marks[0]}"
+        if len(drawn) > 1:
+            joiner = draw(st.sampled_from(["AND", "OR"]))
+            text += f" {joiner} {qualifier}{second} IN ({', '.join(marks[1:])})"
+        more = draw(conditions([(qualifier, list(columns))], dialect))
+        return "(" + text + draw(st.sampled_from(["", f" AND {more}", f" OR {more}"])) + ")"
+
     table = draw(st.sampled_from(["a", "b"]))
-    first, second = draw(st.sampled_from(names)), draw(st.sampled_from(names))
-    values = [draw(column_values(first)), *draw(st.lists(column_values(second), max_size=3))]
-    marks = [placeholder(dialect, i + 1) for i in range(len(values))]
-    condition = f"{first} = {marks[0]}"
-    if len(values) > 1:
-        joiner = draw(st.sampled_from(["AND", "OR"]))
-        condition += f" {joiner} {second} IN ({', '.join(marks[1:])})"
-    more = draw(conditions([("", list(columns))], dialect))
-    condition += draw(st.sampled_from(["", f" AND {more}", f" OR {more}"]))
-    return Query(f"SELECT k FROM {table} WHERE {condition}", tuple(values))
+    other = "b" if table == "a" else "a"
+    shape = draw(st.integers(0, 3))
+    if shape == 0 or not plain:
+        return Query(f"SELECT k FROM {table} WHERE {condition('')}", tuple(values))
+    key = draw(st.sampled_from(plain))
+    if shape == 1:
+        join = draw(st.sampled_from(["JOIN", "LEFT JOIN", "RIGHT JOIN", "FULL OUTER JOIN"]))
+        on = f"x.{key} = y.{key}"
+        if draw(st.booleans()):
+            on += f" AND {condition('y.')}"
+        where = f" WHERE {condition('x.')}" if draw(st.booleans()) else ""
+        sql = f"SELECT x.k AS xk, y.k AS yk FROM {table} AS x {join} {other} AS y ON {on}{where}"
+        return Query(sql, tuple(values))
+    negate = draw(st.sampled_from(["", "NOT "]))
+    if shape == 2:
+        inner = condition("")  # drawn (numbered) in the order they appear
+        outer = f" AND {condition('')}" if draw(st.booleans()) else ""
+        sql = (
+            f"SELECT k FROM {table} WHERE {key} {negate}IN "
+            f"(SELECT {key} FROM {other} WHERE {inner}){outer}"
+        )
+    else:
+        inner = condition("y.")
+        outer = f" AND {condition('x.')}" if draw(st.booleans()) else ""
+        sql = (
+            f"SELECT x.k FROM {table} AS x WHERE {negate}EXISTS (SELECT 1 FROM {other} AS y "
+            f"WHERE y.{key} = x.{key} AND {inner}){outer}"
+        )
+    return Query(sql, tuple(values))
 
 
 def queries(columns: Sequence[str], dialect: str) -> st.SearchStrategy[Query]:
