@@ -1,4 +1,4 @@
-"""Differential harness: a query pruned must give the same answer as the query unpruned.
+"""Differential harness: pruner's answer must be the engine's own, computed without pruner.
 
 Hypothesis draws a *dataset*, two tables ``a`` and ``b`` with one schema (every type pruner
 indexes and all three engines read: integers of every width, floats with NaN, -0.0 and
@@ -6,20 +6,27 @@ infinities, strings with empty, long and SQL-looking ones, dates, timestamps wit
 without a zone, and an unindexable boolean; nulls everywhere), each written as a Lance
 dataset (fragments of drawn sizes, rows deleted before or after the index build, stable
 row ids, a fragment appended after the build, a compaction) or a directory of Parquet files
-(small row groups, a file added after the build), with bloom indexes of tiny zones. On it,
-it draws *queries*: Equals / IN / IS NULL mixed with ranges, LIKE, functions, NOT, OR, long
-IN lists and OR runs; joins of the two indexed tables (inner, outer, self, comma, USING,
-NATURAL, anti-joins); IN / EXISTS / scalar subqueries; derived tables and CTEs (swapping
-column names, shadowing a table name); set operations; filters above windows, LIMITs and
-aggregates; placeholders. The SQL is valid in DuckDB, DataFusion and Spark alike, with a few
-spellings of each dialect's own.
+(small row groups, a file added after the build; laid out flat, in nested plain folders,
+hive partitioned ``p=1/`` ``p=2/``, or mixed: files at the root and in ``day=2/``), with
+bloom indexes of tiny zones. On it, it draws *queries*: Equals / IN / IS NULL mixed with
+ranges, LIKE, functions, NOT, OR, long IN lists and OR runs; joins of the two indexed tables
+(inner, outer, self, comma, USING, NATURAL, anti-joins); IN / EXISTS / scalar subqueries;
+derived tables and CTEs (swapping column names, shadowing a table name); set operations;
+filters above windows, LIMITs and aggregates; placeholders, in single-table queries, joins
+and subqueries. The SQL is valid in DuckDB, DataFusion and Spark alike, with a few spellings
+of each dialect's own.
 
-A *case* is one query on one dataset on one engine: ``pruner.query(..., prune=True)`` against
-``prune=False``, compared as multisets (:func:`pruner.demo.rows_multiset`). If the unpruned
-run raises, the pruned run must raise the same exception type (a *refused* case), except for
-the engine failures listed in :data:`KNOWN_UNPRUNED_FAILURES`, where the pruned answer is
-checked against the engine run on in-memory copies of the tables (a *known* case). Anything
-else is a mismatch, reported with a reproduction that pastes into a test::
+A *case* is one query on one dataset on one engine. Its expected answer is the *oracle*
+(:class:`EngineAlone`): the engine alone over the raw files, as the engine's users read
+them, with no pruner code at all (DuckDB ``read_parquet('<dir>/**/*.parquet')`` or the
+``LanceDataset``; DataFusion ``register_parquet`` or Lance's Arrow table; Spark
+``spark.read.parquet`` or ``createDataFrame`` of Lance's Arrow table). Both
+``pruner.query(..., prune=True)`` and ``prune=False`` must give it, compared as multisets
+(:func:`normalised_rows`: NaN equal to NaN, -0.0 apart from 0.0). If the oracle raises,
+both pruner runs must raise the same exception type (a *refused* case). The engines' own
+bugs in a scan (:data:`KNOWN_UNPRUNED_FAILURES`, :func:`unpruned_may_be_wrong`) are checked
+against DataFusion's run on in-memory copies (a *known* case). Anything else is a
+mismatch, reported with a reproduction that pastes into a test::
 
     from tests.support.differential import TableSpec, assert_same_answer
     def test_repro(tmp_path):
