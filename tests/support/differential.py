@@ -18,8 +18,8 @@ of each dialect's own.
 
 A *case* is one query on one dataset on one engine. Its expected answer is the *oracle*
 (:class:`EngineAlone`): the engine alone over the raw files, as the engine's users read
-them, with no pruner code at all (DuckDB ``read_parquet('<dir>/**/*.parquet')`` or the
-``LanceDataset``; DataFusion ``register_parquet`` or Lance's Arrow table; Spark
+them, with no pruner code at all (DuckDB ``read_parquet('<dir>/**/*.parquet')`` or Lance's
+Arrow table; DataFusion ``register_parquet`` or Lance's Arrow table; Spark
 ``spark.read.parquet`` or ``createDataFrame`` of Lance's Arrow table). Both
 ``pruner.query(..., prune=True)`` and ``prune=False`` must give it, compared as multisets
 (:func:`normalised_rows`: NaN equal to NaN, -0.0 apart from 0.0). If the oracle raises,
@@ -922,10 +922,6 @@ def answer(
 # --------------------------------------------------------------------------- the oracle
 
 
-def _lance_cannot_filter(kind: pa.DataType) -> bool:
-    return pa.types.is_unsigned_integer(kind) or pa.types.is_large_string(kind)
-
-
 class EngineAlone:
     """The *oracle*: ``engine`` alone over the raw files of the written tables, without any
     pruner code (no pruner.query, adapter, Table or file listing), as a user of the engine
@@ -934,16 +930,16 @@ class EngineAlone:
 
     - DuckDB, a fresh connection: Parquet is a temporary view of
       ``read_parquet('<dir>/**/*.parquet', hive_partitioning = <hive layout>)``; Lance is
-      the ``LanceDataset`` registered (DuckDB pushes projections and filters into Lance's
-      scanner), or its Arrow table when it has a column Lance refuses filters on (unsigned
-      integers, large_string).
+      ``lance.dataset(path).to_table()`` registered (over the ``LanceDataset`` itself,
+      DuckDB pushes filters Lance refuses or takes minutes to serialise: see ``_duckdb``).
     - DataFusion, a fresh context: Parquet is ``register_parquet(name, dir)`` with
       ``listing_table_ignore_subdirectory`` off (by default DataFusion skips folders without
       ``=``: no files found in ``x/y/``) and no ``table_partition_cols``: pruner declares no
       partition column on DataFusion, so queries name ``p`` only on the other engines. Lance
       is ``lance.dataset(path).to_table()`` registered as record batches: DataFusion's own
-      ``register_dataset`` over a ``LanceDataset`` fails in this version
-      ("LanceFragment.scanner() takes 1 positional argument").
+      ``register_dataset`` over a ``LanceDataset`` fails in this version (checked: with a
+      filter, "get_fragments() does not support filter yet"; pruner's adapter passes its
+      own dataset class).
     - Spark, a ``newSession()`` of the run's one session (its settings that matter copied):
       Parquet is ``spark.read.parquet(dir)`` for the hive layout (partition discovery adds
       ``p``), else with ``recursiveFileLookup`` (plain ``spark.read.parquet(dir)`` refuses
@@ -981,12 +977,13 @@ class EngineAlone:
         con.execute("SET python_enable_replacements = false")
         for name, path in self.paths.items():
             if self.specs[name].layout == "lance":
-                dataset = lance.dataset(str(path))
-                # DuckDB pushes its filters into Lance's scanner, which refuses one on an
-                # unsigned integer or large_string column ("not yet supported by Substrait
-                # conversion", pruned or not): such a table is the Arrow table Lance reads.
-                if any(_lance_cannot_filter(f.type) for f in dataset.schema):
-                    dataset = dataset.to_table()
+                # The plain Lance read, not the LanceDataset: DuckDB would push its filters
+                # into Lance's scanner, which refuses one on an unsigned integer or
+                # large_string column ("not yet supported by Substrait conversion") and takes
+                # minutes to serialise a deeply nested one (lance.dataset's
+                # _serialize_expression, seen on the CI cases: pruner's adapter applies such
+                # filters itself).
+                dataset = lance.dataset(str(path)).to_table()
                 # Under a view: DuckDB finds a registered object only by its exact name
                 # ("Table with name A does not exist"), a view (as any table) in any case.
                 con.register(f"lance_{name}", dataset)
