@@ -935,7 +935,8 @@ class EngineAlone:
     - DataFusion, a fresh context: Parquet is ``register_parquet(name, dir)`` with
       ``listing_table_ignore_subdirectory`` off (by default DataFusion skips folders without
       ``=``: no files found in ``x/y/``) and no ``table_partition_cols``: pruner declares no
-      partition column on DataFusion, so queries name ``p`` only on the other engines. Lance
+      partition column on DataFusion (no drawn query filters on ``p`` yet; ``SELECT *``
+      reads it on DuckDB and Spark, where it is a column of the hive layout's table). Lance
       is ``lance.dataset(path).to_table()`` registered as record batches: DataFusion's own
       ``register_dataset`` over a ``LanceDataset`` fails in this version (checked: with a
       filter, "get_fragments() does not support filter yet"; pruner's adapter passes its
