@@ -1025,7 +1025,15 @@ class EngineAlone:
                 session.conf.set(key, value)
         for name, path in self.paths.items():
             if self.specs[name].layout == "lance":
-                frame = session.createDataFrame(lance.dataset(str(path)).to_table())
+                data = lance.dataset(str(path)).to_table()
+                frame = session.createDataFrame(data)
+                # Spark's Arrow conversion makes a timestamp without a zone a TIMESTAMP (of
+                # the session's zone); Spark's Parquet reader and pruner's data source make
+                # it TIMESTAMP_NTZ, as its type says: cast back (exact: the same zone).
+                for field in data.schema:
+                    if pa.types.is_timestamp(field.type) and field.type.tz is None:
+                        column = frame[field.name].cast("timestamp_ntz")
+                        frame = frame.withColumn(field.name, column)
             elif self._parquet_hive(name):
                 frame = session.read.parquet(str(path))
             else:
