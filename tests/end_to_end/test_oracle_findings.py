@@ -1,14 +1,13 @@
-"""Wrong answers the differential oracle found and that are not fixed yet (strict xfail:
-each starts failing the day it is fixed, and then moves to a regular test).
+"""Wrong answers the differential oracle found, kept as regression tests.
 
 Found by ``PRUNER_FUZZ_CASES=1000`` with the oracle (the engine alone over the raw files):
 a RIGHT JOIN of a one-row Lance table ``b`` (x) and a Parquet table ``a`` (y), WHERE a
 condition the null-extended rows satisfy (``x.k IS NULL``). DataFusion alone (Parquet by
 ``register_parquet``, Lance as record batches) keeps the 24 unmatched rows of ``a``;
-``pruner.query(..., engine="datafusion")`` answers no row, pruned *and* unpruned, for flat
-and mixed layouts alike: a fault of the way pruner's DataFusion adapter registers the
-tables (or of DataFusion over those sources), not of pruning, that the old pruned-vs-
-unpruned harness could not see.
+``pruner.query(..., engine="datafusion")`` answered no row, pruned *and* unpruned: pruner's
+Lance source has no row-count statistics, so DataFusion swapped the join's inputs and hit its
+own outer-join swap bug (``tests/adapters/test_datafusion_bugs.py``). Fixed by the settings
+pruner's DataFusion contexts use (``pruner.adapters.datafusion.SAFE_SETTINGS``).
 """
 
 from __future__ import annotations
@@ -25,10 +24,6 @@ from tests.support.differential import TableSpec, assert_same_answer
 pytestmark = pytest.mark.filterwarnings("ignore:.*fork-safe")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="pruner on DataFusion answers 0 rows, pruned and unpruned; DataFusion alone 24",
-)
 def test_datafusion_right_join_with_null_extended_is_null(tmp_path: Path) -> None:
     tables = {
         "a": TableSpec(
