@@ -1,12 +1,15 @@
-"""Differential test: pruned == unpruned on DuckDB, DataFusion and Spark (see
-tests/support/differential.py for what is generated and what a case is).
+"""Differential test: on DuckDB, DataFusion and Spark, pruner's answer, pruned and
+unpruned, is the engine's own over the raw files without pruner (the oracle; see
+tests/support/differential.py for what is generated, what a case is and how each engine
+reads the files alone).
 
 CI runs ``CI_CASES`` cases per engine, derandomized (the same cases every run). ``make
 fuzz`` sets ``PRUNER_FUZZ_CASES`` (split across the engines by ``FUZZ_SHARE``, Spark being
 ~20x slower per query) and draws new cases each run. Either way the per-engine counts of
-cases, mismatches, refused cases (both runs raised) and known-bug cases (an engine failure
-listed in tests/support/differential.py, checked against the engine on in-memory copies) are
-printed at the end.
+cases, mismatches, refused cases (the oracle and both pruner runs raised) and known-bug
+cases (an engine failure listed in tests/support/differential.py, checked against the
+engine on in-memory copies) are printed at the end. Spark's oracle runs on a
+``newSession()`` of the run's one session, one per dataset.
 
 A mismatch fails the test with Hypothesis's shrunk example: the assertion message holds
 the data, how it was written and the SQL as a test to paste.

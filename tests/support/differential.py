@@ -1,4 +1,4 @@
-"""Differential harness: a query pruned must give the same answer as the query unpruned.
+"""Differential harness: pruner's answer must be the engine's own, computed without pruner.
 
 Hypothesis draws a *dataset*, two tables ``a`` and ``b`` with one schema (every type pruner
 indexes and all three engines read: integers of every width, floats with NaN, -0.0 and
@@ -6,20 +6,27 @@ infinities, strings with empty, long and SQL-looking ones, dates, timestamps wit
 without a zone, and an unindexable boolean; nulls everywhere), each written as a Lance
 dataset (fragments of drawn sizes, rows deleted before or after the index build, stable
 row ids, a fragment appended after the build, a compaction) or a directory of Parquet files
-(small row groups, a file added after the build), with bloom indexes of tiny zones. On it,
-it draws *queries*: Equals / IN / IS NULL mixed with ranges, LIKE, functions, NOT, OR, long
-IN lists and OR runs; joins of the two indexed tables (inner, outer, self, comma, USING,
-NATURAL, anti-joins); IN / EXISTS / scalar subqueries; derived tables and CTEs (swapping
-column names, shadowing a table name); set operations; filters above windows, LIMITs and
-aggregates; placeholders. The SQL is valid in DuckDB, DataFusion and Spark alike, with a few
-spellings of each dialect's own.
+(small row groups, a file added after the build; laid out flat, in nested plain folders,
+hive partitioned ``p=1/`` ``p=2/``, or mixed: files at the root and in ``day=2/``), with
+bloom indexes of tiny zones. On it, it draws *queries*: Equals / IN / IS NULL mixed with
+ranges, LIKE, functions, NOT, OR, long IN lists and OR runs; joins of the two indexed tables
+(inner, outer, self, comma, USING, NATURAL, anti-joins); IN / EXISTS / scalar subqueries;
+derived tables and CTEs (swapping column names, shadowing a table name); set operations;
+filters above windows, LIMITs and aggregates; placeholders, in single-table queries, joins
+and subqueries. The SQL is valid in DuckDB, DataFusion and Spark alike, with a few spellings
+of each dialect's own.
 
-A *case* is one query on one dataset on one engine: ``pruner.query(..., prune=True)`` against
-``prune=False``, compared as multisets (:func:`pruner.demo.rows_multiset`). If the unpruned
-run raises, the pruned run must raise the same exception type (a *refused* case), except for
-the engine failures listed in :data:`KNOWN_UNPRUNED_FAILURES`, where the pruned answer is
-checked against the engine run on in-memory copies of the tables (a *known* case). Anything
-else is a mismatch, reported with a reproduction that pastes into a test::
+A *case* is one query on one dataset on one engine. Its expected answer is the *oracle*
+(:class:`EngineAlone`): the engine alone over the raw files, as the engine's users read
+them, with no pruner code at all (DuckDB ``read_parquet('<dir>/**/*.parquet')`` or Lance's
+Arrow table; DataFusion ``register_parquet`` or Lance's Arrow table; Spark
+``spark.read.parquet`` or ``createDataFrame`` of Lance's Arrow table). Both
+``pruner.query(..., prune=True)`` and ``prune=False`` must give it, compared as multisets
+(:func:`normalised_rows`: NaN equal to NaN, -0.0 apart from 0.0). If the oracle raises,
+both pruner runs must raise the same exception type (a *refused* case). The engines' own
+bugs in a scan (:data:`KNOWN_UNPRUNED_FAILURES`, :func:`unpruned_may_be_wrong`) are checked
+against DataFusion's run on in-memory copies (a *known* case). Anything else is a
+mismatch, reported with a reproduction that pastes into a test::
 
     from tests.support.differential import TableSpec, assert_same_answer
     def test_repro(tmp_path):
@@ -52,7 +59,6 @@ import pyarrow.parquet as pq
 from hypothesis import strategies as st
 
 import pruner
-from pruner.demo import rows_multiset
 from pruner.index import build_index
 from pruner.table import Table, open_table
 
@@ -185,6 +191,20 @@ class TableSpec:
     delete_after_index: bool = False
     stable_row_ids: bool = False
     compact: bool = False
+    folders: str = "flat"  # Parquet: "flat", "nested", "hive" or "mixed" (see folder())
+
+    def folder(self, number: int) -> str:
+        """The folder of Parquet file ``number``: none (``flat``), plain folders
+        (``nested``: x/, x/y/, z/), ``p=1/`` and ``p=2/`` (``hive``: engines reading hive
+        partitions add an int column ``p``), or the root and ``day=2/`` in turn (``mixed``:
+        not hive partitioned, for DuckDB's detection as for pruner)."""
+        if self.folders == "nested":
+            return ("x/", "x/y/", "z/")[number % 3]
+        if self.folders == "hive":
+            return f"p={number % 2 + 1}/"
+        if self.folders == "mixed":
+            return ("", "day=2/")[number % 2]
+        return ""
 
     def write(self, path: Path) -> Path:
         """Write the table at ``path`` (``.lance`` appended for Lance) with its indexes."""
@@ -214,13 +234,15 @@ class TableSpec:
             return path
         path.mkdir()
         for number, part in enumerate(parts):
-            self._write_file(part, path / f"part-{number:02d}.parquet")
+            self._write_file(part, path / f"{self.folder(number)}part-{number:02d}.parquet")
         self._index(path)
         if late is not None:
-            self._write_file(late, path / f"part-{len(parts):02d}.parquet")
+            number = len(parts)
+            self._write_file(late, path / f"{self.folder(number)}part-{number:02d}.parquet")
         return path
 
     def _write_file(self, part: pa.Table, file: Path) -> None:
+        file.parent.mkdir(parents=True, exist_ok=True)
         pq.write_table(part, file, row_group_size=self.row_group_rows)
 
     def _delete(self, path: Path) -> None:
@@ -313,6 +335,7 @@ def table_specs(draw: st.DrawFn, columns: Sequence[str], layout: str) -> TableSp
     spec = TableSpec(layout, pa.table(data), fragments, items, late=late)
     if layout == "parquet":
         spec.row_group_rows = draw(st.integers(1, 8))
+        spec.folders = draw(st.sampled_from(["flat", "flat", "nested", "hive", "mixed"]))
         return spec
     spec.deleted = tuple(sorted(draw(st.lists(st.sampled_from(keys), unique=True, max_size=rows))))
     spec.delete_after_index = bool(spec.deleted) and draw(st.booleans())
@@ -336,11 +359,15 @@ class Dataset:
 @contextmanager
 def written(
     specs: Mapping[str, TableSpec], directory: Path | None = None
-) -> Iterator[dict[str, Table]]:
+) -> Iterator[dict[str, Written]]:
     """The tables written under ``directory`` (a temporary one, removed after) and opened."""
     root = Path(tempfile.mkdtemp(dir=directory))
     try:
-        yield {name: open_table(spec.write(root / name)) for name, spec in specs.items()}
+        tables = {}
+        for name, spec in specs.items():
+            path = spec.write(root / name)
+            tables[name] = Written(spec, path, open_table(path))
+        yield tables
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
@@ -767,19 +794,56 @@ def placeholder(dialect: str, number: int) -> str:
 
 @st.composite
 def parameter_queries(draw: st.DrawFn, columns: Sequence[str], dialect: str) -> Query:
-    """Equals / IN with placeholders bound to Python values (pruner coerces those too)."""
+    """Equals / IN with placeholders bound to Python values (pruner coerces those too): on
+    one table, on both sides of a join of ``a`` and ``b``, or in and around an IN
+    subquery; placeholders numbered in the order they appear (DuckDB and Spark ``?``,
+    DataFusion ``$n``)."""
     names = [n for n in columns if kind_of(n) != "bool"]
+    plain = [n for n in columns if kind_of(n) not in ("float", "bool")]
+    values: list[Any] = []
+
+    def condition(qualifier: str) -> str:
+        first, second = draw(st.sampled_from(names)), draw(st.sampled_from(names))
+        drawn = [draw(column_values(first)), *draw(st.lists(column_values(second), max_size=3))]
+        marks = [placeholder(dialect, len(values) + i + 1) for i in range(len(drawn))]
+        values.extend(drawn)
+        text = f"{qualifier}{first} = {marks[0]}"
+        if len(drawn) > 1:
+            joiner = draw(st.sampled_from(["AND", "OR"]))
+            text += f" {joiner} {qualifier}{second} IN ({', '.join(marks[1:])})"
+        more = draw(conditions([(qualifier, list(columns))], dialect))
+        return "(" + text + draw(st.sampled_from(["", f" AND {more}", f" OR {more}"])) + ")"
+
     table = draw(st.sampled_from(["a", "b"]))
-    first, second = draw(st.sampled_from(names)), draw(st.sampled_from(names))
-    values = [draw(column_values(first)), *draw(st.lists(column_values(second), max_size=3))]
-    marks = [placeholder(dialect, i + 1) for i in range(len(values))]
-    condition = f"{first} = {marks[0]}"
-    if len(values) > 1:
-        joiner = draw(st.sampled_from(["AND", "OR"]))
-        condition += f" {joiner} {second} IN ({', '.join(marks[1:])})"
-    more = draw(conditions([("", list(columns))], dialect))
-    condition += draw(st.sampled_from(["", f" AND {more}", f" OR {more}"]))
-    return Query(f"SELECT k FROM {table} WHERE {condition}", tuple(values))
+    other = "b" if table == "a" else "a"
+    shape = draw(st.integers(0, 3))
+    if shape == 0 or not plain:
+        return Query(f"SELECT k FROM {table} WHERE {condition('')}", tuple(values))
+    key = draw(st.sampled_from(plain))
+    if shape == 1:
+        join = draw(st.sampled_from(["JOIN", "LEFT JOIN", "RIGHT JOIN", "FULL OUTER JOIN"]))
+        on = f"x.{key} = y.{key}"
+        if draw(st.booleans()):
+            on += f" AND {condition('y.')}"
+        where = f" WHERE {condition('x.')}" if draw(st.booleans()) else ""
+        sql = f"SELECT x.k AS xk, y.k AS yk FROM {table} AS x {join} {other} AS y ON {on}{where}"
+        return Query(sql, tuple(values))
+    negate = draw(st.sampled_from(["", "NOT "]))
+    if shape == 2:
+        inner = condition("")  # drawn (numbered) in the order they appear
+        outer = f" AND {condition('')}" if draw(st.booleans()) else ""
+        sql = (
+            f"SELECT k FROM {table} WHERE {key} {negate}IN "
+            f"(SELECT {key} FROM {other} WHERE {inner}){outer}"
+        )
+    else:
+        inner = condition("y.")
+        outer = f" AND {condition('x.')}" if draw(st.booleans()) else ""
+        sql = (
+            f"SELECT x.k FROM {table} AS x WHERE {negate}EXISTS (SELECT 1 FROM {other} AS y "
+            f"WHERE y.{key} = x.{key} AND {inner}){outer}"
+        )
+    return Query(sql, tuple(values))
 
 
 def queries(columns: Sequence[str], dialect: str) -> st.SearchStrategy[Query]:
@@ -805,6 +869,29 @@ def datasets(draw: st.DrawFn, engine: str, queries_per_dataset: int) -> Dataset:
 # --------------------------------------------------------------------------- running
 
 
+def _normal(value: Any) -> Any:
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        if value == 0:
+            return "-0.0" if math.copysign(1.0, value) < 0 else 0.0
+        return float(f"{value:.10g}")
+    if isinstance(value, list):
+        return tuple(_normal(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, _normal(v)) for k, v in value.items()))
+    return value
+
+
+def normalised_rows(table: pa.Table) -> Counter[tuple[Any, ...]]:
+    """``table``'s rows as a multiset, like :func:`pruner.demo.rows_multiset` (floats to 10
+    significant digits: an engine may sum in another order when it reads other batches; any
+    NaN equal to any NaN) but with -0.0 apart from 0.0, which Python's ``==``, and so a
+    Counter, would merge."""
+    columns = [column.to_pylist() for column in table.columns]
+    return Counter(tuple(_normal(v) for v in row) for row in zip(*columns, strict=True))
+
+
 @dataclass(frozen=True)
 class Answer:
     """A query's rows as a multiset, or the exception it raised."""
@@ -827,28 +914,177 @@ def answer(
 ) -> Answer:
     try:
         result = pruner.query(sql, tables, engine=engine, prune=prune, parameters=parameters)
-        return Answer(rows=rows_multiset(result))
+        return Answer(rows=normalised_rows(result))
     except Exception as err:  # the engine's (or pruner's) error: compared by type
         return Answer(error=err)
 
 
+# --------------------------------------------------------------------------- the oracle
+
+
+class EngineAlone:
+    """The *oracle*: ``engine`` alone over the raw files of the written tables, without any
+    pruner code (no pruner.query, adapter, Table or file listing), as a user of the engine
+    reads a Lance dataset or a directory of Parquet files. Built once per dataset (the
+    tables are registered on first use) and reused for its queries.
+
+    - DuckDB, a fresh connection: Parquet is a temporary view of
+      ``read_parquet('<dir>/**/*.parquet', hive_partitioning = <hive layout>)``; Lance is
+      ``lance.dataset(path).to_table()`` registered (over the ``LanceDataset`` itself,
+      DuckDB pushes filters Lance refuses or takes minutes to serialise: see ``_duckdb``).
+    - DataFusion, a fresh context: Parquet is ``register_parquet(name, dir)`` with
+      ``listing_table_ignore_subdirectory`` off (by default DataFusion skips folders without
+      ``=``: no files found in ``x/y/``) and no ``table_partition_cols``: pruner declares no
+      partition column on DataFusion (no drawn query filters on ``p`` yet; ``SELECT *``
+      reads it on DuckDB and Spark, where it is a column of the hive layout's table). Lance
+      is ``lance.dataset(path).to_table()`` registered as record batches: DataFusion's own
+      ``register_dataset`` over a ``LanceDataset`` fails in this version (checked: with a
+      filter, "get_fragments() does not support filter yet"; pruner's adapter passes its
+      own dataset class).
+    - Spark, a ``newSession()`` of the run's one session (its settings that matter copied):
+      Parquet is ``spark.read.parquet(dir)`` for the hive layout (partition discovery adds
+      ``p``), else with ``recursiveFileLookup`` (plain ``spark.read.parquet(dir)`` refuses
+      nested folders and, over files at the root and in ``day=2/``, reads ``day=2/`` only);
+      Lance is ``spark.createDataFrame(lance.dataset(path).to_table())``.
+    """
+
+    SPARK_SETTINGS = (
+        "spark.sql.codegen.wholeStage",
+        "spark.sql.adaptive.enabled",
+        "spark.sql.shuffle.partitions",
+        "spark.sql.session.timeZone",
+    )
+
+    def __init__(self, engine: str, specs: Mapping[str, TableSpec], paths: Mapping[str, Path]):
+        self.engine = engine
+        self.specs = specs
+        self.paths = paths
+        self._session: Any = None
+
+    def _parquet_hive(self, name: str) -> bool:
+        return self.specs[name].folders == "hive"
+
+    def session(self) -> Any:
+        if self._session is None:
+            self._session = getattr(self, f"_{self.engine}")()
+        return self._session
+
+    def _duckdb(self) -> Any:
+        import duckdb
+
+        con = duckdb.connect()
+        # No Python variable of a calling frame read as a table; every table a temp view
+        # (of this connection: no cursor, which would be a connection of its own).
+        con.execute("SET python_enable_replacements = false")
+        for name, path in self.paths.items():
+            if self.specs[name].layout == "lance":
+                # The plain Lance read, not the LanceDataset: DuckDB would push its filters
+                # into Lance's scanner, which refuses one on an unsigned integer or
+                # large_string column ("not yet supported by Substrait conversion") and takes
+                # minutes to serialise a deeply nested one (lance.dataset's
+                # _serialize_expression, seen on the CI cases: pruner's adapter applies such
+                # filters itself).
+                dataset = lance.dataset(str(path)).to_table()
+                # Under a view: DuckDB finds a registered object only by its exact name
+                # ("Table with name A does not exist"), a view (as any table) in any case.
+                con.register(f"lance_{name}", dataset)
+                con.execute(f'CREATE TEMP VIEW "{name}" AS SELECT * FROM "lance_{name}"')
+                continue
+            glob = str(path / "**" / "*.parquet").replace("'", "''")
+            hive = str(self._parquet_hive(name)).lower()
+            con.execute(
+                f'CREATE TEMP VIEW "{name}" AS SELECT * FROM '
+                f"read_parquet('{glob}', hive_partitioning = {hive})"
+            )
+        return con
+
+    def _datafusion(self) -> Any:
+        import datafusion
+
+        # join_reordering off: DataFusion 55 with it on answers wrongly when it swaps an outer
+        # join's inputs (tests/adapters/test_datafusion_bugs.py); the oracle must be right.
+        config = (
+            datafusion.SessionConfig()
+            .set("datafusion.execution.listing_table_ignore_subdirectory", "false")
+            .set("datafusion.optimizer.join_reordering", "false")
+        )
+        context = datafusion.SessionContext(config)
+        for name, path in self.paths.items():
+            if self.specs[name].layout == "lance":
+                data = lance.dataset(str(path)).to_table()
+                empty = [pa.RecordBatch.from_pylist([], schema=data.schema)]
+                context.register_record_batches(name, [data.to_batches() or empty])
+            else:
+                context.register_parquet(name, str(path))
+        return context
+
+    def _spark(self) -> Any:
+        from pyspark.sql import SparkSession
+
+        parent = SparkSession.builder.getOrCreate()  # the run's one session
+        session = parent.newSession()
+        for key in self.SPARK_SETTINGS:
+            value = parent.conf.get(key, None)
+            if value is not None:
+                session.conf.set(key, value)
+        for name, path in self.paths.items():
+            if self.specs[name].layout == "lance":
+                data = lance.dataset(str(path)).to_table()
+                frame = session.createDataFrame(data)
+                # Spark's Arrow conversion makes a timestamp without a zone a TIMESTAMP (of
+                # the session's zone); Spark's Parquet reader and pruner's data source make
+                # it TIMESTAMP_NTZ, as its type says: cast back (exact: the same zone).
+                for field in data.schema:
+                    if pa.types.is_timestamp(field.type) and field.type.tz is None:
+                        column = frame[field.name].cast("timestamp_ntz")
+                        frame = frame.withColumn(field.name, column)
+            elif self._parquet_hive(name):
+                frame = session.read.parquet(str(path))
+            else:
+                frame = session.read.option("recursiveFileLookup", "true").parquet(str(path))
+            frame.createOrReplaceTempView(name)
+        return session
+
+    def answer(self, sql: str, parameters: Sequence[Any] = ()) -> Answer:
+        try:
+            session = self.session()
+            if self.engine == "duckdb":
+                if parameters:
+                    result = session.execute(sql, list(parameters))
+                else:
+                    result = session.execute(sql)
+                return Answer(rows=normalised_rows(result.to_arrow_table()))
+            if self.engine == "datafusion":
+                values = {str(i): v for i, v in enumerate(parameters, start=1)} or None
+                frame = session.sql(sql, param_values=values)
+                return Answer(rows=normalised_rows(frame.to_arrow_table()))
+            frame = session.sql(sql, args=list(parameters)) if parameters else session.sql(sql)
+            return Answer(rows=normalised_rows(frame.toArrow()))
+        except Exception as err:
+            return Answer(error=err)
+
+
 @dataclass(frozen=True)
 class Outcome:
-    """``equal``, ``refused`` (both runs raised the same exception type), ``known`` (the
-    unpruned run hit a known engine failure, the pruned one gave the :func:`oracle` answer)
-    or ``mismatch`` (``expected`` is then the oracle's answer if one was asked)."""
+    """``equal`` (pruned and unpruned both gave the oracle's answer), ``refused`` (the
+    oracle raised, and pruned and unpruned raised the same exception type), ``known`` (a
+    known engine bug, see :data:`KNOWN_UNPRUNED_FAILURES` and :func:`unpruned_may_be_wrong`:
+    the pruned answer is the engine's over in-memory copies) or ``mismatch``."""
 
     kind: str
     expected: Answer
     observed: Answer
+    unpruned: Answer | None = None
 
     def difference(self) -> str:
-        lines = [f"unpruned: {self.expected.describe()}", f"pruned:   {self.observed.describe()}"]
+        lines = [f"oracle:   {self.expected.describe()}", f"pruned:   {self.observed.describe()}"]
+        if self.unpruned is not None:
+            lines.append(f"unpruned: {self.unpruned.describe()}")
         if self.expected.rows is not None and self.observed.rows is not None:
             missing = self.expected.rows - self.observed.rows
             extra = self.observed.rows - self.expected.rows
-            lines.append(f"rows only unpruned: {sorted(missing.elements(), key=repr)[:12]}")
-            lines.append(f"rows only pruned:   {sorted(extra.elements(), key=repr)[:12]}")
+            lines.append(f"rows only oracle: {sorted(missing.elements(), key=repr)[:12]}")
+            lines.append(f"rows only pruned: {sorted(extra.elements(), key=repr)[:12]}")
         return "\n".join(lines)
 
 
@@ -857,83 +1093,97 @@ KNOWN_UNPRUNED_FAILURES: dict[str, tuple[str, ...]] = {
     # ``k BETWEEN NULL AND 3``) and its pyarrow-dataset scan (datafusion-python's
     # DatasetExec) then fails combining a BooleanScalar with the other pushed filters, on
     # any ``register_dataset`` source, before pruner's code runs. A small pruned Lance
-    # selection is read ahead into Arrow, has no such scan, and answers.
+    # selection is read ahead into Arrow, has no such scan, and answers; so does the oracle.
     "datafusion": (
         "pyarrow.lib.BooleanScalar",
         "has no kernel matching input types (bool, bool)",
     ),
 }
 """Errors of the unpruned run, by engine, that are the engine's own bugs in a scan the
-pruned run may not have. Such a case is checked against :func:`oracle` instead (outcome
-``known``)."""
+oracle and the pruned run may not have: the unpruned run is then not held to the oracle."""
 
 
-def unpruned_may_be_wrong(engine: str, tables: Mapping[str, Table]) -> bool:
+def unpruned_may_be_wrong(engine: str, tables: Mapping[str, Written]) -> bool:
     """DataFusion's own bug: its Parquet reader prunes row groups by their statistics for
     ``f = NaN`` (min/max leave NaN out), dropping the NaN rows its in-memory scan returns
-    (``NaN = NaN`` is true in DataFusion). A pruned selection read ahead into Arrow keeps
-    them, so a DataFusion + Parquet case whose answers differ is checked against
-    :func:`oracle`: ``known`` when the pruned answer is DataFusion's in-memory one."""
-    return engine == "datafusion" and any(table.kind == "parquet" for table in tables.values())
+    (``NaN = NaN`` is true in DataFusion). The oracle reads Parquet with that reader too; a
+    pruned selection read ahead into Arrow keeps them. So a DataFusion + Parquet case whose
+    answers differ is checked against :func:`in_memory`: ``known`` when the differing
+    answers are DataFusion's in-memory one."""
+    return engine == "datafusion" and any(t.spec.layout == "parquet" for t in tables.values())
 
 
-def whole_table(table: Table) -> pa.Table:
-    """Every live row of ``table``, read without any engine."""
-    if table.kind == "lance":
-        return table.dataset.to_table()
-    files = sorted((table.files or {}).items())
-    return pa.concat_tables([pq.read_table(file.path) for _, file in files])
+def whole_table(spec: TableSpec, path: Path) -> pa.Table:
+    """Every live row of the written table, read with pyarrow / Lance (no partition
+    column: used only for DataFusion, which pruner and the oracle give none)."""
+    if spec.layout == "lance":
+        return lance.dataset(str(path)).to_table()
+    files = sorted(path.glob("**/*.parquet"))
+    return pa.concat_tables([pq.read_table(file, partitioning=None) for file in files])
 
 
-def oracle(
-    engine: str, sql: str, tables: Mapping[str, Table], parameters: Sequence[Any] = ()
+def in_memory(
+    engine: str, sql: str, tables: Mapping[str, Written], parameters: Sequence[Any] = ()
 ) -> Answer:
-    """``engine``'s answer over in-memory copies of the whole tables (no scan to push into)."""
-    data = {name: whole_table(table) for name, table in tables.items()}
+    """DataFusion's answer over in-memory copies of the whole tables (no scan to push into)."""
+    import datafusion
+
     try:
-        if engine == "duckdb":
-            import duckdb
-
-            con = duckdb.connect()
-            for name, table in data.items():
-                con.register(name, table)
-            relation = con.execute(sql, list(parameters)) if parameters else con.execute(sql)
-            return Answer(rows=rows_multiset(relation.to_arrow_table()))
-        import datafusion
-
         context = datafusion.SessionContext()
-        for name, table in data.items():
-            empty = [pa.RecordBatch.from_pylist([], schema=table.schema)]
-            context.register_record_batches(name, [table.to_batches() or empty])
+        for name, table in tables.items():
+            data = whole_table(table.spec, table.path)
+            empty = [pa.RecordBatch.from_pylist([], schema=data.schema)]
+            context.register_record_batches(name, [data.to_batches() or empty])
         values = {str(i): v for i, v in enumerate(parameters, start=1)} or None
-        return Answer(rows=rows_multiset(context.sql(sql, param_values=values).to_arrow_table()))
+        return Answer(rows=normalised_rows(context.sql(sql, param_values=values).to_arrow_table()))
     except Exception as err:
         return Answer(error=err)
 
 
+@dataclass(eq=False)
+class Written:
+    """A table written: its spec, its path, pruner's Table of it and the dataset's oracle."""
+
+    spec: TableSpec
+    path: Path
+    table: Table
+    oracle: EngineAlone | None = None
+
+
 def compare(
-    engine: str, sql: str, tables: Mapping[str, Table], parameters: Sequence[Any] = ()
+    engine: str, sql: str, tables: Mapping[str, Written], parameters: Sequence[Any] = ()
 ) -> Outcome:
-    """Run ``sql`` unpruned, then pruned, on ``engine`` and classify the difference."""
-    expected = answer(engine, sql, tables, False, parameters)
-    observed = answer(engine, sql, tables, True, parameters)
+    """Run ``sql`` on ``engine`` alone (the oracle), then through pruner pruned and unpruned,
+    and classify: both pruner runs must give the oracle's answer, or all three raise the
+    same exception type."""
+    oracle = next(iter(tables.values())).oracle
+    if oracle is None or oracle.engine != engine:
+        oracle = EngineAlone(
+            engine, {n: t.spec for n, t in tables.items()}, {n: t.path for n, t in tables.items()}
+        )
+        for table in tables.values():
+            table.oracle = oracle
+    opened = {name: table.table for name, table in tables.items()}
+    expected = oracle.answer(sql, parameters)
+    observed = answer(engine, sql, opened, True, parameters)
+    unpruned = answer(engine, sql, opened, False, parameters)
     if expected.error is not None:
-        same = observed.error is not None and type(observed.error) is type(expected.error)
-        if same:
-            return Outcome("refused", expected, observed)
-        known = KNOWN_UNPRUNED_FAILURES.get(engine, ())
-        if observed.error is None and any(text in str(expected.error) for text in known):
-            reference = oracle(engine, sql, tables, parameters)
-            kind = "known" if reference.rows == observed.rows else "mismatch"
-            return Outcome(kind, reference if kind == "mismatch" else expected, observed)
-        return Outcome("mismatch", expected, observed)
-    if observed.error is None and observed.rows == expected.rows:
-        return Outcome("equal", expected, observed)
-    if observed.error is None and unpruned_may_be_wrong(engine, tables):
-        reference = oracle(engine, sql, tables, parameters)
-        if reference.rows == observed.rows:
-            return Outcome("known", expected, observed)
-    return Outcome("mismatch", expected, observed)
+        kind = type(expected.error)
+        same = all(type(a.error) is kind for a in (observed, unpruned))
+        return Outcome("refused" if same else "mismatch", expected, observed, unpruned)
+    known = KNOWN_UNPRUNED_FAILURES.get(engine, ())
+    unpruned_known = unpruned.error is not None and any(t in str(unpruned.error) for t in known)
+    if observed.rows == expected.rows and (unpruned.rows == expected.rows or unpruned_known):
+        return Outcome("known" if unpruned_known else "equal", expected, observed, unpruned)
+    if unpruned_may_be_wrong(engine, tables) and observed.error is None:
+        reference = in_memory(engine, sql, tables, parameters)
+        if reference.rows is not None and all(
+            a.rows in (expected.rows, reference.rows) for a in (observed, unpruned)
+        ):
+            if not unpruned_known and unpruned.error is not None:
+                return Outcome("mismatch", expected, observed, unpruned)
+            return Outcome("known", expected, observed, unpruned)
+    return Outcome("mismatch", expected, observed, unpruned)
 
 
 def reproduction(engine: str, specs: Mapping[str, TableSpec], query: Query) -> str:
