@@ -34,7 +34,7 @@ import pyarrow as pa
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from pruner import sbbf
-from pruner.analyzer import analyze, analyze_cached
+from pruner.analyzer import analyze, templates
 from pruner.evaluate import evaluate
 from pruner.hashing import hash_array
 from pruner.index import DEFAULT_ITEMS, DEFAULT_PROBABILITY, ZoneIndex
@@ -148,7 +148,7 @@ def main() -> None:
         f"every probed id's zone selected: {bool(found)}; "
         f"zones selected for 1,000 ids: {selection.num_rows // args.items:,} of {args.zones:,}"
     )
-    print(f"analysis cache: {analyze_cached.cache_info()}")
+    print(f"analysis cache: {templates.info()}")
 
 
 if __name__ == "__main__":

@@ -80,7 +80,7 @@ import pruner  # noqa: E402
 from pruner.adapters import datafusion as df_adapter  # noqa: E402
 from pruner.adapters import duckdb as duck_adapter  # noqa: E402
 from pruner.adapters.sources import parquet_parts  # noqa: E402
-from pruner.analyzer import analyze_cached  # noqa: E402
+from pruner.analyzer import templates  # noqa: E402
 from pruner.demo import uuid_strings  # noqa: E402
 
 DATA_DIR = Path(__file__).resolve().parent / "data" / "point_lookup"
@@ -372,7 +372,7 @@ def measure(cases: list[Case], keys: dict[str, list[Any]], repeat: int) -> None:
         slot = rep % KEYS
         for case in cases:
             key = keys[case.column][slot]
-            analyze_cached.cache_clear()
+            templates.clear(texts_only=True)
             began = time.perf_counter()
             result = case.run(key)
             case.times.append(time.perf_counter() - began)
@@ -467,7 +467,7 @@ def breakdown(data: Data, engines: tuple[str, ...], repeat: int) -> None:
                 for rep in range(max(repeat, WARMUP) + WARMUP):
                     key = data.keys[column][rep % KEYS]
                     sql = sql_of(column, key)
-                    analyze_cached.cache_clear()
+                    templates.clear(texts_only=True)
                     t0 = time.perf_counter()
                     prepared = pruner.plan(sql, {"t": table}, dialect=engine)
                     t1 = time.perf_counter()

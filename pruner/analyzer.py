@@ -33,7 +33,6 @@ conditions).
 from __future__ import annotations
 
 import contextlib
-import functools
 import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping
@@ -47,6 +46,7 @@ from pruner.analysis.conditions import literal_from_sql
 from pruner.analysis.model import Analysis, Scan
 from pruner.analysis.parsing import DIALECTS, MAX_PARSED_CHARS, TooComplex, parse_folded
 from pruner.analysis.scopes import Analyzer, refused
+from pruner.analysis.templates import Templates
 from pruner.errors import SqlSyntaxError
 from pruner.expressions import Equals, NotEquals, Predicate, Unknown, leaves
 from pruner.stacks import on_big_stack
@@ -57,10 +57,10 @@ __all__ = [
     "Analysis",
     "Scan",
     "analyze",
-    "analyze_cached",
     "analyze_uncached",
     "literal_from_sql",
     "names_table",
+    "templates",
 ]
 
 _CACHED_CHARS = 65_536  # longer SQL is analysed again each time, not kept in the cache
@@ -151,12 +151,12 @@ def names_table(name: str, sql: str) -> bool:
 def analyze_uncached(
     sql: str, dialect: str, schema_key: tuple[tuple[str, pa.Schema], ...]
 ) -> Analysis:
+    """:func:`analyze` without the cache: ``schema_key`` is the schemas mapping as sorted
+    (name, schema) pairs."""
     if dialect not in DIALECTS:
         raise SqlSyntaxError(
             f"unknown SQL dialect {dialect!r}; use one of {', '.join(sorted(DIALECTS))}"
         )
-    """:func:`analyze` without the cache: ``schema_key`` is the schemas mapping as sorted
-    (name, schema) pairs."""
     schemas = dict(schema_key)
     try:
         return _on_deep_stack(lambda: _analyze_statements(sql, dialect, schemas), sql)
@@ -168,11 +168,6 @@ def analyze_uncached(
             "read whole (the engine runs it as written)"
         )
         return _whole(sql, dialect, schemas, reason)
-
-
-analyze_cached = functools.lru_cache(maxsize=256)(analyze_uncached)
-""":func:`analyze_uncached` behind a cache of the last 256 analyses (``cache_clear()``,
-``cache_info()``); :func:`analyze` uses it for SQL of up to 65,536 characters."""
 
 
 def _analyze_statements(sql: str, dialect: str, schemas: Mapping[str, pa.Schema]) -> Analysis:
@@ -218,4 +213,10 @@ def analyze(sql: str, schemas: Mapping[str, pa.Schema], dialect: str = "duckdb")
     key = tuple(sorted(schemas.items(), key=lambda item: item[0]))
     if len(sql) > _CACHED_CHARS:  # a cache of 256 such analyses could hold gigabytes
         return analyze_uncached(sql, dialect, key)
-    return analyze_cached(sql, dialect, key)
+    return templates.analysis(sql, dialect, key)
+
+
+templates = Templates(analyze_uncached)
+""":func:`analyze`'s cache: the last 256 analyses by SQL text, and analyses shared by SQL
+texts that differ only in the literals of their conditions (:mod:`pruner.analysis.templates`);
+``templates.clear()`` empties both."""
