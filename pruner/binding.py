@@ -91,15 +91,18 @@ class _Binder(PredicateVisitor[Predicate]):
             return BoundLiterals(leaf, None, reason=coerced.reason)
         if coerced.no_match:
             return BoundLiterals(leaf, None, no_match=True, reason=coerced.reason)
+        exact = tuple(coerced.values) if coerced.exact else None
         if self.indexed is not None and not self.indexed(column):
-            return BoundLiterals(leaf, None, reason=coerced.reason, unindexed=True)
+            return BoundLiterals(
+                leaf, None, reason=coerced.reason, unindexed=True, exact_values=exact
+            )
         try:
             hashes, _ = hash_array(pa.array(coerced.values, arrow_type))
         except (PrunerError, pa.ArrowException) as err:
             # Raised only if the column turns out to have an index to probe, as before
             # binding was a step of its own.
             return BoundLiterals(leaf, None, reason=coerced.reason, error=err)
-        return BoundLiterals(leaf, hashes, reason=coerced.reason)
+        return BoundLiterals(leaf, hashes, reason=coerced.reason, exact_values=exact)
 
 
 def bind(

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -38,7 +39,16 @@ from pruner.expressions import (
 from pruner.selection import Selection
 from pruner.table import Table, TableIndex
 
-__all__ = ["ScanSelection", "TermReport", "evaluate", "select_scans", "table_selections"]
+__all__ = [
+    "RowKeys",
+    "ScanSelection",
+    "TermReport",
+    "evaluate",
+    "row_keys",
+    "select_scans",
+    "table_keys",
+    "table_selections",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +72,18 @@ class TermReport:
 
 
 @dataclass(frozen=True, slots=True)
+class RowKeys:
+    """Every row a scan keeps holds one of ``values`` in ``column``: a top-level conjunct of
+    its predicate is ``column = v`` / ``column IN (...)`` whose literals coerce exactly
+    (:attr:`pruner.literals.Coercion.exact`: integers on an integer column, strings on a
+    string column). A reader may drop the other rows of the selection before the engine
+    sees them: the engine would drop them too."""
+
+    column: str
+    values: frozenset[Any]
+
+
+@dataclass(frozen=True, slots=True)
 class ScanSelection:
     """The rows one table scan must read, and how pruner got there."""
 
@@ -72,6 +94,7 @@ class ScanSelection:
     zones_selected: int
     rows_total: int
     fragments_total: int
+    keys: RowKeys | None = None
 
 
 class _Evaluator(PredicateVisitor[Selection | None]):
@@ -193,11 +216,27 @@ class _Evaluator(PredicateVisitor[Selection | None]):
         return index.zones(mask)
 
 
-def _run(predicate: Predicate, table: Table, dialect: str) -> tuple[_Evaluator, Selection | None]:
-    """The evaluator (its term reports, its layout) and the selection, None for every row."""
+def _run(
+    predicate: Predicate, table: Table, dialect: str
+) -> tuple[_Evaluator, Selection | None, Predicate]:
+    """The evaluator (its term reports, its layout), the selection (None for every row) and
+    the bound predicate."""
     evaluator = _Evaluator(table, dialect)
     bound = bind(predicate, table.schema, dialect, lambda column: _has_index(table, column))
-    return evaluator, visit(bound, evaluator)
+    return evaluator, visit(bound, evaluator), bound
+
+
+def row_keys(bound: Predicate) -> RowKeys | None:
+    """The keys every row satisfying ``bound`` (a bound predicate) holds, from its top-level
+    conjuncts (the one with fewest values), or None when none says."""
+    conjuncts = bound.children if isinstance(bound, And) else (bound,)
+    best: RowKeys | None = None
+    for term in conjuncts:
+        if not isinstance(term, BoundLiterals) or term.exact_values is None:
+            continue
+        if best is None or len(term.exact_values) < len(best.values):
+            best = RowKeys(term.column, frozenset(term.exact_values))
+    return best
 
 
 def _has_index(table: Table, column: str) -> bool:
@@ -232,7 +271,7 @@ def _count_zones(starts: np.ndarray, ends: np.ndarray, selection: Selection) -> 
 
 
 def _select_scan(scan: Scan, table: Table, dialect: str) -> ScanSelection:
-    evaluator, selected = _run(scan.predicate, table, dialect)
+    evaluator, selected, bound = _run(scan.predicate, table, dialect)
     selection = _within(selected, table)
     layout = evaluator.layout or table.any_index()
     if layout is not None:
@@ -250,6 +289,7 @@ def _select_scan(scan: Scan, table: Table, dialect: str) -> ScanSelection:
         zones_selected=zones_selected,
         rows_total=table.whole().num_rows,
         fragments_total=len(table.fragment_rows),
+        keys=row_keys(bound),
     )
 
 
@@ -269,3 +309,20 @@ def table_selections(scans: list[ScanSelection]) -> dict[str, Selection]:
         name = scan.scan.table
         result[name] = result[name] | scan.selection if name in result else scan.selection
     return result
+
+
+def table_keys(scans: list[ScanSelection]) -> dict[str, RowKeys]:
+    """Per table, keys every row any of its scans keeps holds: when every scan of the table
+    has keys on one column, the union of their values (else the table has none)."""
+    found: dict[str, RowKeys | None] = {}
+    for scan in scans:
+        name, keys = scan.scan.table, scan.keys
+        if name not in found:
+            found[name] = keys
+            continue
+        known = found[name]
+        if known is None or keys is None or keys.column != known.column:
+            found[name] = None
+        else:
+            found[name] = RowKeys(known.column, known.values | keys.values)
+    return {name: keys for name, keys in found.items() if keys is not None}

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from pruner.analyzer import analyze
-from pruner.evaluate import ScanSelection, select_scans, table_selections
+from pruner.evaluate import RowKeys, ScanSelection, select_scans, table_keys, table_selections
 from pruner.parameters import Parameters
 from pruner.selection import Selection
 from pruner.table import TableSource, open_tables
@@ -36,6 +36,10 @@ class Explanation:
     def selections(self) -> dict[str, Selection]:
         """Per table name, the rows an engine must read (the union over its scans)."""
         return table_selections(list(self.scans))
+
+    def keys(self) -> dict[str, RowKeys]:
+        """Per table name, the keys every row the query keeps of it holds (when known)."""
+        return table_keys(list(self.scans))
 
     def to_json(self) -> dict[str, object]:
         return {

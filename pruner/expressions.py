@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:
     import numpy as np
@@ -206,6 +206,9 @@ class BoundLiterals(Predicate):
     reason: str = ""
     error: Exception | None = None  # hashing failed: raised if the column has an index
     unindexed: bool = False
+    exact_values: tuple[Any, ...] | None = None
+    """The coerced values when they are exactly the column values that can match
+    (:attr:`pruner.literals.Coercion.exact`): a row holding none of them cannot."""
 
     @property
     def column(self) -> str:

@@ -92,6 +92,10 @@ class Coercion:
     values: list[Any] | None
     no_match: bool = False
     reason: str = ""
+    exact: bool = False
+    """``values`` are all the column values that can equal the literals, in every engine, as
+    Python's ``==`` compares them (integers written as integers on an integer column, strings
+    on a string column): a row whose value is none of them cannot match."""
 
 
 def _unknown(reason: str) -> Coercion:
@@ -448,7 +452,7 @@ def coerce_all(
     reason = "; ".join(reasons[:_SHOWN_REASONS])
     if len(reasons) > _SHOWN_REASONS:
         reason += f"; and {len(reasons) - _SHOWN_REASONS:,} more values that cannot match"
-    return Coercion(values, not values, reason)
+    return Coercion(values, not values, reason, exact=not others and bool(values))
 
 
 def literal_from_python(value: object) -> Literal:

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from pruner.analyzer import names_table
+from pruner.evaluate import RowKeys
 from pruner.explain import Explanation, explain
 from pruner.parameters import Parameters
 from pruner.selection import Selection
@@ -27,6 +28,13 @@ class Plan:
     tables: dict[str, Table]
     selections: dict[str, Selection | None]
     explanation: Explanation | None = field(default=None)
+
+    def keys(self, name: str) -> RowKeys | None:
+        """The keys every row the query keeps of table ``name`` holds, when pruner knows
+        them and the table is pruned (a reader may drop the other rows of its selection)."""
+        if self.explanation is None or self.selections.get(name) is None:
+            return None
+        return self.explanation.keys().get(name)
 
     def zones(self) -> tuple[int, int]:
         """Zones selected and zones in total, over every scan (0, 0 when not pruned)."""

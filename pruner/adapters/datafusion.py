@@ -44,6 +44,7 @@ from pruner.adapters.sources import (
     parquet_parts,
 )
 from pruner.errors import EngineError
+from pruner.evaluate import RowKeys
 from pruner.parameters import Parameters
 from pruner.plan import Plan, plan
 from pruner.selection import Selection
@@ -68,8 +69,12 @@ __all__ = [
 ]
 
 
-SAFE_SETTINGS = {"datafusion.optimizer.join_reordering": "false"}
-"""Settings of every SessionContext pruner creates.
+SAFE_SETTINGS = {
+    "datafusion.optimizer.join_reordering": "false",
+    "datafusion.execution.parquet.pushdown_filters": "true",
+}
+"""Settings of every SessionContext pruner creates: filters pushed into the Parquet reader
+(as DataFusion users who read Parquet set it), and no join reordering:
 
 DataFusion 55 answers wrongly when its join selection swaps an outer join's inputs and a
 filter on the null-extended side has the same column name as a column of the other side:
@@ -98,6 +103,14 @@ def parquet_frame(
     """The selected files and row groups of a Parquet table (all when ``selection`` is None),
     as one DataFusion DataFrame read with DataFusion's semantics."""
     parts = parquet_parts(table, selection)
+    every_file_whole = len(parts) == len(table.files or {}) and all(
+        part.row_groups is None for part in parts
+    )
+    whole_directory = _listed_alone(table) if every_file_whole else None
+    if whole_directory is not None:
+        # DataFusion's own listing of the directory, as a user registers it (one scan it
+        # parallelises and pushes filters into).
+        return context.read_parquet(whole_directory, schema=table.schema)
     partial = [part for part in parts if part.row_groups is not None]
     values = sum(part.rows() for part in partial) * max(1, len(table.schema))
     if values > READ_AHEAD_VALUES:  # too many rows to hold: those files are read whole
@@ -117,6 +130,21 @@ def parquet_frame(
             _memory_frame(context, pa.concat_tables(ahead) if ahead else table.schema.empty_table())
         )
     return functools.reduce(lambda left, right: left.union(right), frames)
+
+
+def _listed_alone(table: Table) -> str | None:
+    """The table's directory, when DataFusion listing it reads exactly the table's files:
+    they all sit in it (DataFusion skips sub-folders), are all it holds named ``*.parquet``,
+    and agree on their schema. None otherwise."""
+    files = table.files or {}
+    if not files or not table.uniform_schema:
+        return None
+    directory = table.path.absolute()
+    ours = {f.path.absolute() for f in files.values()}
+    if any(path.parent != directory for path in ours):
+        return None
+    listed = {p.absolute() for p in directory.iterdir() if p.name.endswith(".parquet")}
+    return str(directory) if listed == ours else None
 
 
 def _unfiltered_columns(
@@ -174,12 +202,16 @@ def register(
 
 
 def _register(
-    context: datafusion.SessionContext, quoted: str, opened: Table, selection: Selection | None
+    context: datafusion.SessionContext,
+    quoted: str,
+    opened: Table,
+    selection: Selection | None,
+    keys: RowKeys | None = None,
 ) -> None:
     if opened.kind == "parquet":
         context.register_view(quoted, parquet_frame(context, opened, selection))
         return
-    source = lance_source(opened, selection)
+    source = lance_source(opened, selection, keys)
     if isinstance(source, pa.Table):
         context.register_view(quoted, _memory_frame(context, source))
     elif not source.get_fragments():
@@ -215,7 +247,8 @@ def registered(
                 )
                 if saved[quoted] is not None:
                     context.deregister_table(quoted)
-                _register(context, quoted, as_table(table), prepared.selections.get(name))
+                selection = prepared.selections.get(name)
+                _register(context, quoted, as_table(table), selection, prepared.keys(name))
             yield context
         finally:
             for quoted, provider in saved.items():

@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import re
 import threading
+import weakref
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ from pruner.adapters.naming import quote_identifier
 from pruner.adapters.sources import ParquetPart, lance_source, parquet_parts
 from pruner.discover import hive_partitioned
 from pruner.errors import EngineError
+from pruner.evaluate import RowKeys
 from pruner.parameters import Parameters
 from pruner.plan import Plan, named_in, plan
 from pruner.selection import Selection
@@ -145,10 +147,14 @@ def register(
 
 
 def _bind_table(
-    connection: duckdb.DuckDBPyConnection, name: str, opened: Table, selection: Selection | None
+    connection: duckdb.DuckDBPyConnection,
+    name: str,
+    opened: Table,
+    selection: Selection | None,
+    keys: RowKeys | None = None,
 ) -> None:
     if opened.kind == "lance":
-        connection.register(name, lance_source(opened, selection))
+        connection.register(name, lance_source(opened, selection, keys))
     else:
         connection.execute(
             f"CREATE TEMP VIEW {quote_identifier(name)} AS {parquet_view_sql(opened, selection)}"
@@ -163,27 +169,75 @@ def registered(connection: duckdb.DuckDBPyConnection, prepared: Plan) -> duckdb.
     query runs, and the analyzer never saw its body: a table such a definition names is
     bound whole. So is every table when the database compares strings under a default
     collation (``SET GLOBAL default_collation = 'nocase'``): 'V7' then equals 'v7', which
-    a probe of the bytes of 'V7' would miss.
+    a probe of the bytes of 'V7' would miss. Both are read from the database's catalog
+    (:func:`_catalog`), which costs ~30 ms, once per change of the catalog.
     """
     cursor = connection.cursor()
-    definitions = [] if connection is _shared else _definitions(connection)
-    [(collation,)] = cursor.execute("SELECT current_setting('default_collation')").fetchall()
+    catalog = _catalog(connection, cursor)
+    bound = 0
     for name, table in prepared.tables.items():
         selection = prepared.selections.get(name)
-        if collation or any(named_in(name, text) for text in definitions):
-            selection = None
-        _bind_table(cursor, name, table, selection)
+        keys = prepared.keys(name)
+        if catalog.collation or any(named_in(name, text) for text in catalog.definitions):
+            selection = keys = None
+        _bind_table(cursor, name, table, selection, keys)
+        bound += 1
+    catalog.after_own_changes(connection, bound)
     return cursor
 
 
-def _definitions(connection: duckdb.DuckDBPyConnection) -> list[str]:
-    """The SQL of the database's own views and macros."""
-    rows = connection.execute(
+class _Catalog:
+    """What pruner reads of a database's catalog before binding tables on it: the SQL of its
+    own views and macros, and its default collation; and the catalog version they are of.
+
+    DuckDB counts, per database, the statements that may change what a name binds to
+    (``CREATE``, ``DROP``, ``SET``, ``ATTACH``, a registration; on any connection to it):
+    ``connection._catalog_version()`` (0.1 us). While it stays as it was, so do the views,
+    the macros and the collation, and they are not read again.
+    """
+
+    def __init__(self, version: int | None, definitions: list[str], collation: str) -> None:
+        self.version = version
+        self.definitions = definitions
+        self.collation = collation
+
+    def after_own_changes(self, connection: duckdb.DuckDBPyConnection, own: int) -> None:
+        """Record that pruner itself made ``own`` more catalog changes (one registration or
+        view per table, on its cursor, which no other cursor sees): when nothing else
+        changed the catalog meanwhile, the version after them is still this catalog's."""
+        now = _catalog_version(connection)
+        if self.version is not None and now == self.version + own:
+            self.version = now
+            _catalogs[connection] = self
+
+
+_catalogs: weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, _Catalog] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _catalog_version(connection: duckdb.DuckDBPyConnection) -> int | None:
+    """The database's catalog version, or None where DuckDB does not say (then the catalog
+    is read on every call)."""
+    version = getattr(connection, "_catalog_version", None)
+    return None if version is None else int(version())
+
+
+def _catalog(connection: duckdb.DuckDBPyConnection, cursor: duckdb.DuckDBPyConnection) -> _Catalog:
+    version = _catalog_version(connection)
+    known = _catalogs.get(connection)
+    if known is not None and version is not None and known.version == version:
+        return known
+    [(collation,)] = cursor.execute("SELECT current_setting('default_collation')").fetchall()
+    rows = cursor.execute(
         "SELECT sql FROM duckdb_views() WHERE NOT internal UNION ALL "
         "SELECT macro_definition FROM duckdb_functions() "
         "WHERE function_type IN ('macro', 'table_macro') AND NOT internal"
     ).fetchall()
-    return [text for (text,) in rows if text]
+    catalog = _Catalog(version, [text for (text,) in rows if text], collation or "")
+    if version is not None and _catalog_version(connection) == version:
+        _catalogs[connection] = catalog
+    return catalog
 
 
 _shared: duckdb.DuckDBPyConnection | None = None

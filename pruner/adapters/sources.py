@@ -31,6 +31,7 @@ import pyarrow.dataset as pads
 
 from pruner import roaring
 from pruner.discover import ParquetFile
+from pruner.evaluate import RowKeys
 from pruner.selection import Selection
 from pruner.table import Table
 
@@ -66,11 +67,14 @@ class PrunedLanceDataset(lance.LanceDataset):
     Made from an open dataset by :func:`lance_source`; engines see an ordinary
     ``LanceDataset`` (a ``pyarrow.dataset.Dataset``). Its own attributes start with
     ``pruner_`` so they never shadow Lance's: ``pruner_allowlist`` (the row addresses every
-    scan is restricted to, None: whole fragments) and ``pruner_may_refuse_filters`` (the
-    table has a column Lance may refuse a pushed filter on).
+    scan is restricted to, None: whole fragments), ``pruner_whole`` (the selection is every
+    row: scans are Lance's own, with its indexes, as for the dataset itself) and
+    ``pruner_may_refuse_filters`` (the table has a column Lance may refuse a pushed filter
+    on).
     """
 
     _pruner_fragments: list[Any]
+    pruner_whole: bool
     pruner_allowlist: bytes | None
     _pruner_fragment_allowlists: dict[int, bytes | None]
     _pruner_options: dict[str, Any]
@@ -78,7 +82,8 @@ class PrunedLanceDataset(lance.LanceDataset):
 
     def scanner(self, *args: Any, **kwargs: Any) -> Any:
         kwargs.update(self._pruner_options)
-        kwargs["fragments"] = self._pruner_fragments
+        if not self.pruner_whole:  # else Lance scans as for the dataset itself
+            kwargs["fragments"] = self._pruner_fragments
         if self.pruner_allowlist is not None:
             kwargs["row_addr_allowlist"] = self.pruner_allowlist
         return _scan(
@@ -182,9 +187,15 @@ scan set-up (~3 ms in DuckDB); the engine gives up projection pushdown only on r
 """
 
 
-def lance_source(table: Table, selection: Selection | None) -> pa.Table | lance.LanceDataset:
+def lance_source(
+    table: Table, selection: Selection | None, keys: RowKeys | None = None
+) -> pa.Table | lance.LanceDataset:
     """``table``'s dataset restricted to ``selection`` (all of it when None): the selected rows
     themselves when they are few (:data:`READ_AHEAD_VALUES`), else a pruned dataset.
+
+    ``keys`` (the values every row the query keeps holds in one column) lets the read-ahead
+    drop the selected rows that hold none of them: it reads that column of the selected
+    rows, then only the matching rows' other columns.
 
     On a dataset with stable row ids Lance matches the allowlist against row ids, not
     addresses, so there only whole fragments are restricted.
@@ -203,10 +214,17 @@ def lance_source(table: Table, selection: Selection | None) -> pa.Table | lance.
             if ranges != [(0, table.fragment_rows.get(fragment, -1))]:
                 partial[fragment] = ranges
         if selection.num_rows * max(1, len(table.schema)) <= READ_AHEAD_VALUES:
+            if keys is not None:
+                matching = _matching_rows(table, fragments, partial, keys)
+                if matching is not None:
+                    return matching
             return _read_rows(table, selection, fragments, partial)
     pruned = PrunedLanceDataset.__new__(PrunedLanceDataset)
     pruned.__dict__.update(dataset.__dict__)
     pruned._pruner_fragments = fragments
+    pruned.pruner_whole = (
+        selection is not None and not partial and len(fragments) == len(table.lance_fragments())
+    )
     pruned._pruner_options = {"use_scalar_index": False} if selection is None else {}
     pruned.pruner_may_refuse_filters = any(lance_cannot_filter(f.type) for f in table.schema)
     pruned._pruner_fragment_allowlists = {
@@ -236,6 +254,39 @@ def _read_rows(
         return table.schema.empty_table()
     allowlist = lance_allowlist(selection) if partial else None
     return table.dataset.scanner(fragments=fragments, row_addr_allowlist=allowlist).to_table()
+
+
+def _matching_rows(
+    table: Table,
+    fragments: list[Any],
+    partial: dict[int, list[tuple[int, int]]],
+    keys: RowKeys,
+) -> pa.Table | None:
+    """The selected rows of ``fragments`` whose ``keys.column`` holds one of ``keys.values``,
+    or None where they cannot be read by offset (a fragment with deletions: offsets count
+    live rows; a dataset with stable row ids)."""
+    if table.dataset.has_stable_row_ids or keys.column not in table.schema.names:
+        return None
+    if any(fragment.metadata.deletion_file is not None for fragment in fragments):
+        return None
+    wanted = pa.array(list(keys.values), table.schema.field(keys.column).type)
+    pieces = []
+    for fragment in fragments:
+        fid = fragment.fragment_id
+        ranges = partial.get(fid) or [(0, table.fragment_rows.get(fid, 0))]
+        found = []
+        for start, end in ranges:
+            column = fragment.to_table(
+                columns=[keys.column], offset=start, limit=end - start
+            ).column(0)
+            hits = pc.is_in(column, value_set=wanted).to_numpy(zero_copy_only=False)
+            found.append(np.flatnonzero(hits) + start)
+        offsets = np.concatenate(found) if found else np.empty(0, dtype=np.int64)
+        if len(offsets):
+            pieces.append(fragment.take(offsets.tolist()))
+    if not pieces:
+        return table.schema.empty_table()
+    return pa.concat_tables(pieces).cast(table.schema)
 
 
 def lance_fragment_batches(
