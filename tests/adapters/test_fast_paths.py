@@ -1,0 +1,183 @@
+"""The speed paths answer as the engine alone, and take the engine's own reader when there is
+nothing to prune: the key-filtered read-ahead, the cached DuckDB catalog check, DataFusion's
+own listing of a whole Parquet directory and Lance's own scan of a whole dataset."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import lance
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+import pruner
+from pruner.adapters import datafusion as df_adapter
+from pruner.adapters import duckdb as duck_adapter
+from pruner.adapters import sources
+from pruner.adapters.sources import PrunedLanceDataset, lance_source
+from pruner.index import build_index
+from pruner.plan import plan
+from tests.support.engine_check import engine_answer, multiset
+
+pytestmark = pytest.mark.filterwarnings("ignore:.*fork-safe")
+
+ROWS = 6_000
+
+
+def _rows() -> pa.Table:
+    rng = np.random.default_rng(5)
+    ids = rng.permutation(ROWS).astype(np.int64)
+    return pa.table(
+        {
+            "id": ids,
+            "name": pa.array([f"n{i % 97}" for i in ids]),
+            "v": pa.array(rng.random(ROWS)),
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def lance_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("fast") / "t.lance"
+    lance.write_dataset(_rows(), str(path), max_rows_per_file=2_000)
+    build_index(path, "id", items=500)
+    build_index(path, "name", items=500)
+    return path
+
+
+@pytest.fixture(scope="module")
+def parquet_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("fast") / "pq"
+    path.mkdir()
+    rows = _rows()
+    for i in range(3):
+        pq.write_table(rows.slice(i * 2_000, 2_000), path / f"part-{i}.parquet", row_group_size=500)
+    build_index(path, "id", items=500)
+    return path
+
+
+QUERIES = [
+    "SELECT * FROM t WHERE id = 17",
+    "SELECT * FROM t WHERE id IN (17, 4000, 99999)",
+    "SELECT * FROM t WHERE name = 'n5' AND id = 5",
+    "SELECT count(*) AS n FROM t WHERE id = 17 OR id = 18",
+    "SELECT * FROM t WHERE id = 17 AND v < 2",
+    "SELECT a.id, b.name FROM t a JOIN t b ON a.id = b.id WHERE a.id = 9 OR b.id = 10",
+    "SELECT * FROM t WHERE name = 'n5'",
+    "SELECT count(*) AS n FROM t WHERE id > 10",
+]
+
+
+@pytest.mark.parametrize("engine", ["duckdb", "datafusion"])
+@pytest.mark.parametrize("sql", QUERIES)
+def test_answers_as_the_engine_alone(
+    engine: str, sql: str, lance_path: Path, parquet_path: Path
+) -> None:
+    for path in (lance_path, parquet_path):
+        table = pruner.open_table(path)
+        expected = engine_answer(engine, sql, {"t": path})
+        assert multiset(pruner.query(sql, {"t": table}, engine=engine)) == expected, path
+
+
+def test_read_ahead_holds_only_matching_rows(lance_path: Path) -> None:
+    table = pruner.open_table(lance_path)
+    prepared = plan("SELECT * FROM t WHERE id IN (17, 4000)", {"t": table}, dialect="duckdb")
+    keys = prepared.keys("t")
+    assert keys is not None and keys.column == "id" and keys.values == {17, 4000}
+    rows = lance_source(table, prepared.selections["t"], keys)
+    assert isinstance(rows, pa.Table)
+    assert sorted(rows.column("id").to_pylist()) == [17, 4000]
+    assert rows.schema == table.schema
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT * FROM t WHERE id = 17 OR name = 'n5'",  # OR: no conjunct fixes the rows
+        "SELECT * FROM t WHERE CAST(id AS DOUBLE) = 17",  # a cast that is not one-to-one
+        "SELECT * FROM t WHERE v = 0.5 AND id IN (1, 2)",  # keys from id, none from v
+    ],
+)
+def test_keys_only_from_exact_top_level_equalities(lance_path: Path, sql: str) -> None:
+    table = pruner.open_table(lance_path)
+    keys = plan(sql, {"t": table}, dialect="duckdb").keys("t")
+    if "IN (1, 2)" in sql:
+        assert keys is not None and keys.column == "id"
+    else:
+        assert keys is None
+
+
+def test_whole_parquet_directory_is_datafusions_own_listing(parquet_path: Path) -> None:
+    table = pruner.open_table(parquet_path)
+    sql = "SELECT count(*) AS n FROM t WHERE v > 0.5"
+    prepared = plan(sql, {"t": table}, dialect="datafusion")
+    context = df_adapter.new_context()
+    with df_adapter.registered(context, prepared):
+        physical = context.sql(sql).execution_plan().display_indent()
+    assert "UnionExec" not in physical
+    scans = [line for line in physical.splitlines() if "DataSourceExec" in line]
+    assert len(scans) == 1 and all(f"part-{i}.parquet" in scans[0] for i in range(3))
+    assert "predicate=v@" in scans[0]  # the filter reaches DataFusion's Parquet reader
+
+
+def test_whole_lance_selection_scans_as_the_dataset(
+    lance_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sources, "READ_AHEAD_VALUES", 0)  # a dataset, not rows read ahead
+    table = pruner.open_table(lance_path)
+    prepared = plan("SELECT * FROM t WHERE v > 0.5", {"t": table}, dialect="duckdb")
+    source = lance_source(table, prepared.selections["t"])
+    assert isinstance(source, PrunedLanceDataset) and source.pruner_whole
+    # The scanner gets no fragment list: Lance plans it as for the dataset itself.
+    assert source.scanner(filter=pc.field("id") == 17).to_table().num_rows == 1
+    pruned = plan("SELECT * FROM t WHERE id = 17", {"t": table}, dialect="duckdb")
+    partial = lance_source(table, pruned.selections["t"])
+    assert not isinstance(partial, PrunedLanceDataset) or not partial.pruner_whole
+
+
+def test_callers_connection_sees_a_macro_made_after_a_cached_check(lance_path: Path) -> None:
+    """The catalog check is cached by DuckDB's catalog version: a macro created after a
+    pruned query (on another connection to the same database) is seen by the next one."""
+    con = duckdb.connect()
+    table = pruner.open_table(lance_path)
+    sql = "SELECT count(*) AS n, (SELECT m()) AS whole FROM t WHERE id = 17"
+    first = duck_adapter.query(
+        "SELECT count(*) AS n FROM t WHERE id = 17", {"t": table}, connection=con
+    )
+    assert first.to_pylist() == [{"n": 1}]
+    con.execute("CREATE TABLE t AS SELECT 0 AS id")  # a macro's table must exist when made
+    con.cursor().execute("CREATE MACRO m() AS (SELECT count(*) FROM t)")
+    got = duck_adapter.query(sql, {"t": table}, connection=con).to_pylist()
+    assert got == [{"n": 1, "whole": ROWS}]
+    # and the shared connection answers the same
+    shared = duck_adapter.query("SELECT count(*) AS n FROM t WHERE id = 17", {"t": table})
+    assert shared.to_pylist() == first.to_pylist()
+
+
+def test_callers_connection_sees_a_collation_set_after_a_cached_check(lance_path: Path) -> None:
+    con = duckdb.connect()
+    table = pruner.open_table(lance_path)
+    sql = "SELECT count(*) AS n FROM t WHERE name = 'N5'"
+    assert duck_adapter.query(sql, {"t": table}, connection=con).to_pylist() == [{"n": 0}]
+    con.execute("SET GLOBAL default_collation = 'nocase'")
+    expected = con.cursor()
+    expected.register("t", lance.dataset(str(lance_path)))
+    [(alone,)] = expected.execute(sql).fetchall()
+    assert alone > 0
+    assert duck_adapter.query(sql, {"t": table}, connection=con).to_pylist() == [{"n": alone}]
+
+
+def test_duckdb_still_counts_catalog_changes(tmp_path: Path) -> None:
+    """The catalog check's cache rests on DuckDB's per-database catalog version (private in
+    DuckDB 2.0): without it every query reads the catalog (~30 ms on a caller's
+    connection). This fails the day DuckDB drops or changes it."""
+    first = duckdb.connect(str(tmp_path / "db.duckdb"))
+    second = duckdb.connect(str(tmp_path / "db.duckdb"))
+    before = duck_adapter._catalog_version(first)
+    assert before is not None
+    second.execute("CREATE MACRO m(x) AS x + 1")
+    assert duck_adapter._catalog_version(first) == before + 1
