@@ -214,10 +214,9 @@ def lance_source(
             if ranges != [(0, table.fragment_rows.get(fragment, -1))]:
                 partial[fragment] = ranges
         if selection.num_rows * max(1, len(table.schema)) <= READ_AHEAD_VALUES:
-            if keys is not None:
-                matching = _matching_rows(table, fragments, partial, keys)
-                if matching is not None:
-                    return matching
+            names = table.schema.names
+            if keys is not None and keys.column in names and _filterable(table, keys.column):
+                return _matching_rows(table, selection, fragments, partial, keys)
             return _read_rows(table, selection, fragments, partial)
     pruned = PrunedLanceDataset.__new__(PrunedLanceDataset)
     pruned.__dict__.update(dataset.__dict__)
@@ -256,37 +255,50 @@ def _read_rows(
     return table.dataset.scanner(fragments=fragments, row_addr_allowlist=allowlist).to_table()
 
 
+def _filterable(table: Table, column: str) -> bool:
+    return not lance_cannot_filter(table.schema.field(column).type)
+
+
 def _matching_rows(
     table: Table,
+    selection: Selection,
     fragments: list[Any],
     partial: dict[int, list[tuple[int, int]]],
     keys: RowKeys,
-) -> pa.Table | None:
-    """The selected rows of ``fragments`` whose ``keys.column`` holds one of ``keys.values``,
-    or None where they cannot be read by offset (a fragment with deletions: offsets count
-    live rows; a dataset with stable row ids)."""
-    if table.dataset.has_stable_row_ids or keys.column not in table.schema.names:
-        return None
-    if any(fragment.metadata.deletion_file is not None for fragment in fragments):
-        return None
-    wanted = pa.array(list(keys.values), table.schema.field(keys.column).type)
-    pieces = []
-    for fragment in fragments:
+) -> pa.Table:
+    """The selected rows of ``fragments`` whose ``keys.column`` holds one of ``keys.values``.
+
+    In one fragment without deletions: that column of the selected rows read by offset,
+    then the matching rows taken by offset (~1 ms for a zone of 8,192 rows). Else one Lance
+    scan of the selection filtered by ``column IN (values)``, which Lance applies exactly on
+    integers and strings (one scan of several fragments costs less than a read per
+    fragment)."""
+    column_type = table.schema.field(keys.column).type
+    wanted = pa.array(sorted(keys.values), column_type)
+    if len(fragments) == 1 and fragments[0].metadata.deletion_file is None:
+        fragment = fragments[0]
         fid = fragment.fragment_id
-        ranges = partial.get(fid) or [(0, table.fragment_rows.get(fid, 0))]
         found = []
-        for start, end in ranges:
+        for start, end in partial.get(fid) or [(0, table.fragment_rows.get(fid, 0))]:
             column = fragment.to_table(
                 columns=[keys.column], offset=start, limit=end - start
             ).column(0)
             hits = pc.is_in(column, value_set=wanted).to_numpy(zero_copy_only=False)
             found.append(np.flatnonzero(hits) + start)
-        offsets = np.concatenate(found) if found else np.empty(0, dtype=np.int64)
-        if len(offsets):
-            pieces.append(fragment.take(offsets.tolist()))
-    if not pieces:
+        offsets = np.concatenate(found)
+        if not len(offsets):
+            return table.schema.empty_table()
+        return fragment.take(offsets.tolist()).cast(table.schema)
+    if not fragments:
         return table.schema.empty_table()
-    return pa.concat_tables(pieces).cast(table.schema)
+    allowlist = lance_allowlist(selection) if partial else None
+    scanner = table.dataset.scanner(
+        filter=pc.field(keys.column).isin(wanted),
+        fragments=fragments,
+        row_addr_allowlist=allowlist,
+        use_scalar_index=False,
+    )
+    return scanner.to_table().cast(table.schema)
 
 
 def lance_fragment_batches(
