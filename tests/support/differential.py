@@ -61,6 +61,7 @@ from hypothesis import strategies as st
 import pruner
 from pruner.index import build_index
 from pruner.table import Table, open_table
+from tests.support.engine_check import multiset
 
 # --------------------------------------------------------------------------- the columns
 
@@ -869,27 +870,9 @@ def datasets(draw: st.DrawFn, engine: str, queries_per_dataset: int) -> Dataset:
 # --------------------------------------------------------------------------- running
 
 
-def _normal(value: Any) -> Any:
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "nan"
-        if value == 0:
-            return "-0.0" if math.copysign(1.0, value) < 0 else 0.0
-        return float(f"{value:.10g}")
-    if isinstance(value, list):
-        return tuple(_normal(v) for v in value)
-    if isinstance(value, dict):
-        return tuple(sorted((k, _normal(v)) for k, v in value.items()))
-    return value
-
-
-def normalised_rows(table: pa.Table) -> Counter[tuple[Any, ...]]:
-    """``table``'s rows as a multiset, like :func:`pruner.demo.rows_multiset` (floats to 10
-    significant digits: an engine may sum in another order when it reads other batches; any
-    NaN equal to any NaN) but with -0.0 apart from 0.0, which Python's ``==``, and so a
-    Counter, would merge."""
-    columns = [column.to_pylist() for column in table.columns]
-    return Counter(tuple(_normal(v) for v in row) for row in zip(*columns, strict=True))
+normalised_rows = multiset
+"""``table``'s rows as a multiset (:func:`tests.support.engine_check.multiset`: -0.0 apart
+from 0.0, any NaN equal to any NaN, floats to 10 significant digits)."""
 
 
 @dataclass(frozen=True)

@@ -126,7 +126,11 @@ def engine_alone(
 
 def _normal(value: Any) -> Any:
     if isinstance(value, float):
-        return "nan" if math.isnan(value) else float(f"{value:.10g}")
+        if math.isnan(value):
+            return "nan"
+        if value == 0:
+            return "-0.0" if math.copysign(1.0, value) < 0 else 0.0
+        return float(f"{value:.10g}")
     if isinstance(value, list):
         return tuple(_normal(v) for v in value)
     if isinstance(value, dict):
@@ -136,7 +140,8 @@ def _normal(value: Any) -> Any:
 
 def multiset(table: pa.Table) -> Counter[tuple[Any, ...]]:
     """A result's rows as a multiset: floats to 10 significant digits (an engine may sum in
-    another order when it reads other batches), NaN as a string (NaN != NaN)."""
+    another order when it reads other batches), NaN as a string (NaN != NaN), -0.0 apart
+    from 0.0 (which Python's ``==``, and so a Counter, would merge)."""
     columns = [table.column(i).to_pylist() for i in range(table.num_columns)]
     return Counter(tuple(_normal(v) for v in row) for row in zip(*columns, strict=True))
 
