@@ -21,10 +21,11 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
 from pruner.discover import ParquetFile, file_identity, is_lance_dataset, parquet_files
@@ -276,32 +277,72 @@ def _overlapping(starts: np.ndarray, ends: np.ndarray) -> set[int]:
     return set((starts[1:][clash] >> FRAGMENT_SHIFT).tolist())
 
 
-def open_table(source: str | os.PathLike[str], version: int | None = None) -> Table:
-    """Open a Lance dataset (at ``version``, default the latest) or a directory of Parquet
-    files.
+def open_table(source: str | os.PathLike[str] | pads.Dataset, version: int | None = None) -> Table:
+    """Open a Lance dataset (at ``version``, default the latest), a directory of Parquet
+    files or one Parquet file: by path (relative or absolute), or as the
+    ``lance.LanceDataset`` or ``pyarrow.dataset`` of them a user already holds.
 
     Raises:
-        InvalidParameterError: the path is neither.
+        InvalidParameterError: the source is none of these.
     """
-    path = Path(source)
+    if isinstance(source, pads.Dataset):
+        return _open_dataset(source, version)
+    path = Path(source).absolute()
     if is_lance_dataset(path):
         import lance
 
-        dataset = lance.dataset(str(path), version=version)
-        rows = {f.fragment_id: f.physical_rows for f in dataset.get_fragments()}
-        return Table(path, "lance", dataset.schema, rows, dataset=dataset)
+        return _lance_table(path, lance.dataset(str(path), version=version))
     if path.is_file() and path.suffix == ".parquet":
-        raise InvalidParameterError(
-            f"{path} is a file; pruner indexes a directory of Parquet files: "
-            f"give its directory {path.parent}"
-        )
+        # One file: a table of one fragment (no index lives beside a single file, so it is
+        # read whole: a small table joined to an indexed one, say).
+        return _parquet_table(path, [path], path.parent)
     if not path.is_dir():
-        raise InvalidParameterError(f"{path} does not exist; give a Lance dataset or a directory")
+        raise InvalidParameterError(
+            f"{path} does not exist; give a Lance dataset, a directory of Parquet files or a "
+            "Parquet file"
+        )
     found = parquet_files(path)
     if not found:
         raise InvalidParameterError(
             f"{path} is neither a Lance dataset nor a directory of Parquet files"
         )
+    return _parquet_table(path, found, path)
+
+
+def _lance_table(path: Path, dataset: Any) -> Table:
+    rows = {f.fragment_id: f.physical_rows for f in dataset.get_fragments()}
+    return Table(path, "lance", dataset.schema, rows, dataset=dataset)
+
+
+def _open_dataset(source: pads.Dataset, version: int | None) -> Table:
+    """A ``lance.LanceDataset`` (its version, unless ``version`` says another) or a
+    ``pyarrow.dataset`` of Parquet files (all of one directory's, or one file)."""
+    uri = getattr(source, "uri", None)
+    if uri is not None and hasattr(source, "get_fragments") and hasattr(source, "version"):
+        path = Path(str(uri).removeprefix("file://")).absolute()
+        if version is None or version == source.version:
+            return _lance_table(path, source)
+        return open_table(path, version)
+    files = [Path(f).absolute() for f in getattr(source, "files", [])]
+    fmt = getattr(source, "format", None)
+    if not files or not isinstance(fmt, pads.ParquetFileFormat):
+        raise InvalidParameterError(
+            "pruner reads a pyarrow dataset of Parquet files (or a lance.LanceDataset); give "
+            "the path of the Lance dataset or Parquet directory instead"
+        )
+    if len(files) == 1:
+        return open_table(files[0])
+    root = Path(os.path.commonpath(files))
+    if sorted(files) == sorted(p.absolute() for p in parquet_files(root)):
+        return open_table(root)
+    raise InvalidParameterError(
+        f"the pyarrow dataset holds {len(files)} of the Parquet files under {root}: pruner "
+        "reads a whole directory of them; give the directory"
+    )
+
+
+def _parquet_table(path: Path, found: list[Path], root: Path) -> Table:
+    """The Parquet files ``found`` (under ``root``) as one table at ``path``."""
     files: dict[int, ParquetFile] = {}
     schema = None
     mixed: set[str] = set()
@@ -320,7 +361,7 @@ def open_table(source: str | os.PathLike[str], version: int | None = None) -> Ta
         )
         files[fid] = ParquetFile(
             file,
-            file.relative_to(path).as_posix(),
+            file.relative_to(root).as_posix(),
             identity,
             metadata.num_rows,
             tuple(metadata.row_group(g).num_rows for g in range(metadata.num_row_groups)),
@@ -338,8 +379,9 @@ def open_table(source: str | os.PathLike[str], version: int | None = None) -> Ta
     )
 
 
-TableSource = str | os.PathLike[str] | Table
-"""What a query's table may be given as: a Lance dataset or Parquet directory, or a Table."""
+TableSource: TypeAlias = "str | os.PathLike[str] | pads.Dataset | Table"
+"""What a query's table may be given as: the path of a Lance dataset, a Parquet directory or
+a Parquet file; a ``lance.LanceDataset`` or ``pyarrow.dataset`` of them; or a Table."""
 
 
 def as_table(source: TableSource) -> Table:
