@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import struct
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +29,7 @@ __all__ = [
     "is_lance_dataset",
     "parquet_files",
     "parquet_footer_hash",
+    "signature",
 ]
 
 
@@ -126,3 +128,37 @@ class ParquetFile:
     identity: FileIdentity
     rows: int
     row_group_rows: tuple[int, ...] = ()
+
+
+RACY_SECONDS = 2.0
+"""A file modified this recently may be modified again within the file system's timestamp
+granularity without its size or time changing: :func:`signature` does not vouch for it."""
+
+
+def signature(path: Path) -> tuple[object, ...] | None:
+    """What changes whenever the table at ``path`` (absolute) changes, read without opening
+    it: for a Lance dataset the names of its version manifests (a new version, even of an
+    index, adds one; versions are never rewritten); for a Parquet directory or file, each
+    Parquet file's and each pruner index file's (name, size, modification time, inode).
+    None when it cannot vouch: a file changed in the last :data:`RACY_SECONDS`, or the path
+    is neither."""
+    if is_lance_dataset(path):
+        with os.scandir(path / "_versions") as entries:
+            return ("lance", frozenset(entry.name for entry in entries))
+    if path.is_file():
+        paths = [path]
+    elif path.is_dir():
+        paths = parquet_files(path)
+        index_dir = path / "_pruner"
+        if index_dir.is_dir():
+            paths += sorted(p for p in index_dir.rglob("*") if p.is_file())
+    else:
+        return None
+    now = time.time_ns()
+    items = []
+    for file in paths:
+        stat = file.stat()
+        if now - stat.st_mtime_ns < RACY_SECONDS * 1e9:
+            return None
+        items.append((str(file), stat.st_size, stat.st_mtime_ns, stat.st_ino))
+    return ("parquet", tuple(items))

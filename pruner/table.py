@@ -28,7 +28,13 @@ import pyarrow as pa
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
-from pruner.discover import ParquetFile, file_identity, is_lance_dataset, parquet_files
+from pruner.discover import (
+    ParquetFile,
+    file_identity,
+    is_lance_dataset,
+    parquet_files,
+    signature,
+)
 from pruner.errors import InvalidParameterError, PrunerError
 from pruner.index import (
     DEFAULT_ITEMS,
@@ -385,8 +391,37 @@ a Parquet file; a ``lance.LanceDataset`` or ``pyarrow.dataset`` of them; or a Ta
 
 
 def as_table(source: TableSource) -> Table:
-    """``source`` opened, unless it already is a Table (which keeps its loaded indexes)."""
-    return source if isinstance(source, Table) else open_table(source)
+    """``source`` opened, unless it already is a Table (which keeps its loaded indexes).
+
+    A path opens the table once per process: while the table's :func:`signature` (its
+    Lance versions, or its Parquet and index files' sizes, times and inodes) stays the same,
+    the Table opened before (with the indexes it loaded) is the answer; any change opens it
+    again. So a path string costs what an opened Table costs, and is never stale.
+    """
+    if isinstance(source, Table):
+        return source
+    if isinstance(source, pads.Dataset):
+        return open_table(source)
+    path = Path(source).absolute()
+    before = signature(path)
+    if before is not None:
+        with _opened_lock:
+            known = _opened.get(path)
+        if known is not None and known[0] == before:
+            return known[1]
+    table = open_table(path)
+    if before is not None and signature(path) == before:  # nothing changed while opening
+        with _opened_lock:
+            _opened.pop(path, None)
+            _opened[path] = (before, table)
+            while len(_opened) > _OPENED_TABLES:
+                del _opened[next(iter(_opened))]
+    return table
+
+
+_OPENED_TABLES = 64
+_opened: dict[Path, tuple[tuple[object, ...], Table]] = {}
+_opened_lock = threading.Lock()
 
 
 def open_tables(tables: Mapping[str, TableSource]) -> dict[str, Table]:

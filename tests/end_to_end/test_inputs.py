@@ -16,8 +16,10 @@ import pyarrow.parquet as pq
 import pytest
 
 import pruner
+from pruner.discover import signature
 from pruner.errors import InvalidParameterError
 from pruner.index import build_index
+from pruner.table import as_table
 from tests.support.engine_check import engine_answer, multiset
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*fork-safe")
@@ -130,3 +132,56 @@ def test_a_pyarrow_dataset_of_part_of_a_directory_is_refused(files: dict[str, Pa
     )
     with pytest.raises(InvalidParameterError, match="give the directory"):
         pruner.open_table(some)
+
+
+def _age(directory: Path, seconds: float = 60.0) -> None:
+    """Date every file under ``directory`` back, as files written a minute ago."""
+    for file in directory.rglob("*"):
+        if file.is_file():
+            stat = file.stat()
+            os.utime(file, ns=(stat.st_atime_ns, stat.st_mtime_ns - int(seconds * 1e9)))
+
+
+def test_a_path_opens_once_and_sees_an_append(tmp_path: Path) -> None:
+    directory = tmp_path / "pq"
+    directory.mkdir()
+    pq.write_table(pa.table({"id": list(range(100))}), directory / "0.parquet")
+    build_index(directory, "id", items=16)
+    _age(directory)
+    first = as_table(str(directory))
+    assert as_table(directory) is first  # the same opened table, indexes and all
+    pq.write_table(pa.table({"id": [1000, 1001]}), directory / "1.parquet")
+    again = as_table(str(directory))
+    assert again is not first and again.num_rows == 102
+    got = pruner.query("SELECT id FROM t WHERE id IN (5, 1001)", {"t": str(directory)})
+    assert sorted(got.column("id").to_pylist()) == [5, 1001]
+    # rewritten in place with the same size and time: another inode, so another table
+    _age(directory)
+    cached = as_table(directory)
+    assert as_table(directory) is cached
+    replacement = tmp_path / "replacement.parquet"
+    pq.write_table(pa.table({"id": list(range(200, 300))}), replacement)
+    before = (directory / "0.parquet").stat()
+    os.replace(replacement, directory / "0.parquet")
+    os.utime(directory / "0.parquet", ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert as_table(directory) is not cached
+
+
+def test_a_lance_path_opens_once_and_sees_a_new_version(tmp_path: Path) -> None:
+    path = tmp_path / "t.lance"
+    lance.write_dataset(pa.table({"id": list(range(100))}), str(path))
+    first = as_table(path)
+    assert as_table(str(path)) is first
+    lance.write_dataset(pa.table({"id": [500]}), str(path), mode="append")
+    assert as_table(path) is not first
+    got = pruner.query("SELECT count(*) AS n FROM t WHERE id = 500", {"t": str(path)})
+    assert got.to_pylist() == [{"n": 1}]
+
+
+def test_a_just_written_file_is_not_vouched_for(tmp_path: Path) -> None:
+    directory = tmp_path / "pq"
+    directory.mkdir()
+    pq.write_table(pa.table({"id": [1]}), directory / "0.parquet")
+    assert signature(directory) is None  # written now: it may change again unseen
+    _age(directory)
+    assert signature(directory) is not None
