@@ -144,7 +144,9 @@ def _listed_alone(table: Table) -> str | None:
     if any(path.parent != directory for path in ours):
         return None
     listed = {p.absolute() for p in directory.iterdir() if p.name.endswith(".parquet")}
-    return str(directory) if listed == ours else None
+    # A URL, so DataFusion reads no glob in the path (``g[1]`` would list ``g1``); the
+    # trailing slash makes it a directory to list.
+    return directory.as_uri() + "/" if listed == ours else None
 
 
 def _unfiltered_columns(

@@ -62,10 +62,12 @@ def _parse(sql: str, dialect: str) -> list[exp.Expr]:
         first = err.errors[0] if err.errors else {}
         where = f"line {first.get('line', '?')}, column {first.get('col', '?')}"
         near = (first.get("highlight") or "").strip()
-        detail = first.get("description") or str(err)
+        detail = _plain(first.get("description") or str(err))
         raise SqlSyntaxError(
-            f"could not parse the SQL ({dialect}) at {where}: {detail}"
+            f"could not parse the SQL ({dialect}) at {where}"
             + (f" near {near!r}" if near else "")
+            + (f": {detail}" if detail else "")
+            + "; check the SQL (pruner parses it as the engine's dialect)"
         ) from err
     except TokenError as err:
         raise SqlSyntaxError(f"could not read the SQL ({dialect}): {err}") from err
@@ -75,6 +77,14 @@ def _parse(sql: str, dialect: str) -> list[exp.Expr]:
             "whole (the engine runs it as written)"
         ) from err
     return [statement for statement in statements if statement is not None]
+
+
+def _plain(description: str) -> str:
+    """sqlglot's error description without its internals: "Required keyword: 'this' missing
+    for <class 'sqlglot.expressions.core.Paren'>" says only that something is missing."""
+    if "<class 'sqlglot." in description or description.startswith("Required keyword"):
+        return "an expression is missing or incomplete"
+    return description
 
 
 def parse_folded(sql: str, dialect: str) -> tuple[Folded, list[exp.Expr]]:
