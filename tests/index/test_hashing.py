@@ -150,3 +150,29 @@ def test_same_length_values_take_the_strided_path(length: int) -> None:
     array = pa.array(raw, pa.binary())
     hashes, _ = hash_array(array.slice(5))
     assert hashes.tolist() == [xxhash.xxh64_intdigest(b) for b in raw[5:]]
+
+
+@pytest.mark.parametrize(
+    "array",
+    [
+        pa.array(np.random.default_rng(1).integers(-(2**62), 2**62, 20), pa.int64()),
+        pa.array(np.random.default_rng(2).integers(-100, 100, 20), pa.int8()),
+        pa.array(np.random.default_rng(3).integers(0, 60000, 20), pa.uint16()),
+        pa.array(np.random.default_rng(4).random(20), pa.float32()),
+        pa.array([f"s{i}" * i for i in range(20)]),
+        pa.array([f"s{i}" for i in range(20)], pa.large_string()),
+        pa.array([b"x" * i for i in range(20)], pa.binary()),
+        pa.array(range(20), pa.timestamp("us")),
+        pa.array([None, 1, 2] * 6 + [3, 4], pa.int32()),
+    ],
+    ids=str,
+)
+def test_a_few_values_hash_as_many_do(array: pa.Array) -> None:
+    """Up to _FEW values are hashed one by one with the xxhash package, more by the
+    vectorised kernels: the same hash for every value, at any offset of a slice."""
+    every, _ = hash_array(array)
+    for start in range(0, len(array), 3):
+        part = array.slice(start, 5)
+        few, _ = hash_array(part)
+        valid = np.asarray(part.is_valid())
+        assert np.array_equal(few[valid], every[start : start + 5][valid])
