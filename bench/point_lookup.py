@@ -79,9 +79,9 @@ from common import print_header  # noqa: E402 (bench/ is sys.path[0] when run as
 import pruner  # noqa: E402
 from pruner.adapters import datafusion as df_adapter  # noqa: E402
 from pruner.adapters import duckdb as duck_adapter  # noqa: E402
-from pruner.adapters.sources import parquet_parts  # noqa: E402
 from pruner.analyzer import templates  # noqa: E402
 from pruner.demo import uuid_strings  # noqa: E402
+from pruner.reads import parquet_parts  # noqa: E402
 
 DATA_DIR = Path(__file__).resolve().parent / "data" / "point_lookup"
 SEED = 20240601

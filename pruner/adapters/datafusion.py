@@ -38,15 +38,14 @@ import pyarrow.parquet as pq
 from pruner.adapters.naming import quote_identifier
 from pruner.adapters.sources import (
     READ_AHEAD_VALUES,
-    ParquetPart,
     lance_cannot_filter,
     lance_source,
-    parquet_parts,
 )
 from pruner.errors import EngineError
 from pruner.evaluate import RowKeys
 from pruner.parameters import Parameters
 from pruner.plan import Plan, plan
+from pruner.reads import ParquetPart, parquet_parts
 from pruner.selection import Selection
 from pruner.stacks import on_big_stack
 from pruner.table import Table, TableSource, as_table

@@ -32,12 +32,13 @@ from typing import Any
 import pyarrow as pa
 
 from pruner.adapters.naming import quote_identifier
-from pruner.adapters.sources import ParquetPart, lance_source, parquet_parts
+from pruner.adapters.sources import lance_source
 from pruner.discover import hive_partitioned
 from pruner.errors import EngineError
 from pruner.evaluate import RowKeys
 from pruner.parameters import Parameters
 from pruner.plan import Plan, named_in, plan
+from pruner.reads import ParquetPart, parquet_parts
 from pruner.selection import Selection
 from pruner.table import Table, TableSource, as_table
 

@@ -22,10 +22,11 @@ import pruner
 from pruner.adapters import datafusion as df_adapter
 from pruner.adapters import duckdb as duck_adapter
 from pruner.adapters import sources
-from pruner.adapters.sources import lance_source, parquet_parts
+from pruner.adapters.sources import lance_source
 from pruner.demo import engine_sql, read_sql_examples
 from pruner.errors import EngineError
 from pruner.index import build_index
+from pruner.reads import parquet_parts
 from pruner.selection import Selection
 from pruner.table import open_table
 from tests.support.engine_check import Refused, engine_answer, outcome

@@ -26,9 +26,10 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from pruner.adapters.sources import lance_fragment_batches, parquet_parts
+from pruner.adapters.sources import lance_fragment_batches
 from pruner.errors import InvalidParameterError
 from pruner.explain import explain
+from pruner.reads import parquet_parts
 from pruner.selection import Selection
 from pruner.table import Table, open_table
 

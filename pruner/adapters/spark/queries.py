@@ -14,13 +14,13 @@ from collections.abc import Mapping
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
-from pruner.adapters.sources import parquet_parts
 from pruner.adapters.spark.datasource import register_source
 from pruner.adapters.spark.runtime import session
 from pruner.discover import hive_partitioned
 from pruner.errors import InvalidParameterError
 from pruner.parameters import Parameters
 from pruner.plan import Plan, plan
+from pruner.reads import parquet_parts
 from pruner.selection import Selection
 from pruner.table import Table, TableSource, as_table
 

@@ -1,0 +1,92 @@
+"""What an engine reads of a table for a Selection, where it differs from the rows selected.
+
+A Parquet reader's unit is the row group: :func:`parquet_parts` maps a Selection to the
+files read whole and the files of which only some row groups are read. A row group is read
+when any selected row falls in it, so a zone (which never straddles a row group, see
+:mod:`pruner.zones`) always maps to whole row groups and no needed row is dropped. Adapters
+read these parts; explain reports them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from pruner.discover import ParquetFile
+from pruner.selection import Selection
+from pruner.table import Table
+
+__all__ = ["ParquetPart", "parquet_parts"]
+
+
+@dataclass(frozen=True, slots=True)
+class ParquetPart:
+    """One Parquet file to read: whole (``row_groups is None``) or only some row groups."""
+
+    file: ParquetFile
+    row_groups: tuple[int, ...] | None
+
+    def rows(self) -> int:
+        """How many rows the part reads."""
+        if self.row_groups is None:
+            return self.file.rows
+        return sum(self.file.row_group_rows[group] for group in self.row_groups)
+
+    def row_spans(self) -> Iterator[tuple[int, int]]:
+        """The selected row groups as merged half-open ``(first_row, end_row)`` spans."""
+        if self.row_groups is None:
+            yield 0, self.file.rows
+            return
+        bounds = np.concatenate(([0], np.cumsum(self.file.row_group_rows))).tolist()
+        span_start = span_end = -1
+        for group in self.row_groups:
+            if bounds[group] != span_end:
+                if span_end > span_start:
+                    yield span_start, span_end
+                span_start = bounds[group]
+            span_end = bounds[group + 1]
+        if span_end > span_start:
+            yield span_start, span_end
+
+
+def parquet_parts(table: Table, selection: Selection | None) -> list[ParquetPart]:
+    """The files (in path order) and row groups an engine must read for ``selection``.
+
+    A table whose files disagree on their schema is read whole: an engine reading a subset
+    of its files could otherwise settle on another schema than for the whole set.
+    """
+    files = table.files or {}
+    if selection is None or not table.uniform_schema:
+        return [ParquetPart(files[fid], None) for fid in sorted(files)]
+    parts = []
+    for fid, ranges in sorted(selection.by_fragment().items()):
+        file = files[fid]
+        groups = _overlapping_groups(file.row_group_rows, ranges)
+        whole = len(groups) == len(file.row_group_rows)
+        if groups or file.rows == 0:
+            parts.append(ParquetPart(file, None if whole else tuple(groups)))
+    return parts
+
+
+def _overlapping_groups(group_rows: tuple[int, ...], ranges: list[tuple[int, int]]) -> list[int]:
+    """Indices of the row groups any half-open range of ``ranges`` overlaps.
+
+    >>> _overlapping_groups((10, 10, 10), [(5, 6), (20, 21)])
+    [0, 2]
+    >>> _overlapping_groups((10, 10, 10), [(9, 11)])
+    [0, 1]
+    """
+    if not group_rows:
+        return []
+    group_end = np.cumsum(np.asarray(group_rows, dtype=np.int64))
+    group_start = group_end - np.asarray(group_rows, dtype=np.int64)
+    starts = np.array([s for s, _ in ranges], dtype=np.int64)
+    ends = np.array([e for _, e in ranges], dtype=np.int64)
+    first = np.searchsorted(group_end, starts, side="right")
+    last = np.searchsorted(group_start, ends, side="left")  # one past the last group
+    marks = np.zeros(len(group_rows) + 1, dtype=np.int64)
+    np.add.at(marks, first, 1)
+    np.add.at(marks, last, -1)
+    return np.flatnonzero(np.cumsum(marks)[:-1] > 0).tolist()
