@@ -12,7 +12,7 @@ nothing here can narrow it below the rows that match.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -95,6 +95,8 @@ class ScanSelection:
     rows_total: int
     fragments_total: int
     keys: RowKeys | None = None
+    table: Table | None = field(default=None, compare=False, repr=False)
+    unindexed_fragments: tuple[int, ...] = ()  # fragments the index used does not cover
 
 
 class _Evaluator(PredicateVisitor[Selection | None]):
@@ -290,6 +292,8 @@ def _select_scan(scan: Scan, table: Table, dialect: str) -> ScanSelection:
         rows_total=table.whole().num_rows,
         fragments_total=len(table.fragment_rows),
         keys=row_keys(bound),
+        table=table,
+        unindexed_fragments=(tuple(layout.uncovered.fragment_ids()) if layout is not None else ()),
     )
 
 

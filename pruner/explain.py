@@ -19,10 +19,11 @@ from dataclasses import dataclass
 from pruner.analyzer import analyze
 from pruner.evaluate import RowKeys, ScanSelection, select_scans, table_keys, table_selections
 from pruner.parameters import Parameters
+from pruner.reads import parquet_parts
 from pruner.selection import Selection
 from pruner.table import TableSource, open_tables
 
-__all__ = ["Explanation", "explain"]
+__all__ = ["Explanation", "engine_reads", "explain"]
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,8 @@ class Explanation:
                     "fragments_selected": len(s.selection.fragment_ids()),
                     "ranges": [list(r) for r in s.selection.ranges()],
                     "terms": [t.to_json() for t in s.terms],
+                    "engine_reads": engine_reads(s),
+                    "unindexed_fragments": list(s.unindexed_fragments),
                 }
                 for s in self.scans
             ],
@@ -79,6 +82,16 @@ class Explanation:
                 f"{s.selection.num_rows:,} of {s.rows_total:,} rows, "
                 f"{len(s.selection.fragment_ids()):,} of {s.fragments_total:,} fragments"
             )
+            reads = engine_reads(s)
+            if reads is not None:
+                lines.append(
+                    f"  the engine reads {reads['row_groups_read']:,} of "
+                    f"{reads['row_groups_total']:,} row groups ({reads['rows_read']:,} rows) "
+                    f"in {reads['files_read']:,} of {reads['files_total']:,} files"
+                )
+            used_index = any(t.used_index for t in s.terms)
+            if s.unindexed_fragments and s.table is not None and used_index:
+                lines.append(f"  {_unindexed(s)}")
             for term in s.terms:
                 if term.used_index:
                     detail = f"bloom index, {term.zones_selected:,} zones"
@@ -89,6 +102,46 @@ class Explanation:
             if not s.terms:
                 lines.append("  no condition on this table: read whole")
         return "\n".join(lines)
+
+
+def engine_reads(scan: ScanSelection) -> dict[str, int] | None:
+    """What the engine reads of a Parquet table for the scan's selection: its row groups
+    (a zone smaller than a row group still reads the whole group), or None (Lance reads
+    the rows selected)."""
+    table = scan.table
+    if table is None or table.kind != "parquet":
+        return None
+    files = table.files or {}
+    parts = parquet_parts(table, scan.selection)
+    return {
+        "row_groups_read": sum(
+            len(p.file.row_group_rows) if p.row_groups is None else len(p.row_groups) for p in parts
+        ),
+        "row_groups_total": sum(len(f.row_group_rows) for f in files.values()),
+        "rows_read": sum(p.rows() for p in parts),
+        "files_read": len(parts),
+        "files_total": len(files),
+    }
+
+
+def _unindexed(scan: ScanSelection) -> str:
+    """Which fragments the index did not cover (read whole), and what to run about it."""
+    table = scan.table
+    assert table is not None
+    count = len(scan.unindexed_fragments)
+    if table.kind == "parquet":
+        files = table.files or {}
+        names = [files[f].relative for f in scan.unindexed_fragments if f in files][:3]
+        what = f"{count:,} file{'s' if count != 1 else ''} ({', '.join(names)}"
+        what += ", ...)" if count > len(names) else ")"
+    else:
+        what = f"{count:,} fragment{'s' if count != 1 else ''}"
+    columns = sorted({t.column for t in scan.terms if t.used_index and t.column})
+    column = columns[0] if columns else "COLUMN"
+    return (
+        f"{what} not covered by the index (new or changed since it was built): read whole; "
+        f"to cover them run `pruner index build {table.path} --column {column}`"
+    )
 
 
 def explain(
