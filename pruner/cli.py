@@ -7,7 +7,8 @@
 ``pruner query "SQL" --table NAME=PATH``    run it on an engine, reading only what may match
 ``pruner demo``                            generate events data, index it, run the examples
 
-Errors are one clear line on stderr and exit status 2, never a traceback.
+Errors are one clear line on stderr and exit status 2; ``pruner --debug ...`` adds the
+traceback.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import io
 import json
 import sys
 import time
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -221,6 +223,9 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="pruner", description="Zone bloom indexes for Lance and Parquet"
     )
+    parser.add_argument(
+        "--debug", action="store_true", help="on an error, print the traceback too"
+    )
     commands = parser.add_subparsers(dest="command", required=True)
 
     index = commands.add_parser("index", help="build and inspect bloom indexes")
@@ -273,9 +278,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         return int(args.run(args))
-    except PrunerError as err:
-        print(f"pruner: error: {err}", file=sys.stderr)
+    except Exception as err:
+        if args.debug:
+            traceback.print_exc()
+        print(f"pruner: error: {_one_line(err)}", file=sys.stderr)
         return 2
+
+
+def _one_line(err: Exception) -> str:
+    """An error as one line: pruner's own as they are (they say what to do); a missing
+    engine extra with the install command; anything else with its type, and how to see
+    the traceback."""
+    if isinstance(err, PrunerError):
+        return str(err)
+    if isinstance(err, ImportError):
+        return f"{err} (a missing extra: pip install the extra the message names)"
+    first = str(err).strip().splitlines()[0] if str(err).strip() else ""
+    return f"{type(err).__name__}: {first} (run with --debug for the traceback)"
 
 
 if __name__ == "__main__":

@@ -12,6 +12,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from pruner.cli import main
+
 PRUNER = [sys.executable, "-m", "pruner.cli"]
 
 
@@ -152,3 +154,17 @@ def test_query_on_spark(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout) == [{"id": 7, "v": 14}, {"id": 11, "v": 22}]
     assert "zones scanned 2 / 20" in out.stderr, out.stderr
+
+
+def test_errors_are_one_line_and_debug_adds_the_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "t.lance"
+    lance.write_dataset(pa.table({"id": [1, 2, 3]}), str(path))
+    argv = ["query", "SELECT * FROM missing_table", "--table", f"t={path}"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.count("\n") == 1 and "missing_table" in err
+    assert main(["--debug", *argv]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" in err and err.strip().splitlines()[-1].startswith("pruner: error:")
