@@ -13,12 +13,16 @@ $(PY):
 	$(PY) -m pip install --quiet --upgrade pip
 
 # The demo needs only the embedded default engine; the tests need every engine.
+# setuptools 84 notes "Editable installation." on every editable install, a notice and not a
+# problem: that one message is silenced, every other warning shows.
+PIP_INSTALL := PYTHONWARNINGS="ignore:Editable installation" $(PY) -m pip install --quiet
+
 $(DEMO_STAMP): pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet -e ".[duckdb]"
+	$(PIP_INSTALL) -e ".[duckdb]"
 	touch $(DEMO_STAMP)
 
 $(STAMP): pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet -e ".[all,dev]"
+	$(PIP_INSTALL) -e ".[all,dev]"
 	touch $(STAMP) $(DEMO_STAMP)
 
 install: $(STAMP)

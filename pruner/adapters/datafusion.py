@@ -54,7 +54,7 @@ try:
     import datafusion
 except ImportError as err:  # pragma: no cover - exercised only without the extra
     raise ImportError(
-        "pruner's DataFusion adapter needs datafusion: pip install 'pruner[datafusion]'"
+        "pruner's DataFusion adapter needs datafusion: pip install 'pruner-index[datafusion]'"
     ) from err
 
 __all__ = [

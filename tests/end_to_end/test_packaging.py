@@ -35,7 +35,7 @@ def _build_wheel(tmp_path: Path) -> Path:
     errors = []
     for command in attempts:
         done = subprocess.run(command, capture_output=True, text=True, timeout=180)
-        wheels = sorted(out.glob("pruner-*.whl"))
+        wheels = sorted(out.glob("pruner_index-*.whl"))
         if done.returncode == 0 and wheels:
             return wheels[0]
         errors.append(f"$ {' '.join(command)}\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
