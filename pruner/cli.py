@@ -93,11 +93,32 @@ def _index_status(table: PrunerTable, column: str) -> dict[str, object]:
         return {"column": column, "state": "unusable", "error": reason}
     coverage = bound.coverage(table.fragment_rows)
     state = "current"
-    if coverage["stale_zones"] or coverage["fragments_indexed"] < coverage["fragments_total"]:
+    unindexed = coverage["fragments_total"] - coverage["fragments_indexed"]
+    if coverage["stale_zones"] or unindexed:
         state = "stale"
     if coverage["damaged_fragments"]:
         state = "damaged"
-    return {**_summary(bound.index), **coverage, "state": state}
+    unit = "file" if table.kind == "parquet" else "fragment"
+    why = []
+    if unindexed:
+        why.append(f"{unindexed:,} {unit}{'s' if unindexed != 1 else ''} not indexed")
+    if coverage["stale_zones"]:
+        why.append(f"{coverage['stale_zones']:,} zones of changed {unit}s")
+    if coverage["damaged_fragments"]:
+        why.append(f"{coverage['damaged_fragments']:,} damaged {unit}s")
+    advice = ""
+    if why:
+        advice = (
+            f"those {unit}s are read whole; to cover them: "
+            f"pruner index build {table.path} --column {column}"
+        )
+    return {
+        **_summary(bound.index),
+        **coverage,
+        "state": state,
+        "why": "; ".join(why),
+        "advice": advice,
+    }
 
 
 def _cmd_index_list(args: argparse.Namespace) -> int:
@@ -109,23 +130,27 @@ def _cmd_index_list(args: argparse.Namespace) -> int:
     if not rows:
         print(f"no bloom indexes in {args.path}")
         return 0
-    shown = Table(
-        "column", "state", "zones", "fragments indexed", "rows indexed", "stale zones", "filter"
-    )
+    shown = Table("column", "state", "zones", "fragments indexed", "rows indexed", "filter")
+    advice = []
     for row in rows:
         if "error" in row:
             shown.add_row(str(row["column"]), str(row["state"]), str(row["error"]))
             continue
+        state = str(row["state"]) + (f" ({row['why']})" if row["why"] else "")
         shown.add_row(
             str(row["column"]),
-            str(row["state"]),
+            state,
             f"{row['zones']:,}",
             f"{row['fragments_indexed']:,} / {row['fragments_total']:,}",
             f"{row['rows_indexed']:,} / {row['rows_total']:,}",
-            f"{row['stale_zones']:,}",
             f"{row['filter_bytes']:,} B, {row['items']:,} items, p={row['probability']}",
         )
-    Console().print(shown)
+        if row["advice"]:
+            advice.append(f"{row['column']}: {row['advice']}")
+    console = Console() if Console().is_terminal else Console(width=160)  # piped: no wrapping
+    console.print(shown)
+    for line in advice:
+        console.print(line, soft_wrap=True)
     return 0
 
 
@@ -223,9 +248,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="pruner", description="Zone bloom indexes for Lance and Parquet"
     )
-    parser.add_argument(
-        "--debug", action="store_true", help="on an error, print the traceback too"
-    )
+    parser.add_argument("--debug", action="store_true", help="on an error, print the traceback too")
     commands = parser.add_subparsers(dest="command", required=True)
 
     index = commands.add_parser("index", help="build and inspect bloom indexes")

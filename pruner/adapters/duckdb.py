@@ -45,7 +45,9 @@ from pruner.table import Table, TableSource, as_table
 try:
     import duckdb
 except ImportError as err:  # pragma: no cover - exercised only without the extra
-    raise ImportError("pruner's DuckDB adapter needs duckdb: pip install 'pruner-index[duckdb]'") from err
+    raise ImportError(
+        "pruner's DuckDB adapter needs duckdb: pip install 'pruner-index[duckdb]'"
+    ) from err
 
 __all__ = [
     "query",

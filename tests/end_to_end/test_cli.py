@@ -10,6 +10,7 @@ from pathlib import Path
 import lance
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from pruner.cli import main
@@ -168,3 +169,22 @@ def test_errors_are_one_line_and_debug_adds_the_traceback(
     assert main(["--debug", *argv]) == 2
     err = capsys.readouterr().err
     assert "Traceback" in err and err.strip().splitlines()[-1].startswith("pruner: error:")
+
+
+def test_index_list_says_why_stale_and_what_to_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    directory = tmp_path / "pq"
+    directory.mkdir()
+    pq.write_table(pa.table({"id": list(range(1_000))}), directory / "0.parquet")
+    assert main(["index", "build", str(directory), "--column", "id", "--items", "100"]) == 0
+    pq.write_table(pa.table({"id": [5_000]}), directory / "1.parquet")
+    capsys.readouterr()
+    assert main(["index", "list", str(directory)]) == 0
+    out = capsys.readouterr().out
+    assert "stale (1 file not indexed)" in out
+    assert f"pruner index build {directory} --column id" in out
+    assert max(len(line) for line in out.splitlines()) <= 160  # piped: one line per row
+    assert main(["index", "list", str(directory), "--json"]) == 0
+    [row] = json.loads(capsys.readouterr().out)
+    assert row["state"] == "stale" and row["why"] == "1 file not indexed"

@@ -31,7 +31,9 @@ from __future__ import annotations
 try:
     import pyspark.sql.datasource  # noqa: F401
 except ImportError as err:  # pragma: no cover - exercised only without the extra
-    raise ImportError("pruner's Spark adapter needs pyspark: pip install 'pruner-index[spark]'") from err
+    raise ImportError(
+        "pruner's Spark adapter needs pyspark: pip install 'pruner-index[spark]'"
+    ) from err
 
 from pruner.adapters.spark.datasource import PrunerDataSource
 from pruner.adapters.spark.datasource import ZonePartition as ZonePartition
