@@ -188,3 +188,16 @@ def test_index_list_says_why_stale_and_what_to_run(
     assert main(["index", "list", str(directory), "--json"]) == 0
     [row] = json.loads(capsys.readouterr().out)
     assert row["state"] == "stale" and row["why"] == "1 file not indexed"
+
+
+@pytest.mark.parametrize("dialect", ["duckdb", "datafusion"])
+def test_explain_refuses_what_the_engine_refuses(
+    tmp_path: Path, dialect: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "t.lance"
+    lance.write_dataset(pa.table({"user_id": [1, 2, 3]}), str(path))
+    base = ["explain", "--dialect", dialect, "--table", f"t={path}"]
+    assert main([*base[:1], "SELECT * FROM t WHERE usr_id = 5", *base[1:]]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"pruner: error: {dialect}:") and "usr_id" in err
+    assert main([*base[:1], "SELECT * FROM t WHERE user_id = 5", *base[1:]]) == 0
