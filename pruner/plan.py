@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from pruner.analyzer import names_table
+from pruner.errors import SqlSyntaxError
 from pruner.evaluate import RowKeys
 from pruner.explain import Explanation, explain
 from pruner.parameters import Parameters
@@ -69,7 +70,12 @@ def plan(
     opened = open_tables({n: t for n, t in tables.items() if named_in(n, sql)})
     if not prune:
         return Plan(opened, dict.fromkeys(opened))
-    explanation = explain(sql, opened, dialect=dialect, parameters=parameters)
+    try:
+        explanation = explain(sql, opened, dialect=dialect, parameters=parameters)
+    except SqlSyntaxError:
+        # SQL pruner's parser refuses is the engine's to judge: it raises its own error (as
+        # it would without pruner) or runs SQL sqlglot cannot read, every table read whole.
+        return Plan(opened, {name: table.whole() for name, table in opened.items()})
     found = explanation.selections()
     selections: dict[str, Selection | None] = {name: found.get(name) for name in opened}
     return Plan(opened, selections, explanation)

@@ -185,3 +185,18 @@ def test_a_just_written_file_is_not_vouched_for(tmp_path: Path) -> None:
     assert signature(directory) is None  # written now: it may change again unseen
     _age(directory)
     assert signature(directory) is not None
+
+
+@pytest.mark.parametrize("engine", ["duckdb", "datafusion"])
+def test_sql_pruner_cannot_parse_gets_the_engines_own_error(
+    engine: str, files: dict[str, Path]
+) -> None:
+    """pruner's parser refuses it; the engine decides, as without pruner: its own exception,
+    pruned or not, the same as the engine alone's."""
+    sql = "SELECT * FROM orders WHERE"
+    alone = engine_answer(engine, sql, {"orders": files["lance"]})
+    for prune in (True, False):
+        with pytest.raises(Exception) as raised:
+            pruner.query(sql, {"orders": files["lance"]}, engine=engine, prune=prune)
+        assert not isinstance(raised.value, pruner.PrunerError)
+        assert type(raised.value) is alone.error  # type: ignore[union-attr]
