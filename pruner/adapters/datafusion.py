@@ -29,7 +29,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from typing import TypeVar
 
 import lance
 import pyarrow as pa
@@ -259,6 +260,8 @@ def registered(
                     context.register_table(quoted, provider)
 
 
+T = TypeVar("T")
+
 _registration_lock = threading.RLock()
 """Held while pruner's tables are bound on a context: two pruned queries on one context at
 once would otherwise see each other's sources, or restore each other's."""
@@ -276,8 +279,8 @@ def sql(
     DataFusion plans the query: the DataFrame reads the pruned sources, and ``context`` is
     left as it was (its own tables of those names included)."""
     prepared = plan(query_text, tables, dialect="datafusion", parameters=parameters, prune=prune)
-    return on_big_stack(
-        lambda: _frame(context, prepared, query_text, parameters), _STACK_BYTES, "pruner-datafusion"
+    return _on_stack(
+        lambda: _frame(context, prepared, query_text, parameters), prepared, query_text
     )
 
 
@@ -296,12 +299,41 @@ def query(
         prepared = plan(
             query_text, tables, dialect="datafusion", parameters=parameters, prune=prune
         )
-    session = context if context is not None else new_context()
-    return on_big_stack(
+    session = context if context is not None else _shared_context()
+    return _on_stack(
         lambda: _frame(session, prepared, query_text, parameters).to_arrow_table(),
-        _STACK_BYTES,
-        "pruner-datafusion",
+        prepared,
+        query_text,
     )
+
+
+_shared: datafusion.SessionContext | None = None
+_shared_lock = threading.Lock()
+
+
+def _shared_context() -> datafusion.SessionContext:
+    """The context :func:`query` uses when given none (one per process, as DataFusion users
+    keep theirs: its caches of Parquet footers and statistics then serve every query).
+    pruner binds its tables on it only while a query plans (:func:`registered`)."""
+    global _shared
+    with _shared_lock:
+        if _shared is None:
+            _shared = new_context()
+        return _shared
+
+
+_INLINE_CHARS = 1_000
+_INLINE_PARTS = 64
+
+
+def _on_stack(function: Callable[[], T], prepared: Plan, query_text: str) -> T:
+    """``function()`` on a thread with a big stack (:data:`_STACK_BYTES`) when DataFusion may
+    recurse deeply planning or running it: long SQL, or a table read as a union of many
+    files; on this thread otherwise (starting such a thread costs ~1-3 ms)."""
+    parts = sum(len(t.files or ()) for t in prepared.tables.values())
+    if len(query_text) <= _INLINE_CHARS and parts <= _INLINE_PARTS:
+        return function()
+    return on_big_stack(function, _STACK_BYTES, "pruner-datafusion")
 
 
 def _frame(

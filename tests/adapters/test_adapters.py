@@ -379,7 +379,7 @@ def test_a_missing_engine_names_its_extra(module: str, adapter: str) -> None:
         "    print(err)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert f"pip install 'pruner[{adapter}]'" in out.stdout
+    assert f"pip install 'pruner-index[{adapter}]'" in out.stdout
 
 
 @pytest.mark.parametrize("engine", ENGINES)
