@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.installed-demo
 
-.PHONY: install demo test lint typecheck pytest bench fuzz mutate clean
+.PHONY: install demo test lint typecheck pytest bench bench-quick fuzz mutate clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -43,9 +43,15 @@ pytest: $(STAMP)
 
 test: lint typecheck pytest
 
+# pruner against each engine alone (bench/compare.py), written to docs/benchmarks.md with its
+# plots: `bench` at 1M, 5M and 20M rows (the 20M data takes a long time to generate, once),
+# `bench-quick` at 200k and 1M rows in a few minutes. Then the index build's throughput.
 bench: $(STAMP)
+	$(PY) bench/compare.py
 	$(PY) bench/build_throughput.py
-	$(PY) bench/point_lookup.py
+
+bench-quick: $(STAMP)
+	$(PY) bench/compare.py --quick
 
 # The differential harness with new random cases: FUZZ_CASES split across DuckDB,
 # DataFusion and Spark (tests/end_to_end/test_differential.py FUZZ_SHARE); prints
