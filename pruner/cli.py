@@ -239,11 +239,32 @@ def _cmd_query(args: argparse.Namespace) -> int:
     else:
         selected, zones = run.plan.zones()
         scanned = f"zones scanned {selected:,} / {zones:,} ({read:,} of {total:,} rows)"
-    console.print(f"{scanned}, {run.result.num_rows:,} rows out, {run.seconds * 1000:.1f} ms")
+        scanned += _row_groups_read(run.plan)
+    sys.stdout.flush()  # the result before the summary, also when both go to one file
+    console.print(
+        f"{scanned}, {run.result.num_rows:,} rows out, {run.seconds * 1000:.1f} ms", soft_wrap=True
+    )
     return 0
 
 
+def _row_groups_read(prepared: Any) -> str:
+    """What the engine reads of the Parquet tables, where a row group holds more than the
+    zones selected in it: ``; Parquet row groups read 3 / 60 (750,000 rows)``."""
+    from pruner.explain import engine_reads
+
+    if prepared.explanation is None:
+        return ""
+    found = [r for r in map(engine_reads, prepared.explanation.scans) if r is not None]
+    if not found:
+        return ""
+    groups = sum(r["row_groups_read"] for r in found)
+    of = sum(r["row_groups_total"] for r in found)
+    rows = sum(r["rows_read"] for r in found)
+    return f"; Parquet row groups read {groups:,} / {of:,} ({rows:,} rows)"
+
+
 def _print_result(result: pa.Table, form: str) -> None:
+    result = _without_views(result)
     if form == "csv":
         buffer = io.BytesIO()
         csv.write_csv(result, buffer)
@@ -255,6 +276,20 @@ def _print_result(result: pa.Table, form: str) -> None:
         for row in result.to_pylist():
             table.add_row(*("NULL" if v is None else str(v) for v in row.values()))
         Console().print(table)
+
+
+def _without_views(result: pa.Table) -> pa.Table:
+    """``string_view`` / ``binary_view`` columns (DataFusion returns them for strings read
+    from Parquet) as ``string`` / ``binary``: pyarrow's CSV writer refuses view types."""
+    fields = []
+    for f in result.schema:
+        if pa.types.is_string_view(f.type):
+            f = f.with_type(pa.string())
+        elif pa.types.is_binary_view(f.type):
+            f = f.with_type(pa.binary())
+        fields.append(f)
+    schema = pa.schema(fields, metadata=result.schema.metadata)
+    return result if schema.equals(result.schema) else result.cast(schema)
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:

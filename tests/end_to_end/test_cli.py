@@ -202,3 +202,29 @@ def test_explain_refuses_what_the_engine_refuses(
     err = capsys.readouterr().err
     assert err.startswith(f"pruner: error: {dialect}:") and "usr_id" in err
     assert main([*base[:1], "SELECT * FROM t WHERE user_id = 5", *base[1:]]) == 0
+
+
+def test_query_csv_of_view_types_and_row_groups_in_the_summary(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """DataFusion returns strings of Parquet as string_view, which pyarrow's CSV writer
+    refuses; the summary says how many row groups the engine reads (one line, unwrapped)."""
+    directory = tmp_path / "pq"
+    directory.mkdir()
+    data = pa.table(
+        {
+            "id": pa.array(range(2_000), pa.int64()),
+            "s": pa.array([f"v{i}" for i in range(2_000)], pa.string_view()),
+        }
+    )
+    pq.write_table(data, directory / "0.parquet", row_group_size=1_000)
+    assert main(["index", "build", str(directory), "--column", "id", "--items", "500"]) == 0
+    capsys.readouterr()
+    sql = "SELECT id, s FROM t WHERE id = 1500"
+    for engine in ("duckdb", "datafusion"):
+        argv = ["query", sql, "--table", f"t={directory}", "--engine", engine, "--format", "csv"]
+        assert main(argv) == 0
+        captured = capsys.readouterr()
+        assert captured.out.splitlines()[-1] == '1500,"v1500"'
+        assert "Parquet row groups read 1 / 2 (1,000 rows)" in captured.err
+        assert len(captured.err.strip().splitlines()) == 1
