@@ -148,3 +148,384 @@ def test_datafusion_right_join_with_null_extended_is_null(tmp_path: Path) -> Non
         "(x.k IS NULL AND x.k IN (NULL))))"
     )
     assert_same_answer("datafusion", tables, sql, tmp_path)
+
+
+def test_duckdb_left_join_on_condition_kept_over_read_ahead_rows(tmp_path: Path) -> None:
+    """DuckDB 2.0 over a registered Arrow table turned this LEFT JOIN into an anti join that
+    dropped ``y.k IS NULL``: the oracle (DuckDB alone over Lance's rows as Arrow) answered 36
+    rows of 37, and pruner's read-ahead rows are Arrow too. Both now register a pyarrow
+    dataset (tests/adapters/test_duckdb_bugs.py)."""
+    tables = {
+        "a": TableSpec(
+            layout="parquet",
+            data=pa.table(
+                {
+                    "k": pa.array(
+                        [
+                            0,
+                            1,
+                            2,
+                            3,
+                            4,
+                            5,
+                            6,
+                            7,
+                            8,
+                            9,
+                            10,
+                            11,
+                            12,
+                            13,
+                            14,
+                            15,
+                            16,
+                            17,
+                            18,
+                            19,
+                            20,
+                            21,
+                            22,
+                            23,
+                            24,
+                            25,
+                            26,
+                            27,
+                            28,
+                            29,
+                            30,
+                            31,
+                            32,
+                            33,
+                            34,
+                            35,
+                            36,
+                        ],
+                        pa.int64(),
+                    ),
+                    "i8": pa.array(
+                        [
+                            None,
+                            0,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            -128,
+                        ],
+                        pa.int8(),
+                    ),
+                    "i16": pa.array(
+                        [
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                        ],
+                        pa.int16(),
+                    ),
+                    "i32": pa.array(
+                        [
+                            None,
+                            None,
+                            None,
+                            None,
+                            0,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            0,
+                            None,
+                            None,
+                            None,
+                            0,
+                            None,
+                            -2147483648,
+                            3,
+                            None,
+                            None,
+                            0,
+                            0,
+                            0,
+                            0,
+                            None,
+                            None,
+                            None,
+                            None,
+                            0,
+                            3,
+                            0,
+                            None,
+                            None,
+                            0,
+                            None,
+                        ],
+                        pa.int32(),
+                    ),
+                }
+            ),
+            fragments=(37,),
+            items={"i8": 1},
+            row_group_rows=1,
+        ),
+        "b": TableSpec(
+            layout="lance",
+            data=pa.table(
+                {
+                    "k": pa.array([0, 1, 2, 3], pa.int64()),
+                    "i8": pa.array([0, 0, None, None], pa.int8()),
+                    "i16": pa.array([None, None, None, None], pa.int16()),
+                    "i32": pa.array([None, None, None, None], pa.int32()),
+                }
+            ),
+            fragments=(4,),
+            items={"i16": 1},
+            stable_row_ids=True,
+            compact=True,
+        ),
+    }
+    sql = (
+        "SELECT x.k FROM a AS x LEFT JOIN b AS y ON x.i8 = y.i8 AND y.k IS NULL WHERE y.i8 IS NULL"
+    )
+    assert_same_answer("duckdb", tables, sql, tmp_path)
+
+
+def test_datafusion_alone_fails_on_utf8view_pruner_answers(tmp_path: Path) -> None:
+    """DataFusion alone (register_parquet: strings as Utf8View) raised on ``x.s IS NOT
+    DISTINCT FROM NULL``; pruner reads the files' own types and answers as DataFusion over
+    in-memory copies does (a known case of the harness: KNOWN_ALONE_FAILURES)."""
+    tables = {
+        "a": TableSpec(
+            layout="parquet",
+            data=pa.table(
+                {
+                    "k": pa.array([11, 13, 0, 1, 12, 4, 2, 3, 7, 9, 10, 6, 5, 8], pa.int64()),
+                    "i8": pa.array(
+                        [
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                        ],
+                        pa.int8(),
+                    ),
+                    "f64": pa.array(
+                        [
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                        ],
+                        pa.float64(),
+                    ),
+                    "s": pa.array(
+                        [
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            "",
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                        ],
+                        pa.string(),
+                    ),
+                }
+            ),
+            fragments=(5, 9),
+            items={"k": 1, "i8": 1, "f64": 1, "s": 1},
+            row_group_rows=5,
+            late=True,
+        ),
+        "b": TableSpec(
+            layout="lance",
+            data=pa.table(
+                {
+                    "k": pa.array(
+                        [0, 12, 2, 5, 3, 10, 13, 1, 4, 6, 16, 11, 8, 9, 14, 7, 15], pa.int64()
+                    ),
+                    "i8": pa.array(
+                        [
+                            -128,
+                            -3,
+                            3,
+                            None,
+                            -128,
+                            2,
+                            1,
+                            -128,
+                            -128,
+                            -3,
+                            None,
+                            None,
+                            0,
+                            None,
+                            -128,
+                            None,
+                            -128,
+                        ],
+                        pa.int8(),
+                    ),
+                    "f64": pa.array(
+                        [
+                            0.0,
+                            0.0,
+                            0.0,
+                            0.0,
+                            0.0,
+                            0.0,
+                            None,
+                            0.0,
+                            None,
+                            0.0,
+                            0.0,
+                            0.0,
+                            None,
+                            None,
+                            None,
+                            None,
+                            0.0,
+                        ],
+                        pa.float64(),
+                    ),
+                    "s": pa.array(
+                        [
+                            "s = 'a' OR s = 'b'",
+                            "1, 2",
+                            None,
+                            None,
+                            "1, 2",
+                            "",
+                            "s = 'a' OR s = 'b'",
+                            "",
+                            "",
+                            None,
+                            None,
+                            "",
+                            "",
+                            "",
+                            None,
+                            None,
+                            None,
+                        ],
+                        pa.string(),
+                    ),
+                }
+            ),
+            fragments=(17,),
+            items={"s": 1},
+            stable_row_ids=True,
+            compact=True,
+        ),
+    }
+    sql = (
+        "SELECT x.k AS xk, y.k AS yk, y.s AS yv FROM a AS x RIGHT JOIN b AS y ON x.i8 = y"
+        ".i8 WHERE ((x.k = NULL AND y.s = 'ü' AND (y.f64 = -0.0 OR y.f64 = CAST(7.0 AS DO"
+        "UBLE) OR y.f64 = 0.1 OR y.f64 = 2.0 OR y.f64 = CAST(1.5 AS DOUBLE) OR y.f64 = CA"
+        "ST('NaN' AS DOUBLE) OR y.f64 = CAST('NaN' AS DOUBLE) OR y.f64 = 0.0 OR y.f64 = 2"
+        ".0 OR y.f64 = 2.0 OR y.f64 = -3.25 OR y.f64 = CAST('-inf' AS DOUBLE) OR y.f64 = "
+        "7.0 OR y.f64 = CAST(2.0 AS DOUBLE) OR y.f64 = -3.25 OR y.f64 = CAST('NaN' AS FLO"
+        "AT) OR y.f64 = 2.0 OR y.f64 = -3.25 OR y.f64 = -3.25 OR y.f64 = 0.0 OR y.f64 = C"
+        "AST(-0.0 AS DOUBLE) OR y.f64 = -0.0 OR y.f64 = -3.25 OR y.f64 = CAST('-inf' AS F"
+        "LOAT) OR y.f64 = 0.1 OR y.f64 = -3.25 OR y.f64 = CAST('-inf' AS DOUBLE) OR y.f64"
+        " = 0.0 OR y.f64 = CAST('-inf' AS DOUBLE) OR y.f64 = CAST(0.0 AS DOUBLE) OR y.f64"
+        " = CAST('NaN' AS DOUBLE) OR y.f64 = CAST('inf' AS FLOAT) OR y.f64 = CAST(1.5 AS "
+        "DOUBLE) OR y.f64 = -0.0 OR y.f64 = 7.0 OR y.f64 = 0.1 OR y.f64 = 0.0 OR y.f64 = "
+        "CAST(1.5 AS DOUBLE) OR y.f64 = CAST(-0.0 AS DOUBLE) OR y.f64 = CAST(1.5 AS DOUBL"
+        "E) OR y.f64 = CAST(0.0 AS DOUBLE) OR x.s IS NOT DISTINCT FROM NULL)) OR NOT ((x."
+        "f64 = '1.5' OR y.f64 IS NOT NULL OR x.s > '5')))"
+    )
+    assert_same_answer("datafusion", tables, sql, tmp_path)

@@ -55,6 +55,7 @@ from typing import Any
 
 import lance
 import pyarrow as pa
+import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 from hypothesis import strategies as st
 
@@ -967,7 +968,10 @@ class EngineAlone:
                 # minutes to serialise a deeply nested one (lance.dataset's
                 # _serialize_expression, seen on the CI cases: pruner's adapter applies such
                 # filters itself).
-                dataset = lance.dataset(str(path)).to_table()
+                # As a pyarrow dataset: over an Arrow table, DuckDB 2.0 drops an outer join's
+                # ON condition when it makes the join an anti join (make fuzz found it;
+                # tests/adapters/test_duckdb_bugs.py).
+                dataset = pads.dataset(lance.dataset(str(path)).to_table())
                 # Under a view: DuckDB finds a registered object only by its exact name
                 # ("Table with name A does not exist"), a view (as any table) in any case.
                 con.register(f"lance_{name}", dataset)
@@ -1086,6 +1090,12 @@ KNOWN_UNPRUNED_FAILURES: dict[str, tuple[str, ...]] = {
 oracle and the pruned run may not have: the unpruned run is then not held to the oracle."""
 
 
+KNOWN_ALONE_FAILURES = ("Utf8View",)
+"""DataFusion alone (``register_parquet``) reads strings as Utf8View and then fails on some
+comparisons of them ("Invalid argument error: ... IS NOT DISTINCT FROM Utf8View", make fuzz);
+pruner reads the files with their own types and answers."""
+
+
 def unpruned_may_be_wrong(engine: str, tables: Mapping[str, Written]) -> bool:
     """DataFusion's own bug: its Parquet reader prunes row groups by their statistics for
     ``f = NaN`` (min/max leave NaN out), dropping the NaN rows its in-memory scan returns
@@ -1153,7 +1163,15 @@ def compare(
     if expected.error is not None:
         kind = type(expected.error)
         same = all(type(a.error) is kind for a in (observed, unpruned))
-        return Outcome("refused" if same else "mismatch", expected, observed, unpruned)
+        if same:
+            return Outcome("refused", expected, observed, unpruned)
+        if engine == "datafusion" and any(t in str(expected.error) for t in KNOWN_ALONE_FAILURES):
+            # DataFusion alone fails on its own view types; pruner reads the table's own
+            # types and answers: it must answer as DataFusion over in-memory copies does.
+            reference = in_memory(engine, sql, tables, parameters)
+            if reference.rows is not None and observed.rows == unpruned.rows == reference.rows:
+                return Outcome("known", expected, observed, unpruned)
+        return Outcome("mismatch", expected, observed, unpruned)
     known = KNOWN_UNPRUNED_FAILURES.get(engine, ())
     unpruned_known = unpruned.error is not None and any(t in str(unpruned.error) for t in known)
     if observed.rows == expected.rows and (unpruned.rows == expected.rows or unpruned_known):
