@@ -181,3 +181,16 @@ def test_duckdb_still_counts_catalog_changes(tmp_path: Path) -> None:
     assert before is not None
     second.execute("CREATE MACRO m(x) AS x + 1")
     assert duck_adapter._catalog_version(first) == before + 1
+
+
+def test_whole_parquet_directory_is_duckdbs_own_parquet_scan(parquet_path: Path) -> None:
+    """Nothing to prune on DuckDB: one READ_PARQUET scan of the files, the filter pushed into
+    it, as over ``read_parquet`` alone."""
+    table = pruner.open_table(parquet_path)
+    sql = "SELECT count(*) AS n FROM t WHERE v > 0.5"
+    prepared = plan(sql, {"t": table}, dialect="duckdb")
+    cursor = duck_adapter.registered(duck_adapter.shared_connection(), prepared)
+    [(_, physical)] = cursor.execute("EXPLAIN " + sql).fetchall()
+    cursor.close()
+    assert physical.count("READ_PARQUET") == 1 and "UNION" not in physical
+    assert "Filters:v>0.5" in physical.replace(" ", "")
