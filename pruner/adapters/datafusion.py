@@ -150,10 +150,11 @@ def _listed_alone(table: Table) -> str | None:
 
 
 def _unfiltered_columns(
-    context: datafusion.SessionContext, source: lance.LanceDataset
+    context: datafusion.SessionContext, source: lance.LanceDataset, every: bool = False
 ) -> datafusion.DataFrame:
-    """``source`` with every column Lance cannot filter on passed through an identity UDF,
-    so DataFusion applies the filters on them itself instead of pushing them into the scan.
+    """``source`` with every column Lance cannot filter on (``every``: every column) passed
+    through an identity UDF, so DataFusion applies the filters on them itself instead of
+    pushing them into the scan.
 
     Lance refuses such filters, and pyarrow, which would then apply them, does so with its
     own semantics (``NaN = NaN`` false where DataFusion says true). Filters on the other
@@ -163,7 +164,7 @@ def _unfiltered_columns(
     columns = []
     for field in source.schema:
         column = datafusion.col(quote_identifier(field.name))
-        if lance_cannot_filter(field.type):
+        if every or lance_cannot_filter(field.type):
             keep = datafusion.udf(
                 lambda values: values, [field], field, "immutable", "pruner_unpushed"
             )
@@ -209,6 +210,7 @@ def _register(
     opened: Table,
     selection: Selection | None,
     keys: RowKeys | None = None,
+    null_literals: bool = False,
 ) -> None:
     if opened.kind == "parquet":
         context.register_view(quoted, parquet_frame(context, opened, selection))
@@ -220,22 +222,27 @@ def _register(
         # A dataset of no fragments is a scan of no partitions, which DataFusion refuses
         # under a TopK or a window.
         context.register_view(quoted, _memory_frame(context, opened.schema.empty_table()))
-    elif not source.pruner_may_refuse_filters:
+    elif not source.pruner_may_refuse_filters and not null_literals:
         context.register_dataset(quoted, source)
     else:
-        context.register_view(quoted, _unfiltered_columns(context, source))
+        # With a NULL literal in the query, DataFusion 55 may push a filter it cannot turn
+        # into a pyarrow expression (``k IN (NULL, 0)`` fails in its dataset scan:
+        # "unsupported operand type(s) for |: 'pyarrow.lib.BooleanScalar' and
+        # 'pyarrow._compute.Expression'"; found by make fuzz): no filter is pushed then.
+        context.register_view(quoted, _unfiltered_columns(context, source, null_literals))
 
 
 @contextlib.contextmanager
 def registered(
-    context: datafusion.SessionContext, prepared: Plan
+    context: datafusion.SessionContext, prepared: Plan, *, null_literals: bool = True
 ) -> Iterator[datafusion.SessionContext]:
     """``context`` with every table of ``prepared`` registered under its name, pruned, for
     the duration of the ``with`` block; then ``context`` is as it was (the caller's tables of
     those names are back, the others gone).
 
     A DataFrame planned inside the block keeps the pruned sources it was planned with, so it
-    can be collected after the block.
+    can be collected after the block. ``null_literals`` False (the query has no NULL literal
+    and no NULL parameter) lets DataFusion push its filters into Lance's scans.
     """
     saved: dict[str, datafusion.catalog.Table | None] = {}
     with _registration_lock:
@@ -250,7 +257,14 @@ def registered(
                 if saved[quoted] is not None:
                     context.deregister_table(quoted)
                 selection = prepared.selections.get(name)
-                _register(context, quoted, as_table(table), selection, prepared.keys(name))
+                _register(
+                    context,
+                    quoted,
+                    as_table(table),
+                    selection,
+                    prepared.keys(name),
+                    null_literals,
+                )
             yield context
         finally:
             for quoted, provider in saved.items():
@@ -340,7 +354,9 @@ def _frame(
     context: datafusion.SessionContext, prepared: Plan, query_text: str, parameters: Parameters
 ) -> datafusion.DataFrame:
     """``query_text`` planned on ``context`` with ``prepared`` bound while it plans."""
-    with registered(context, prepared):
+    values = parameters.values() if isinstance(parameters, Mapping) else parameters
+    nulls = "null" in query_text.lower() or any(v is None for v in values)
+    with registered(context, prepared, null_literals=nulls):
         return context.sql(query_text, param_values=_engine_parameters(parameters))
 
 

@@ -59,3 +59,31 @@ def test_safe_settings_answer_right(two_tables: dict[str, Path]) -> None:
 def test_pruner_answers_right(two_tables: dict[str, Path], prune: bool) -> None:
     answer = query(SQL, {name: str(path) for name, path in two_tables.items()}, prune=prune)
     assert answer.to_pylist() == [{"n": 5}]
+
+
+def test_datafusion_alone_cannot_push_a_null_literal_into_a_dataset(tmp_path: Path) -> None:
+    """DataFusion 55 turns ``k IN (NULL, 0)`` pushed into a pyarrow/Lance dataset scan into
+    ``BooleanScalar | Expression``, which raises (found by make fuzz); pruner registers Lance
+    tables without filter pushdown when a query holds a NULL literal."""
+    import lance
+    import pyarrow.dataset as pads
+
+    from pruner.adapters import sources
+
+    path = tmp_path / "a.lance"
+    lance.write_dataset(pa.table({"k": pa.array(range(10), pa.int64())}), str(path))
+    sql = "SELECT k FROM a WHERE k IN (NULL, 0)"
+    context = datafusion.SessionContext()
+    context.register_dataset("a", pads.dataset(pa.table({"k": pa.array(range(10))})))
+    with pytest.raises(Exception, match="BooleanScalar"):
+        context.sql(sql).to_arrow_table()
+    saved = sources.READ_AHEAD_VALUES
+    sources.READ_AHEAD_VALUES = 0  # a dataset, not rows read ahead
+    try:
+        for prune in (True, False):
+            got = query(sql, {"a": path}, prune=prune)
+            assert got.to_pylist() == [{"k": 0}]
+        got = query("SELECT k FROM a WHERE k IN ($1, 0)", {"a": path}, parameters=[None])
+        assert got.to_pylist() == [{"k": 0}]
+    finally:
+        sources.READ_AHEAD_VALUES = saved
