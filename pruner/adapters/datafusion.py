@@ -170,7 +170,19 @@ def _unfiltered_columns(
             )
             column = keep(column).alias(field.name)
         columns.append(column)
-    return frame.select(*columns)
+    frame = frame.select(*columns)
+    if every:
+        # A filter of literals only (``NULL AND NULL`` after DataFusion simplifies
+        # ``k = NULL OR s = NULL``) names no column, so it passes the identity UDF and is
+        # pushed into the scan, where DataFusion 55 fails to turn it into a pyarrow
+        # expression ("bit_wise_and has no kernel matching (bool, bool)") or hands Lance a
+        # bare BooleanScalar; found by make fuzz. No filter is pushed through a limit.
+        frame = frame.limit(_NO_LIMIT)
+    return frame
+
+
+_NO_LIMIT = 1 << 62
+"""A limit no table reaches: it stops DataFusion pushing filters into the scan below it."""
 
 
 def _memory_frame(context: datafusion.SessionContext, data: pa.Table) -> datafusion.DataFrame:

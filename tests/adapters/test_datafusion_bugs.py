@@ -87,3 +87,34 @@ def test_datafusion_alone_cannot_push_a_null_literal_into_a_dataset(tmp_path: Pa
         assert got.to_pylist() == [{"k": 0}]
     finally:
         sources.READ_AHEAD_VALUES = saved
+
+
+def test_datafusion_alone_pushes_a_filter_of_literals_into_a_dataset(tmp_path: Path) -> None:
+    """DataFusion 55 simplifies ``k = NULL OR s = NULL`` to a filter of literals only, which
+    names no column, so it is pushed into a dataset scan even past pruner's identity UDF,
+    and fails there (found by make fuzz); pruner puts a limit no table reaches between
+    the scan and the query when the query holds a NULL literal."""
+    import lance
+    import pyarrow.dataset as pads
+
+    from pruner.adapters import sources
+
+    data = pa.table({"k": pa.array(range(10), pa.int64()), "s": pa.array(["x"] * 10)})
+    path = tmp_path / "a.lance"
+    lance.write_dataset(data, str(path))
+    sql = "SELECT k FROM a WHERE (k = NULL OR s = NULL) AND k IS NULL"
+    context = datafusion.SessionContext()
+    context.register_dataset("a", pads.dataset(data))
+    with pytest.raises(Exception, match="BooleanScalar"):
+        context.sql(sql).to_arrow_table()
+    saved = sources.READ_AHEAD_VALUES
+    sources.READ_AHEAD_VALUES = 0  # a dataset, not rows read ahead
+    try:
+        for prune in (True, False):
+            assert query(sql, {"a": path}, prune=prune).num_rows == 0
+            reordered = "SELECT k FROM a WHERE k IS NULL AND (k = NULL OR s = NULL)"
+            assert query(reordered, {"a": path}, prune=prune).num_rows == 0
+            got = query("SELECT k FROM a WHERE k = 3 OR (k = NULL OR s = NULL)", {"a": path})
+            assert got.to_pylist() == [{"k": 3}]
+    finally:
+        sources.READ_AHEAD_VALUES = saved

@@ -529,3 +529,131 @@ def test_datafusion_alone_fails_on_utf8view_pruner_answers(tmp_path: Path) -> No
         "f64 = '1.5' OR y.f64 IS NOT NULL OR x.s > '5')))"
     )
     assert_same_answer("datafusion", tables, sql, tmp_path)
+
+
+def test_datafusion_two_literal_filters_pushed_into_lance(tmp_path: Path) -> None:
+    """make fuzz: a semi join and NULL literals left DataFusion 55 pushing a conjunction of
+    literals into pruner's Lance scan past its identity UDF, which it cannot turn into a
+    pyarrow expression (bit_wise_and of two BooleanScalars); the oracle answered no row."""
+    tables = {
+        "a": TableSpec(
+            layout="lance",
+            data=pa.table(
+                {
+                    "k": pa.array(
+                        [0, 12, 4, 13, 9, 15, 8, 17, 10, 11, 3, 1, 5, 6, 2, 18, 7, 14, 16],
+                        pa.int64(),
+                    ),
+                    "i8": pa.array(
+                        [
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                        ],
+                        pa.int8(),
+                    ),
+                    "s": pa.array(
+                        [
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                        ],
+                        pa.string(),
+                    ),
+                }
+            ),
+            fragments=(1, 3, 15),
+            items={"k": 1, "i8": 1, "s": 1},
+            late=True,
+            deleted=(16,),
+            delete_after_index=True,
+            stable_row_ids=True,
+            compact=True,
+        ),
+        "b": TableSpec(
+            layout="parquet",
+            data=pa.table(
+                {
+                    "k": pa.array([0, 5, 10, 12, 2, 4, 7, 9, 3, 1, 6, 8, 11], pa.int64()),
+                    "i8": pa.array(
+                        [
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                        ],
+                        pa.int8(),
+                    ),
+                    "s": pa.array(
+                        [
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                            None,
+                        ],
+                        pa.string(),
+                    ),
+                }
+            ),
+            fragments=(6, 4, 1, 2),
+            items={"i8": 1, "s": 1},
+            row_group_rows=6,
+        ),
+    }
+    sql = (
+        "SELECT k FROM a WHERE s IN (SELECT s FROM b WHERE (k = $1 AND s IN ($2) OR"
+        " i8 = 2147483648)) AND (k = $3 AND s IN ($4) AND (i8 = '-2' AND NOT ((k NOT IN"
+        " (10.0, 300) OR k IS NOT DISTINCT FROM 1e0)) AND ((k = NULL OR s = NULL OR s"
+        " BETWEEN 'a ' AND NULL) AND (k IS NULL AND i8 % 3 = '2' AND k < i8) AND s = 'A')))"
+    )
+    assert_same_answer("datafusion", tables, sql, tmp_path, parameters=[35, "a", 31, "5"])
