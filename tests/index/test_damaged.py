@@ -446,6 +446,24 @@ def test_damaged_zones_are_read_whole_and_no_row_is_lost(
     } >= {fragment_of[f] for f in whole}
 
 
+def test_a_damaged_zone_beside_a_changed_first_file(tmp_path: Path) -> None:
+    """A damaged zone in fragment 1 and a changed file 0 (the fragment id its now stale zones
+    are parked at): the changed file is read whole, its new rows found."""
+    from tests.support.engine_check import engine_alone
+
+    path, index_file = _make("parquet", tmp_path)
+    _rewrite(index_file, _overlap, "recompute")
+    fresh = np.arange(ROWS, ROWS + PER_FRAGMENT, dtype=np.int64)
+    pq.write_table(
+        pa.table({"id": fresh, "pos": fresh + 10_000}), path / "part-0.parquet", row_group_size=250
+    )
+    sql = f"SELECT pos FROM t WHERE id IN ({ROWS + 5}, {_probe_values()[0]})"
+    alone = sorted(engine_alone("duckdb", sql, {"t": path}).column("pos").to_pylist())
+    assert ROWS + 5 + 10_000 in alone and len(alone) == 2
+    for prune in (True, False):
+        assert _duckdb_rows(sql, path, prune=prune) == alone, prune
+
+
 def _file_damaged_in_place(name: str) -> Callable[[Path], None]:
     def damage(index_file: Path) -> None:
         good = index_file.with_name("good.copy")

@@ -231,6 +231,12 @@ def _parquet_scenarios() -> dict[str, Callable[[Path], tuple[list[int], set[str]
         _rewrite(path / "part-1.parquet", fresh, keep_identity=False)
         return [_old_values()[0], ROWS + 11], {"part-1.parquet"}
 
+    def replaced_first(path: Path) -> tuple[list[int], set[str]]:
+        # The first file is fragment 0, the id a stale zone's fragment is parked at.
+        fresh = _data(np.arange(ROWS, ROWS + PER_FRAGMENT), "new")
+        _rewrite(path / "part-0.parquet", fresh, keep_identity=False)
+        return [_old_values()[1], ROWS + 11], {"part-0.parquet"}
+
     def replaced_keeping_size_and_mtime(path: Path) -> tuple[list[int], set[str]]:
         # Other ids of the same count, width and encoding: the same size, and the times are
         # put back; only the footer (statistics) tells the files apart.
@@ -247,7 +253,15 @@ def _parquet_scenarios() -> dict[str, Callable[[Path], tuple[list[int], set[str]
         return _old_values(), {"part-7.parquet"}
 
     return {
-        f.__name__: f for f in (added, replaced, replaced_keeping_size_and_mtime, removed, renamed)
+        f.__name__: f
+        for f in (
+            added,
+            replaced,
+            replaced_first,
+            replaced_keeping_size_and_mtime,
+            removed,
+            renamed,
+        )
     }
 
 
@@ -266,6 +280,20 @@ def test_parquet_changes_read_the_changed_files_whole(scenario: str, tmp_path: P
     assert listed["fragments_total"] == len(files)
     assert listed["fragments_indexed"] == len(files) - len(whole)
     assert listed["stale_zones"] == (0 if scenario == "added" else PER_FRAGMENT // ITEMS)
+
+
+def test_an_index_of_no_zones_reads_every_file_whole(tmp_path: Path) -> None:
+    """An index built over empty files has no zone; files written since are read whole."""
+    path = tmp_path / "t"
+    path.mkdir()
+    _write_parquet(
+        _data(np.arange(0, dtype=np.int64)).cast(_data(_ids(1)).schema), path / "part-0.parquet"
+    )
+    build_index(path, "id", items=ITEMS)
+    _write_parquet(_data(np.arange(ROWS, ROWS + 200), "new"), path / "part-1.parquet")
+    _write_parquet(_data(np.arange(0, 100), "new"), path / "part-2.parquet")
+    table = _check(path, [ROWS + 3, 7])
+    assert _read_whole(table, [ROWS + 3, 7]) == {1, 2}
 
 
 def test_a_rebuild_after_changes_covers_everything_again(tmp_path: Path) -> None:
