@@ -207,18 +207,7 @@ class IndexFileWriter:
             writer.add_schema_metadata(META_CHECKSUMS, str(buffer_index))
             if index.files is not None:
                 writer.add_schema_metadata(META_COLUMN, index.column)
-                files = [
-                    [
-                        f.fragment_id,
-                        f.path,
-                        f.identity.size,
-                        f.identity.mtime_ns,
-                        f.rows,
-                        f.identity.footer,
-                    ]
-                    for f in index.files
-                ]
-                writer.add_schema_metadata(META_FILES, json.dumps(files))
+                writer.add_schema_metadata(META_FILES, encode_files(index.files))
             writer.close()
             os.replace(self._temporary, self.target)
         finally:
@@ -424,18 +413,7 @@ def _read_index_file_once(target: Path, column: str) -> ZoneIndex:
     files = None
     files_text = metadata.get(META_FILES.encode())
     if files_text is not None:
-        try:
-            files = [
-                FragmentFile(
-                    int(a),
-                    str(b),
-                    FileIdentity(int(c), int(d), int(rest[0]) if rest else 0),
-                    int(e),
-                )
-                for a, b, c, d, e, *rest in json.loads(files_text)
-            ]
-        except (ValueError, TypeError, RecursionError) as err:
-            raise IndexFormatError(f"{where}: {META_FILES} metadata is damaged ({err})") from err
+        files = decode_files(files_text, where)
         column = column or metadata.get(META_COLUMN.encode(), b"").decode()
     return ZoneIndex(
         column=column,
@@ -450,3 +428,29 @@ def _read_index_file_once(target: Path, column: str) -> ZoneIndex:
         files=files,
         damaged=damaged,
     )
+
+
+def encode_files(files: list[FragmentFile]) -> str:
+    """The Parquet files an index covers, as the index file's ``pruner_files`` metadata."""
+    rows = [
+        [f.fragment_id, f.path, f.identity.size, f.identity.mtime_ns, f.rows, f.identity.footer]
+        for f in files
+    ]
+    return json.dumps(rows)
+
+
+def decode_files(text: str | bytes, where: str) -> list[FragmentFile]:
+    """:func:`encode_files`' text read back.
+
+    Raises:
+        IndexFormatError: the text is damaged.
+    """
+    try:
+        return [
+            FragmentFile(
+                int(a), str(b), FileIdentity(int(c), int(d), int(rest[0]) if rest else 0), int(e)
+            )
+            for a, b, c, d, e, *rest in json.loads(text)
+        ]
+    except (ValueError, TypeError, RecursionError) as err:
+        raise IndexFormatError(f"{where}: {META_FILES} metadata is damaged ({err})") from err
