@@ -176,9 +176,10 @@ class _Evaluator(PredicateVisitor[Selection | None]):
             return None
         if node.error is not None or node.hashes is None:
             raise node.error or ValueError(f"{term} was not bound")
-        mask = index.index.zone_mask(node.hashes)
+        mask, decided = index.index.zone_mask_explained(node.hashes)
         selected = int((mask & index.valid).sum())
-        self.terms.append(TermReport(term, True, node.reason, column, selected))
+        reason = node.reason if decided is None else f"{node.reason}; {decided}".lstrip("; ")
+        self.terms.append(TermReport(term, True, reason, column, selected))
         return index.zones(mask)
 
     def visit_is_null(self, node: IsNull) -> Selection | None:

@@ -41,8 +41,8 @@ from pruner.index import (
     ZoneIndex,
     list_bloom_indexes,
     load_lance_index,
+    open_index,
     parquet_index_path,
-    read_index_file,
 )
 from pruner.selection import FRAGMENT_SHIFT, Selection
 
@@ -177,12 +177,12 @@ class Table:
         if column in self.mixed_types:
             return None
         if self.kind == "lance":
-            index = load_lance_index(self.dataset, column)
+            index = load_lance_index(self.dataset, column, companion=True)
             return None if index is None else self._fit(index, self._lance_ids(index))
         location = parquet_index_path(self.path, column)
         if not location.exists():
             return None
-        index = read_index_file(location, column)
+        index = open_index(location, column)
         return self._fit(index, self._parquet_ids(index))
 
     def _fit(self, index: ZoneIndex, table_ids: np.ndarray) -> TableIndex:

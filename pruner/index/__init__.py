@@ -50,6 +50,14 @@ from pruner.index.fileformat import (
     write_index_file,
     zone_checksums,
 )
+from pruner.index.hierarchy import (
+    COMPANION_NAME,
+    Hierarchy,
+    HierarchyUnusable,
+    companion_path,
+    open_index,
+    write_hierarchy_of,
+)
 from pruner.index.lance import (
     BLOOM_INDEX_DETAILS,
     BloomIndexInfo,
@@ -66,6 +74,7 @@ from pruner.index.store import PARQUET_INDEX_DIR, load_index, parquet_index_path
 __all__ = [
     "BLOOM_INDEX_DETAILS",
     "BUILD_ENGINES",
+    "COMPANION_NAME",
     "DEFAULT_ITEMS",
     "DEFAULT_PROBABILITY",
     "ENGINES",
@@ -80,6 +89,8 @@ __all__ = [
     "PARQUET_INDEX_DIR",
     "BloomIndexInfo",
     "FragmentFile",
+    "Hierarchy",
+    "HierarchyUnusable",
     "IndexFileWriter",
     "ProgressCallback",
     "ZoneIndex",
@@ -87,13 +98,16 @@ __all__ = [
     "build_lance_index",
     "build_parquet_index",
     "commit_lance_index",
+    "companion_path",
     "format_probability",
     "list_bloom_indexes",
     "load_index",
     "load_lance_index",
+    "open_index",
     "parquet_footer_hash",
     "parquet_index_path",
     "read_index_file",
+    "write_hierarchy_of",
     "write_index_file",
     "zone_checksums",
 ]
@@ -155,11 +169,22 @@ def build_index(
                 ds, column, items=items, probability=probability, progress=progress, sink=sink
             )
             size = sink.finish(index)
+        _write_companion(lance_index_path(ds, index_uuid), index)
         commit_index_file(ds, index, index_uuid, size, None)
         return index
-    with IndexFileWriter(parquet_index_path(path, column)) as sink:
+    location = parquet_index_path(path, column)
+    with IndexFileWriter(location) as sink:
         index = build(
             path, column, items=items, probability=probability, progress=progress, sink=sink
         )
         sink.finish(index)
+    _write_companion(location, index)
     return index
+
+
+def _write_companion(index_file: Path, index: ZoneIndex) -> None:
+    """The hierarchy companion beside ``index_file``, when the build kept the values'
+    distinct hashes; else any old one is removed (it would be stale, and unused)."""
+    distinct, index.build_distinct = index.build_distinct, None
+    if distinct is None or write_hierarchy_of(index_file, index, distinct) is None:
+        companion_path(index_file).unlink(missing_ok=True)

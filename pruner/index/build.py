@@ -80,12 +80,14 @@ class FragmentZoneRows:
     filters: np.ndarray
     null_offsets: np.ndarray | None
     rows: int
+    distinct: np.ndarray | None = None  # the distinct hashes of its values (local builds)
 
 
 def index_fragment(part: FragmentColumn, num_bytes: int) -> FragmentZoneRows:
     zones = part.zones
     hashes, valid = hash_array(part.values, scratch("fragment-hashes", len(part.values), np.uint64))
     null_offsets = None
+    distinct = np.unique(hashes if valid is None else hashes[valid])
     if valid is None:
         filters = sbbf.insert(hashes, zones.first_row, num_bytes)
         has_null = np.zeros(zones.num_zones, dtype=bool)
@@ -108,6 +110,7 @@ def index_fragment(part: FragmentColumn, num_bytes: int) -> FragmentZoneRows:
         filters,
         null_offsets,
         len(part.values),
+        distinct,
     )
 
 
@@ -181,7 +184,14 @@ def assemble(
         if results
         else np.zeros((0, num_bytes), dtype=np.uint8),
         null_rows={r.fragment_id: r.null_offsets for r in results if r.null_offsets is not None},
+        build_distinct=_distinct(results),
     )
+
+
+def _distinct(results: list[FragmentZoneRows]) -> dict[int, np.ndarray] | None:
+    """Per fragment, its distinct hashes; None unless every fragment kept them."""
+    found = {r.fragment_id: r.distinct for r in results if r.distinct is not None}
+    return found if len(found) == len(results) else None
 
 
 def _column_type(schema: pa.Schema, column: str, where: str) -> pa.DataType:

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from pruner.index.fileformat import INDEX_FILE_NAME, read_index_file, write_index_file
+from pruner.index.hierarchy import open_index
 from pruner.index.model import ZoneIndex
 
 __all__ = [
@@ -159,12 +160,18 @@ def _commit_once(ds: Any, index: ZoneIndex, index_uuid: str, size: int, name: st
     )
 
 
-def load_lance_index(dataset: object, column: str) -> ZoneIndex | None:
+def load_lance_index(dataset: object, column: str, *, companion: bool = False) -> ZoneIndex | None:
     """Every segment of the bloom index on ``column`` of a Lance dataset (a path or an open
-    dataset) as one index, or None when there is none."""
+    dataset) as one index, or None when there is none. ``companion``: an index of one segment
+    covering all its zones is opened through its hierarchy companion when it has one."""
     segments = [info for info in list_bloom_indexes(dataset) if info.column == column]
     if not segments:
         return None
+    if companion and len(segments) == 1:
+        (info,) = segments
+        index = open_index(info.path, column)
+        if np.isin(index.fragment_id, np.fromiter(info.fragment_ids, np.uint64)).all():
+            return index
     parts = []
     for info in segments:
         part = read_index_file(info.path, column)

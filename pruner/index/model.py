@@ -9,12 +9,15 @@ covers. Reading and writing the file is :mod:`pruner.index.fileformat`'s job.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from pruner import sbbf
 from pruner.discover import FileIdentity
+from pruner.errors import IndexFormatError, PrunerError
 
 __all__ = ["FragmentFile", "ZoneIndex"]
 
@@ -36,6 +39,12 @@ class ZoneIndex:
     ``filters`` holds every zone's SBBF as one row of a (zones, bytes) array; an index whose
     zones have filters of different sizes (only older Lance versions wrote those) keeps each
     size in its own group, see :meth:`filter_groups`.
+
+    An index opened through its hierarchy companion (:mod:`pruner.index.hierarchy`) has no
+    filters in memory (``filter_data`` None): probes read the companion by offset, and
+    anything else that needs the filters, or a probe the companion fails, loads them from the
+    index file (``plain``) first. ``hierarchy_note`` says why an index that could have had a
+    companion was read without one.
     """
 
     column: str
@@ -45,11 +54,17 @@ class ZoneIndex:
     zone_start: np.ndarray
     zone_length: np.ndarray
     has_null: np.ndarray
-    filter_data: list[bytes] | np.ndarray
+    filter_data: list[bytes] | np.ndarray | None
     null_rows: dict[int, np.ndarray] | None = None
     files: list[FragmentFile] | None = None
     # Per zone, True when its stored checksum does not match its content; None: no checksums.
     damaged: np.ndarray | None = None
+    hierarchy: Any = None  # a pruner.index.hierarchy.Hierarchy
+    plain: Callable[[], ZoneIndex] | None = field(default=None, repr=False)
+    hierarchy_note: str | None = None
+    # Set by a build that hashed the values here: per fragment id, the distinct hashes of its
+    # values, for the hierarchy companion; never stored.
+    build_distinct: dict[int, np.ndarray] | None = field(default=None, repr=False)
     _groups: list[tuple[np.ndarray, np.ndarray]] | None = field(default=None, repr=False)
     # Probing, per filter group (see _probe_layout): the sliced layout once built, and the
     # (value, zone) pairs probed directly until then.
@@ -79,12 +94,40 @@ class ZoneIndex:
 
     def filter_bytes(self, zone: int) -> bytes:
         """The serialized SBBF of zone ``zone`` (file order)."""
-        return bytes(self.filter_data[zone])
+        return bytes(self._filters()[zone])
+
+    def _filters(self) -> list[bytes] | np.ndarray:
+        """The zones' filters, loaded from the index file when only the companion was open.
+
+        Raises:
+            IndexFormatError: the index file is damaged, or holds other zones than the
+                companion.
+        """
+        if self.filter_data is None:
+            assert self.plain is not None, "an index without filters has a loader"
+            with self._build_lock:
+                if self.filter_data is None:
+                    plain = self.plain()
+                    same = (
+                        np.array_equal(plain.fragment_id, self.fragment_id)
+                        and np.array_equal(plain.zone_start, self.zone_start)
+                        and np.array_equal(plain.zone_length, self.zone_length)
+                    )
+                    if not same or (plain.damaged is not None and plain.damaged.any()):
+                        raise IndexFormatError(
+                            f"the index file of {self.column!r} holds other or damaged zones "
+                            "than its hierarchy companion; rebuild the index"
+                        )
+                    self.null_rows = plain.null_rows
+                    self.filter_data = plain.filter_data
+        data = self.filter_data
+        assert data is not None
+        return data
 
     def filter_groups(self) -> list[tuple[np.ndarray, np.ndarray]]:
         """``[(zone numbers, (n, bytes) uint8 filters)]``, one entry per filter size."""
         if self._groups is None:
-            data = self.filter_data
+            data = self._filters()
             if isinstance(data, np.ndarray):
                 self._groups = [(np.arange(self.num_zones), data)]
             else:
@@ -156,6 +199,8 @@ class ZoneIndex:
         if len(parts) == 1:
             return parts[0]
         first = parts[0]
+        for p in parts:
+            p._filters()
         arrays = [p.filter_data for p in parts if isinstance(p.filter_data, np.ndarray)]
         filters: list[bytes] | np.ndarray
         if len(arrays) == len(parts) and len({a.shape[1] for a in arrays}) == 1:
@@ -188,7 +233,7 @@ class ZoneIndex:
     def subset(self, zones: np.ndarray) -> ZoneIndex:
         """The index of only the zones ``zones`` (indices or a bool mask), in that order."""
         picked = np.arange(self.num_zones)[zones]
-        data = self.filter_data
+        data = self._filters()
         filters = data[picked] if isinstance(data, np.ndarray) else [data[z] for z in picked]
         return ZoneIndex(
             column=self.column,
@@ -206,6 +251,32 @@ class ZoneIndex:
 
     def zone_mask(self, hashes: np.ndarray) -> np.ndarray:
         """(zones,) bool: zones that may hold any of the hashed values."""
+        return self.zone_mask_explained(hashes)[0]
+
+    def zone_mask_explained(self, hashes: np.ndarray) -> tuple[np.ndarray, str | None]:
+        """:meth:`zone_mask`, and which level of the hierarchy decided it (None: the zone
+        filters in memory, with no companion expected).
+
+        A companion that fails (a block truncated or failing its checksum) is dropped and
+        the index file's filters are probed instead; if they cannot be read either, every
+        zone is selected.
+        """
+        if self.hierarchy is not None:
+            try:
+                probe = self.hierarchy.probe(hashes)
+                return probe.mask, probe.decided
+            except PrunerError as err:
+                self.hierarchy = None
+                self.hierarchy_note = f"hierarchy companion dropped ({err})"
+        note = self.hierarchy_note
+        if self.filter_data is None:
+            try:
+                self._filters()
+            except PrunerError as err:
+                return np.ones(self.num_zones, bool), f"{note}; index file unreadable ({err})"
+        return self._zone_mask(hashes), None if note is None else f"zone filters ({note})"
+
+    def _zone_mask(self, hashes: np.ndarray) -> np.ndarray:
         mask = np.zeros(self.num_zones, dtype=bool)
         for group, (zones, filters) in enumerate(self.filter_groups()):
             sliced = self._probe_layout(group, filters, len(hashes))

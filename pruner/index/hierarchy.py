@@ -1,0 +1,430 @@
+"""The hierarchy companion of a zone bloom index: cold point probes that read kilobytes.
+
+``bloomfilter.lance`` holds one SBBF per zone, zone after zone: a probe must load all of it
+(650 zones x 32 KiB = 20 MiB at 5M rows). Beside it, ``bloomfilter.hierarchy`` holds the same
+zones again, arranged for reading by offset, plus two coarser filters (the hierarchy of
+``shared/seeds/parquedb_bloom_filter_design.md``):
+
+- a **dataset filter** over every value of the column, sized from the sum of the fragments'
+  distinct counts (an upper bound of the dataset's) at the index's probability;
+- a **fragment filter** per fragment over its values, all of one size (sized from the
+  largest fragment's distinct count), so they are stored block-major like the zones;
+- the **zone filters**, block-major: every zone filter has the same size, so a value's block
+  number is the same in every zone; block ``b`` of every zone is stored contiguously, a
+  fragment's zones next to each other.
+
+A probe goes dataset -> fragments -> zones, reading with ``pread``: one 32-byte block of the
+dataset filter (an absent value stops there), one row of fragment blocks, and for each
+fragment that may hold the value, its zones' blocks of one row. Every piece read carries an
+xxHash64 checksum that is checked before use.
+
+The companion is derived data. It records the size and the xxHash64 of the last bytes of the
+index file it was made from, and is used only while they match; anything wrong with it
+(missing, stale, truncated, a checksum that fails) raises :class:`HierarchyUnusable`, and the
+caller reads ``bloomfilter.lance`` instead. It never changes what a probe selects: the zone
+filters are the index's own bytes, and the coarser filters only skip zones whose filters
+would say "absent" too (every value of a zone is in its fragment's and the dataset's filter).
+
+Layout (all integers little-endian)::
+
+    b"PRUNERH1" | u32 header length | header (JSON) | sections at the header's offsets
+
+    zones      u64 fragment_id[Z] | u64 zone_start[Z] | u64 zone_length[Z] | u8 has_null[Z]
+    dataset    the dataset filter (D blocks)               checksums: one per block
+    fragments  row r = block r of every fragment filter    checksums: one per row
+    zone rows  row r = block r of every zone filter        checksums: one per (row, fragment)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import xxhash
+
+from pruner import sbbf
+from pruner.errors import PrunerError
+from pruner.index.fileformat import decode_files, encode_files, read_index_file
+from pruner.index.model import FragmentFile, ZoneIndex
+
+__all__ = [
+    "COMPANION_NAME",
+    "Hierarchy",
+    "HierarchyUnusable",
+    "Probe",
+    "companion_path",
+    "open_index",
+    "write_hierarchy",
+    "write_hierarchy_of",
+]
+
+COMPANION_NAME = "bloomfilter.hierarchy"
+MAGIC = b"PRUNERH1"
+VERSION = 1
+_TAIL_BYTES = 4096
+"""The index file's fingerprint is its size and the xxHash64 of its last bytes (Lance's
+footer: the offsets of every column page and global buffer, which move with the content)."""
+
+_BLOCK = sbbf.BLOCK_BYTES
+
+
+class HierarchyUnusable(PrunerError):
+    """The companion cannot be used (missing, stale or damaged): read the index file."""
+
+
+def companion_path(index_file: str | os.PathLike[str]) -> Path:
+    return Path(index_file).with_name(COMPANION_NAME)
+
+
+def _fingerprint(index_file: Path) -> tuple[int, str]:
+    with open(index_file, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        tail = os.pread(handle.fileno(), _TAIL_BYTES, max(0, size - _TAIL_BYTES))
+    return size, xxhash.xxh64_hexdigest(tail)
+
+
+def _row_checksums(rows: np.ndarray) -> np.ndarray:
+    """xxHash64 of each row of a 2-D uint8 array."""
+    return np.fromiter(
+        (xxhash.xxh64_intdigest(row.tobytes()) for row in rows), np.uint64, len(rows)
+    )
+
+
+def _block_major(filters: np.ndarray) -> np.ndarray:
+    """(n, B*32) filters -> (B, n*32): row b holds block b of every filter, in order."""
+    count, num_bytes = filters.shape
+    blocks = num_bytes // _BLOCK
+    return np.ascontiguousarray(
+        filters.reshape(count, blocks, _BLOCK).transpose(1, 0, 2).reshape(blocks, count * _BLOCK)
+    )
+
+
+def write_hierarchy(
+    index_file: str | os.PathLike[str],
+    *,
+    column: str,
+    items: int,
+    probability: float,
+    fragment_id: np.ndarray,
+    zone_start: np.ndarray,
+    zone_length: np.ndarray,
+    has_null: np.ndarray,
+    filters: np.ndarray,
+    distinct: Mapping[int, np.ndarray],
+    files: list[FragmentFile] | None = None,
+) -> Path:
+    """Write the companion of ``index_file`` (already written) atomically beside it.
+
+    Args:
+        filters: (zones, bytes) uint8, every zone's filter, one size, in file order.
+        distinct: per fragment id, the distinct hashes of its non-null values.
+    """
+    target = companion_path(index_file)
+    fragment_id = np.asarray(fragment_id, np.uint64)
+    first_zone = np.flatnonzero(np.r_[True, fragment_id[1:] != fragment_id[:-1]])
+    first_zone = first_zone[first_zone < len(fragment_id)]
+    fragments = fragment_id[first_zone]
+    if len(np.unique(fragments)) != len(fragments):
+        raise ValueError("a fragment's zones must be next to each other")
+    counts = [len(distinct.get(int(f), ())) for f in fragments]
+    fragment_bytes = sbbf.optimal_num_bytes(max(counts, default=1) or 1, probability)
+    dataset_bytes = sbbf.optimal_num_bytes(sum(counts) or 1, probability)
+    by_fragment = [np.asarray(distinct.get(int(f), np.zeros(0, np.uint64))) for f in fragments]
+    bounds = np.concatenate(([0], np.cumsum([len(h) for h in by_fragment]))).astype(np.int64)
+    everything = (np.concatenate(by_fragment) if by_fragment else np.zeros(0, np.uint64)).astype(
+        np.uint64
+    )
+    fragment_filters = sbbf.insert(everything, bounds, fragment_bytes)
+    dataset_filter = sbbf.insert(everything, np.array([0, len(everything)]), dataset_bytes)[0]
+
+    zone_rows = _block_major(filters)
+    fragment_rows = _block_major(fragment_filters)
+    dataset_blocks = dataset_filter.reshape(-1, _BLOCK)
+    # One checksum per (zone row, fragment): a probe reads one fragment's zones of a row.
+    zone_sums = np.empty((len(zone_rows), len(fragments)), np.uint64)
+    edges = [*first_zone.tolist(), len(fragment_id)]
+    for f in range(len(fragments)):
+        piece = zone_rows[:, edges[f] * _BLOCK : edges[f + 1] * _BLOCK]
+        zone_sums[:, f] = _row_checksums(piece)
+    meta = np.concatenate(
+        [
+            fragment_id.astype("<u8").view(np.uint8),
+            np.asarray(zone_start, "<u8").view(np.uint8),
+            np.asarray(zone_length, "<u8").view(np.uint8),
+            np.asarray(has_null, np.uint8),
+        ]
+    )
+    sections = {
+        "zones": meta,
+        "dataset": dataset_blocks,
+        "dataset_sums": _row_checksums(dataset_blocks).astype("<u8"),
+        "fragments": fragment_rows,
+        "fragment_sums": _row_checksums(fragment_rows).astype("<u8"),
+        "zone_rows": zone_rows,
+        "zone_sums": zone_sums.astype("<u8"),
+    }
+    size, tail = _fingerprint(Path(index_file))
+    header: dict[str, object] = {
+        "version": VERSION,
+        "column": column,
+        "items": items,
+        "probability": probability,
+        "index_file_size": size,
+        "index_file_tail": tail,
+        "zones": len(fragment_id),
+        "fragments": [int(f) for f in fragments],
+        "fragment_first_zone": [int(z) for z in first_zone],
+        "zone_bytes": int(filters.shape[1]) if filters.ndim == 2 else 0,
+        "fragment_bytes": fragment_bytes,
+        "dataset_bytes": dataset_bytes,
+        "zones_checksum": xxhash.xxh64_intdigest(meta.tobytes()),
+        "files": None if files is None else encode_files(files),
+    }
+    # Offsets depend on the header's length, which depends on the offsets' digits: lay out
+    # with a header padded to a fixed width.
+    offsets: dict[str, int] = {}
+    header["offsets"] = offsets
+    padding = 64
+    while True:
+        position = len(MAGIC) + 4 + len(json.dumps(header)) + padding
+        for name, data in sections.items():
+            offsets[name] = position
+            position += data.nbytes
+        text = json.dumps(header).encode()
+        if len(MAGIC) + 4 + len(text) <= offsets["zones"]:
+            break
+        padding *= 2
+    text = text.ljust(offsets["zones"] - len(MAGIC) - 4, b" ")
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        with open(temporary, "wb") as out:
+            out.write(MAGIC + len(text).to_bytes(4, "little") + text)
+            for data in sections.values():
+                out.write(np.ascontiguousarray(data).tobytes())
+        os.replace(temporary, target)
+    finally:
+        temporary.unlink(missing_ok=True)
+    return target
+
+
+@dataclass(frozen=True)
+class Probe:
+    """What one hierarchical probe selected and which level decided it."""
+
+    mask: np.ndarray  # (zones,) bool
+    decided: str
+
+
+class Hierarchy:
+    """An open companion: its zones' metadata in memory, its filters read by offset.
+
+    ``bytes_read`` counts every byte read from the companion (header and metadata included).
+
+    Raises:
+        HierarchyUnusable: missing, stale (its index file changed) or damaged.
+    """
+
+    def __init__(self, index_file: str | os.PathLike[str]) -> None:
+        self.index_file = Path(index_file)
+        self.path = companion_path(index_file)
+        self.bytes_read = 0
+        try:
+            self._fd = os.open(self.path, os.O_RDONLY)
+        except OSError as err:
+            raise HierarchyUnusable(
+                "no hierarchy companion (pruner index build writes one)"
+            ) from err
+        try:
+            self._open()
+        except BaseException:
+            fd, self._fd = self._fd, -1
+            os.close(fd)
+            raise
+
+    def _read(self, offset: int, length: int) -> bytes:
+        data = os.pread(self._fd, length, offset)
+        self.bytes_read += len(data)
+        if len(data) != length:
+            raise HierarchyUnusable(f"hierarchy companion {self.path} is truncated")
+        return data
+
+    def _open(self) -> None:
+        size = os.fstat(self._fd).st_size
+        first = os.pread(self._fd, min(size, 1024), 0)
+        self.bytes_read += len(first)
+        if first[: len(MAGIC)] != MAGIC or len(first) < len(MAGIC) + 4:
+            raise HierarchyUnusable(f"{self.path} is not a pruner hierarchy companion")
+        length = int.from_bytes(first[len(MAGIC) : len(MAGIC) + 4], "little")
+        text = first[len(MAGIC) + 4 : len(MAGIC) + 4 + length]
+        if len(text) < length:
+            text += self._read(len(first), length - len(text))
+        try:
+            header = json.loads(text)
+            if header.get("version") != VERSION:
+                raise HierarchyUnusable(f"{self.path}: version {header.get('version')!r}")
+            offsets = {str(k): int(v) for k, v in header["offsets"].items()}
+            zones = int(header["zones"])
+            self.fragments = np.array(header["fragments"], np.uint64)
+            self._first_zone = [int(z) for z in header["fragment_first_zone"]]
+            self.zone_bytes = int(header["zone_bytes"])
+            self.fragment_bytes = int(header["fragment_bytes"])
+            self.dataset_bytes = int(header["dataset_bytes"])
+            fingerprint = (int(header["index_file_size"]), str(header["index_file_tail"]))
+            zones_checksum = int(header["zones_checksum"])
+            files_text = header.get("files")
+            self.column = str(header["column"])
+            self.items = int(header["items"])
+            self.probability = float(header["probability"])
+        except HierarchyUnusable:
+            raise
+        except (ValueError, TypeError, KeyError, AttributeError) as err:
+            raise HierarchyUnusable(f"{self.path}: damaged header ({err})") from err
+        for num_bytes in (self.zone_bytes, self.fragment_bytes, self.dataset_bytes):
+            if num_bytes < _BLOCK or num_bytes % _BLOCK or num_bytes > sbbf.MAX_BYTES:
+                raise HierarchyUnusable(f"{self.path}: damaged header (filter of {num_bytes} B)")
+        try:
+            now = _fingerprint(self.index_file)
+        except OSError as err:
+            raise HierarchyUnusable(f"its index file is unreadable ({err.strerror})") from err
+        if now != fingerprint:
+            raise HierarchyUnusable("stale: the index file changed since it was written")
+        meta = self._read(offsets["zones"], 25 * zones)
+        if xxhash.xxh64_intdigest(meta) != zones_checksum:
+            raise HierarchyUnusable(f"{self.path}: its zones fail their checksum")
+        view = np.frombuffer(meta, np.uint8)
+        self.fragment_id = view[: 8 * zones].view("<u8").astype(np.uint64)
+        self.zone_start = view[8 * zones : 16 * zones].view("<u8").astype(np.uint64)
+        self.zone_length = view[16 * zones : 24 * zones].view("<u8").astype(np.uint64)
+        self.has_null = view[24 * zones :].astype(bool)
+        self.files = None if files_text is None else decode_files(files_text, str(self.path))
+        self.num_zones = zones
+        self._offsets = offsets
+        if len(self._first_zone) != len(self.fragments) or (
+            zones and (self._first_zone[0] != 0 or self._first_zone != sorted(self._first_zone))
+        ):
+            raise HierarchyUnusable(f"{self.path}: damaged header (fragment zones)")
+        if size < offsets["zone_sums"] + 8 * len(self.fragments) * (self.zone_bytes // _BLOCK):
+            raise HierarchyUnusable(f"hierarchy companion {self.path} is truncated")
+
+    def __del__(self) -> None:
+        fd, self._fd = getattr(self, "_fd", -1), -1
+        if fd >= 0:
+            os.close(fd)
+
+    def _checked(self, section: str, row: int, row_bytes: int, sums: str, sum_index: int) -> bytes:
+        data = self._read(self._offsets[section] + row * row_bytes, row_bytes)
+        stored = int.from_bytes(self._read(self._offsets[sums] + 8 * sum_index, 8), "little")
+        if xxhash.xxh64_intdigest(data) != stored:
+            raise HierarchyUnusable(f"{self.path}: a {section} block fails its checksum")
+        return data
+
+    def probe(self, hashes: np.ndarray) -> Probe:
+        """Zones that may hold any of the hashed values, read level by level.
+
+        Raises:
+            HierarchyUnusable: a piece read is truncated or fails its checksum.
+        """
+        hashes = np.unique(np.asarray(hashes, np.uint64))
+        mask = np.zeros(self.num_zones, bool)
+        if not len(hashes) or not self.num_zones:
+            return Probe(mask, "dataset filter: absent")
+        # Dataset level: one block per distinct block number.
+        dataset_blocks = self.dataset_bytes // _BLOCK
+        blocks = sbbf.block_of(hashes, dataset_blocks)
+        present = np.zeros(len(hashes), bool)
+        for block in np.unique(blocks).tolist():
+            data = self._checked("dataset", block, _BLOCK, "dataset_sums", block)
+            these = blocks == block
+            row = np.frombuffer(data, np.uint8)[None, :]
+            present[these] = sbbf.check(row, hashes[these])[:, 0]
+        hashes = hashes[present]
+        if not len(hashes):
+            return Probe(mask, "dataset filter: absent")
+        # Fragment level: one row of every fragment's block per distinct block number.
+        count = len(self.fragments)
+        blocks = sbbf.block_of(hashes, self.fragment_bytes // _BLOCK)
+        candidates = np.zeros((len(hashes), count), bool)
+        for block in np.unique(blocks).tolist():
+            data = self._checked("fragments", block, count * _BLOCK, "fragment_sums", block)
+            these = blocks == block
+            rows = np.frombuffer(data, np.uint8).reshape(count, _BLOCK)
+            candidates[these] = sbbf.check(rows, hashes[these])
+        # Zone level: the zones of each candidate fragment, one row slice per block number.
+        zone_blocks = self.zone_bytes // _BLOCK
+        row_bytes = self.num_zones * _BLOCK
+        blocks = sbbf.block_of(hashes, zone_blocks)
+        edges = [*self._first_zone, self.num_zones]
+        for f in np.flatnonzero(candidates.any(axis=0)).tolist():
+            lo, hi = edges[f], edges[f + 1]
+            wanted = candidates[:, f]
+            for block in np.unique(blocks[wanted]).tolist():
+                offset = self._offsets["zone_rows"] + block * row_bytes + lo * _BLOCK
+                data = self._read(offset, (hi - lo) * _BLOCK)
+                sum_offset = self._offsets["zone_sums"] + 8 * (block * count + f)
+                stored = int.from_bytes(self._read(sum_offset, 8), "little")
+                if xxhash.xxh64_intdigest(data) != stored:
+                    raise HierarchyUnusable(f"{self.path}: a zone block fails its checksum")
+                these = wanted & (blocks == block)
+                rows = np.frombuffer(data, np.uint8).reshape(hi - lo, _BLOCK)
+                mask[lo:hi] |= sbbf.check(rows, hashes[these]).any(axis=0)
+        touched = int(candidates.any(axis=0).sum())
+        return Probe(
+            mask,
+            f"fragment filters: {touched} of {count} fragments; "
+            f"zone filters: {int(mask.sum())} zones",
+        )
+
+
+def write_hierarchy_of(
+    index_file: str | os.PathLike[str], index: ZoneIndex, distinct: Mapping[int, np.ndarray]
+) -> Path | None:
+    """The companion of ``index`` (just written to ``index_file``), or None when the index
+    cannot have one (filters of several sizes)."""
+    if not isinstance(index.filter_data, np.ndarray):
+        return None
+    return write_hierarchy(
+        index_file,
+        column=index.column,
+        items=index.items,
+        probability=index.probability,
+        fragment_id=index.fragment_id,
+        zone_start=index.zone_start,
+        zone_length=index.zone_length,
+        has_null=index.has_null,
+        filters=index.filter_data,
+        distinct=distinct,
+        files=index.files,
+    )
+
+
+def open_index(index_file: str | os.PathLike[str], column: str = "") -> ZoneIndex:
+    """The index in ``index_file`` for probing: through its companion when it has a usable
+    one (nothing but the companion's zones read now), else read whole, with the reason in
+    ``hierarchy_note``.
+
+    Raises:
+        IndexFormatError: no usable companion, and the index file is damaged.
+    """
+    try:
+        opened = Hierarchy(index_file)
+    except HierarchyUnusable as err:
+        index = read_index_file(index_file, column)
+        index.hierarchy_note = str(err)
+        return index
+    return ZoneIndex(
+        column=column or opened.column,
+        items=opened.items,
+        probability=opened.probability,
+        fragment_id=opened.fragment_id,
+        zone_start=opened.zone_start,
+        zone_length=opened.zone_length,
+        has_null=opened.has_null,
+        filter_data=None,
+        files=opened.files,
+        hierarchy=opened,
+        plain=lambda: read_index_file(index_file, column),
+    )

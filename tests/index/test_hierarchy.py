@@ -1,0 +1,373 @@
+"""The hierarchy companion (dataset -> fragment -> block-major zone filters).
+
+It must select exactly the zones the flat probe of ``bloomfilter.lance`` selects, and when it
+is missing, stale or damaged, the index file is used instead: never a narrower selection.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import lance
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import pruner
+from pruner.explain import explain
+from pruner.hashing import hash_array
+from pruner.index import (
+    Hierarchy,
+    HierarchyUnusable,
+    build_index,
+    companion_path,
+    list_bloom_indexes,
+    open_index,
+    parquet_index_path,
+    read_index_file,
+)
+from pruner.table import open_table
+from tests.support.engine_check import engine_alone
+
+pytestmark = pytest.mark.filterwarnings("ignore:.*fork-safe")
+
+
+def _index_file(path: Path, column: str = "id") -> Path:
+    if path.suffix == ".lance":
+        (info,) = [i for i in list_bloom_indexes(path) if i.column == column]
+        return Path(info.path)
+    return parquet_index_path(path, column)
+
+
+def _write(kind: str, data: pa.Table, directory: Path, per_fragment: int) -> Path:
+    if kind == "lance":
+        path = directory / "t.lance"
+        lance.write_dataset(data, str(path), max_rows_per_file=per_fragment)
+        return path
+    path = directory / "t"
+    path.mkdir()
+    for number, start in enumerate(range(0, data.num_rows, per_fragment)):
+        part = data.slice(start, per_fragment)
+        pq.write_table(part, path / f"part-{number:03}.parquet", row_group_size=300)
+    return path
+
+
+def _hashes(values: list[Any], arrow_type: pa.DataType) -> np.ndarray:
+    hashes, valid = hash_array(pa.array(values, arrow_type))
+    return hashes if valid is None else hashes[valid]
+
+
+@st.composite
+def _cases(draw: st.DrawFn) -> dict[str, Any]:
+    kind = draw(st.sampled_from(["lance", "parquet"]))
+    strings = draw(st.booleans())
+    rows = draw(st.integers(1, 3000))
+    per_fragment = draw(st.integers(50, 1500))
+    items = draw(st.sampled_from([16, 64, 256, 1024]))
+    probability = draw(st.sampled_from([0.3, 0.05, 0.001]))
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    keys = rng.integers(-(10**6), 10**6, rows, dtype=np.int64)
+    mask = rng.random(rows) < draw(st.sampled_from([0.0, 0.1]))
+    values = [str(k) for k in keys] if strings else keys
+    arrow_type = pa.string() if strings else pa.int64()
+    data = pa.table({"id": pa.array(values, arrow_type, mask=mask), "pos": np.arange(rows)})
+    deleted = draw(st.lists(st.integers(0, rows - 1), max_size=20)) if kind == "lance" else []
+    present = [v for v in rng.choice(np.asarray(values, dtype=object), 5).tolist()]
+    absent_keys = rng.integers(2 * 10**6, 3 * 10**6, 20)
+    absent = [str(k) for k in absent_keys] if strings else absent_keys.tolist()
+    probes = [present[:1], absent[:1], present + absent, absent]
+    return {
+        "kind": kind,
+        "data": data,
+        "per_fragment": per_fragment,
+        "items": items,
+        "probability": probability,
+        "deleted": deleted,
+        "probes": probes,
+        "arrow_type": arrow_type,
+    }
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(case=_cases())
+def test_the_hierarchy_selects_the_zones_of_the_flat_probe_or_fewer(
+    case: dict[str, Any], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    directory = tmp_path_factory.mktemp("h")
+    path = _write(case["kind"], case["data"], directory, case["per_fragment"])
+    if case["deleted"]:
+        ids = ", ".join(map(str, sorted(set(case["deleted"]))))
+        lance.dataset(str(path)).delete(f"pos IN ({ids})")
+    build_index(path, "id", items=case["items"], probability=case["probability"])
+    index_file = _index_file(path)
+    flat = read_index_file(index_file, "id")
+    tiered = open_index(index_file, "id")
+    assert tiered.hierarchy is not None and tiered.filter_data is None
+    assert np.array_equal(tiered.fragment_id, flat.fragment_id)
+    assert np.array_equal(tiered.zone_start, flat.zone_start)
+    assert np.array_equal(tiered.zone_length, flat.zone_length)
+    assert np.array_equal(tiered.has_null, flat.has_null)
+    rows = _rows_by_fragment(path, flat)
+    for values in case["probes"]:
+        hashes = _hashes(values, case["arrow_type"])
+        flat_mask = flat.zone_mask(hashes)
+        got, decided = tiered.zone_mask_explained(hashes)
+        truth = _zones_holding(flat, rows, values)
+        # Never narrower than the truth; never wider than the flat probe (the coarser
+        # filters only drop zones whose filters gave a false positive).
+        assert not (truth & ~got).any(), (values, decided)
+        assert not (got & ~flat_mask).any(), (values, decided)
+        assert tiered.hierarchy is not None, "the companion was never dropped"
+    assert tiered.filter_data is None, "probes never loaded the index file"
+
+
+def _rows_by_fragment(path: Path, index: Any) -> dict[int, dict[int, Any]]:
+    """fragment id -> physical row offset -> the value stored there (live rows only)."""
+    found: dict[int, dict[int, Any]] = {}
+    if path.suffix == ".lance":
+        table = lance.dataset(str(path)).to_table(columns=["id"], with_row_address=True)
+        addresses = table.column("_rowaddr").to_numpy().astype(np.int64)
+        for address, value in zip(addresses.tolist(), table.column("id").to_pylist(), strict=True):
+            found.setdefault(address >> 32, {})[address & 0xFFFFFFFF] = value
+        return found
+    for file in index.files:
+        values = pq.read_table(path / file.path, columns=["id"]).column("id").to_pylist()
+        found[file.fragment_id] = dict(enumerate(values))
+    return found
+
+
+def _zones_holding(index: Any, rows: dict[int, dict[int, Any]], values: list[Any]) -> np.ndarray:
+    wanted = set(values)
+    truth = np.zeros(index.num_zones, bool)
+    for zone in range(index.num_zones):
+        fragment = rows.get(int(index.fragment_id[zone]), {})
+        start = int(index.zone_start[zone])
+        for offset in range(start, start + int(index.zone_length[zone])):
+            if fragment.get(offset) in wanted:
+                truth[zone] = True
+                break
+    return truth
+
+
+# ------------------------------------------------------------------ levels and bytes
+
+
+ROWS, PER_FRAGMENT = 40_000, 10_000
+
+
+@pytest.fixture(params=["lance", "parquet"])
+def table(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
+    ids = np.random.default_rng(5).permutation(ROWS).astype(np.int64)
+    data = pa.table({"id": ids, "pos": np.arange(ROWS)})
+    path = _write(request.param, data, tmp_path, PER_FRAGMENT)
+    build_index(path, "id", items=1024)
+    return path
+
+
+def _explained(path: Path, sql: str) -> tuple[str, int | None, Any]:
+    opened = open_table(path)
+    (term,) = explain(sql, {"t": opened}).scans[0].terms
+    bound = opened.index("id")
+    assert bound is not None
+    return term.reason, term.zones_selected, bound.index
+
+
+def test_explain_says_which_level_decided(table: Path) -> None:
+    reason, zones, index = _explained(table, "SELECT pos FROM t WHERE id = -5")
+    assert "dataset filter: absent" in reason and zones == 0
+    reason, zones, index = _explained(table, "SELECT pos FROM t WHERE id = 7")
+    assert "fragment filters: 1 of 4 fragments" in reason, reason
+    assert "zone filters: 1 zones" in reason and zones == 1
+    # A point lookup reads kilobytes of the companion, never the index file.
+    assert index.filter_data is None
+    assert index.hierarchy.bytes_read < 64 * 1024, index.hierarchy.bytes_read
+    assert index.hierarchy.bytes_read < _index_file(table).stat().st_size / 20
+
+
+def test_answers_with_the_companion_equal_the_engine_alone(table: Path) -> None:
+    sql = "SELECT pos FROM t WHERE id IN (3, 17, -1, 39999) ORDER BY pos"
+    expected = engine_alone("duckdb", sql, {"t": table}).column("pos").to_pylist()
+    assert len(expected) == 3
+    for engine in ("duckdb", "datafusion"):
+        got = pruner.query(sql, {"t": table}, engine=engine).column("pos").to_pylist()
+        assert got == expected, engine
+
+
+# ------------------------------------------------------------------------ damage
+
+
+def _flip(offset_of: str, nth: int = 0) -> Any:
+    def damage(companion: Path) -> None:
+        opened = Hierarchy(companion.with_name("bloomfilter.lance"))
+        offset = opened._offsets[offset_of] + nth
+        del opened
+        with open(companion, "r+b") as handle:
+            handle.seek(offset)
+            byte = handle.read(1)
+            handle.seek(offset)
+            handle.write(bytes([byte[0] ^ 0x10]))
+
+    return damage
+
+
+def _truncate(companion: Path) -> None:
+    os.truncate(companion, companion.stat().st_size // 2)
+
+
+def _header(companion: Path) -> None:
+    data = bytearray(companion.read_bytes())
+    data[20:30] = b"#" * 10
+    companion.write_bytes(bytes(data))
+
+
+def _removed(companion: Path) -> None:
+    companion.unlink()
+
+
+DAMAGES = {
+    "truncated": _truncate,
+    "header": _header,
+    "zones": _flip("zones", 3),
+    "dataset_block": _flip("dataset"),
+    "fragment_row": _flip("fragments"),
+    "zone_row": _flip("zone_rows"),
+    "checksums": _flip("zone_sums"),
+    "removed": _removed,
+}
+
+
+def _all_zones_damaged(path: Path) -> None:
+    """Flip a bit in every block of every zone row (the present key's block among them)."""
+    companion = companion_path(_index_file(path))
+    opened = Hierarchy(_index_file(path))
+    start, rows = opened._offsets["zone_rows"], opened.zone_bytes // 32
+    row_bytes = opened.num_zones * 32
+    del opened
+    data = bytearray(companion.read_bytes())
+    for row in range(rows):
+        for zone in range(0, row_bytes, 32):
+            data[start + row * row_bytes + zone] ^= 0x01
+    companion.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("damage", list(DAMAGES))
+def test_a_damaged_companion_never_narrows(table: Path, damage: str) -> None:
+    DAMAGES[damage](companion_path(_index_file(table)))
+    if damage == "zone_row":
+        _all_zones_damaged(table)
+    values = (7, 123, 39_998, -4)
+    flat = read_index_file(_index_file(table), "id")
+    expected_mask = flat.zone_mask(_hashes(list(values), pa.int64()))
+    index = open_index(_index_file(table), "id")
+    got, decided = index.zone_mask_explained(_hashes(list(values), pa.int64()))
+    assert np.array_equal(got, expected_mask), decided
+    sql = f"SELECT pos FROM t WHERE id IN {values} ORDER BY pos"
+    expected = engine_alone("duckdb", sql, {"t": table}).column("pos").to_pylist()
+    assert len(expected) == 3
+    assert pruner.query(sql, {"t": table}).column("pos").to_pylist() == expected
+    reason, _, _ = _explained(table, sql)
+    if damage in ("truncated", "header", "zones", "removed"):
+        assert "zone filters (" in reason and "hierarchy" in reason, reason
+    else:  # found when the damaged block is read: dropped, then the index file is used
+        assert "dropped" in reason or "fragment filters" in reason, reason
+
+
+def test_a_stale_companion_is_not_used(table: Path, tmp_path: Path) -> None:
+    """A rebuild writes a new index file; an old companion put back beside it is stale."""
+    if table.suffix == ".lance":
+        pytest.skip("each Lance build writes a new index directory: nothing to put back")
+    companion = companion_path(_index_file(table))
+    saved = tmp_path / "old.hierarchy"
+    shutil.copy(companion, saved)
+    ids = np.arange(ROWS, ROWS + 100, dtype=np.int64)
+    pq.write_table(pa.table({"id": ids, "pos": ids}), table / "part-new.parquet")
+    build_index(table, "id", items=1024)
+    shutil.copy(saved, companion)
+    with pytest.raises(HierarchyUnusable, match="stale"):
+        Hierarchy(_index_file(table))
+    sql = f"SELECT pos FROM t WHERE id = {ROWS + 5}"
+    assert pruner.query(sql, {"t": table}).column("pos").to_pylist() == [ROWS + 5]
+    reason, _, index = _explained(table, sql)
+    assert "stale" in reason and index.hierarchy is None
+
+
+def test_a_spark_style_build_without_hashes_removes_the_companion(table: Path) -> None:
+    """A build that kept no distinct hashes leaves no companion behind (an old one would be
+    stale): the index file is used."""
+    from pruner.index import build as local_build
+
+    original = local_build.index_fragment
+
+    def without_distinct(part: Any, num_bytes: int) -> Any:
+        import dataclasses
+
+        return dataclasses.replace(original(part, num_bytes), distinct=None)
+
+    local_build.index_fragment = without_distinct
+    try:
+        build_index(table, "id", items=1024)
+    finally:
+        local_build.index_fragment = original
+    assert not companion_path(_index_file(table)).exists()
+    reason, zones, index = _explained(table, "SELECT pos FROM t WHERE id = 7")
+    assert index.hierarchy is None and zones == 1
+    assert "no hierarchy companion" in reason
+
+
+# ----------------------------------------------------------------- Lance itself
+
+
+def test_lance_uses_the_index_with_the_companion_present(tmp_path: Path) -> None:
+    ids = np.random.default_rng(2).permutation(30_000).astype(np.int64)
+    path = tmp_path / "t.lance"
+    lance.write_dataset(
+        pa.table({"id": ids, "pos": np.arange(30_000)}), str(path), max_rows_per_file=10_000
+    )
+    build_index(path, "id", items=1024)
+    assert companion_path(_index_file(path)).exists()
+    dataset = lance.dataset(str(path))
+    plan = dataset.scanner(filter="id IN (5, 77)").explain_plan()
+    assert "ScalarIndexQuery" in plan, plan
+    with_index = dataset.to_table(filter="id IN (5, 77)").sort_by("pos")
+    without = dataset.to_table(filter="id IN (5, 77)", use_scalar_index=False).sort_by("pos")
+    assert with_index == without and with_index.num_rows == 2
+
+
+def test_lance_maintenance_neither_breaks_nor_reuses_a_stale_companion(tmp_path: Path) -> None:
+    import datetime
+
+    ids = np.random.default_rng(3).permutation(30_000).astype(np.int64)
+    path = tmp_path / "t.lance"
+    lance.write_dataset(
+        pa.table({"id": ids, "pos": np.arange(30_000)}), str(path), max_rows_per_file=5_000
+    )
+    build_index(path, "id", items=1024)
+    dataset = lance.dataset(str(path))
+    dataset.delete("pos < 100")
+    dataset.optimize.compact_files(target_rows_per_fragment=15_000)
+    dataset = lance.dataset(str(path))
+    dataset.optimize.optimize_indices()
+    dataset = lance.dataset(str(path))
+    dataset.cleanup_old_versions(older_than=datetime.timedelta(0), delete_unverified=True)
+    sql = "SELECT pos FROM t WHERE id IN (5, 77, 29999) ORDER BY pos"
+    expected = engine_alone("duckdb", sql, {"t": path}).column("pos").to_pylist()
+    assert pruner.query(sql, {"t": path}).column("pos").to_pylist() == expected
+    opened = open_table(path)
+    bound = opened.index("id")
+    if bound is not None and bound.index.hierarchy is not None:
+        # A companion still in use must describe the index Lance lists now.
+        (info,) = list_bloom_indexes(path)
+        assert bound.index.hierarchy.index_file == Path(info.path)
