@@ -48,10 +48,12 @@ test: lint typecheck pytest
 # `bench-quick` at 200k and 1M rows in a few minutes. Then the index build's throughput.
 bench: $(STAMP)
 	$(PY) bench/compare.py
+	$(PY) bench/cold.py --rows 1000000 5000000
 	$(PY) bench/build_throughput.py
 
 bench-quick: $(STAMP)
 	$(PY) bench/compare.py --quick
+	$(PY) bench/cold.py --rows 1000000 --repeat 6
 
 # The differential harness with new random cases: FUZZ_CASES split across DuckDB,
 # DataFusion and Spark (tests/end_to_end/test_differential.py FUZZ_SHARE); prints

@@ -30,7 +30,7 @@ Layout (all integers little-endian)::
     b"PRUNERH1" | u32 header length | header (JSON) | sections at the header's offsets
 
     zones      u64 fragment_id[Z] | u64 zone_start[Z] | u64 zone_length[Z] | u8 has_null[Z]
-    dataset    the dataset filter (D blocks)               checksums: one per block
+    dataset    the dataset filter                          checksums: one per KiB
     fragments  row r = block r of every fragment filter    checksums: one per row
     zone rows  row r = block r of every zone filter        checksums: one per (row, fragment)
 """
@@ -64,16 +64,26 @@ __all__ = [
 
 COMPANION_NAME = "bloomfilter.hierarchy"
 MAGIC = b"PRUNERH1"
-VERSION = 1
+VERSION = 2
 _TAIL_BYTES = 4096
 """The index file's fingerprint is its size and the xxHash64 of its last bytes (Lance's
 footer: the offsets of every column page and global buffer, which move with the content)."""
 
 _BLOCK = sbbf.BLOCK_BYTES
+_DATASET_CHUNK = 1024
+"""The dataset filter is checksummed (and read) in chunks of this many bytes: a checksum
+per 32-byte block cost the build more than the rest of the companion."""
 
 
 class HierarchyUnusable(PrunerError):
     """The companion cannot be used (missing, stale or damaged): read the index file."""
+
+
+def _in_own_block(blocks: np.ndarray, hashes: np.ndarray) -> np.ndarray:
+    """(K,) bool: value k may be in ``blocks[k]``, the (K, 32) block its hash points at."""
+    words = np.ascontiguousarray(blocks).view("<u4").reshape(len(hashes), sbbf.WORDS_PER_BLOCK)
+    wanted = sbbf.masks(hashes)
+    return np.asarray(((words & wanted) == wanted).all(axis=1))
 
 
 def companion_path(index_file: str | os.PathLike[str]) -> Path:
@@ -143,7 +153,7 @@ def write_hierarchy(
 
     zone_rows = _block_major(filters)
     fragment_rows = _block_major(fragment_filters)
-    dataset_blocks = dataset_filter.reshape(-1, _BLOCK)
+    dataset_blocks = dataset_filter.reshape(-1, min(dataset_bytes, _DATASET_CHUNK))
     # One checksum per (zone row, fragment): a probe reads one fragment's zones of a row.
     zone_sums = np.empty((len(zone_rows), len(fragments)), np.uint64)
     edges = [*first_zone.tolist(), len(fragment_id)]
@@ -333,14 +343,16 @@ class Hierarchy:
         if not len(hashes) or not self.num_zones:
             return Probe(mask, "dataset filter: absent")
         # Dataset level: one block per distinct block number.
-        dataset_blocks = self.dataset_bytes // _BLOCK
-        blocks = sbbf.block_of(hashes, dataset_blocks)
+        chunk = min(self.dataset_bytes, _DATASET_CHUNK)
+        blocks = sbbf.block_of(hashes, self.dataset_bytes // _BLOCK)
+        chunks = blocks // (chunk // _BLOCK)
         present = np.zeros(len(hashes), bool)
-        for block in np.unique(blocks).tolist():
-            data = self._checked("dataset", block, _BLOCK, "dataset_sums", block)
-            these = blocks == block
-            row = np.frombuffer(data, np.uint8)[None, :]
-            present[these] = sbbf.check(row, hashes[these])[:, 0]
+        for number in np.unique(chunks).tolist():
+            data = self._checked("dataset", number, chunk, "dataset_sums", number)
+            these = chunks == number
+            inside = blocks[these] - number * (chunk // _BLOCK)
+            rows = np.frombuffer(data, np.uint8).reshape(-1, _BLOCK)[inside]
+            present[these] = _in_own_block(rows, hashes[these])
         hashes = hashes[present]
         if not len(hashes):
             return Probe(mask, "dataset filter: absent")
