@@ -47,7 +47,10 @@ console = Console(stderr=True)
 
 
 def _summary(index: ZoneIndex) -> dict[str, object]:
-    filter_bytes = sorted({len(index.filter_bytes(z)) for z in range(min(index.num_zones, 1))})
+    if index.hierarchy is not None:
+        filter_bytes = [index.hierarchy.zone_bytes]
+    else:
+        filter_bytes = sorted({len(index.filter_bytes(z)) for z in range(min(index.num_zones, 1))})
     return {
         "column": index.column,
         "zones": index.num_zones,
@@ -57,6 +60,7 @@ def _summary(index: ZoneIndex) -> dict[str, object]:
         "probability": index.probability,
         "filter_bytes": filter_bytes[0] if filter_bytes else 0,
         "zones_with_nulls": int(index.has_null.sum()),
+        "hierarchy": "in use" if index.hierarchy is not None else (index.hierarchy_note or "none"),
     }
 
 
@@ -131,7 +135,9 @@ def _cmd_index_list(args: argparse.Namespace) -> int:
     if not rows:
         print(f"no bloom indexes in {args.path}")
         return 0
-    shown = Table("column", "state", "zones", "fragments indexed", "rows indexed", "filter")
+    shown = Table(
+        "column", "state", "zones", "fragments indexed", "rows indexed", "filter", "hierarchy"
+    )
     advice = []
     for row in rows:
         if "error" in row:
@@ -145,6 +151,7 @@ def _cmd_index_list(args: argparse.Namespace) -> int:
             f"{row['fragments_indexed']:,} / {row['fragments_total']:,}",
             f"{row['rows_indexed']:,} / {row['rows_total']:,}",
             f"{row['filter_bytes']:,} B, {row['items']:,} items, p={row['probability']}",
+            str(row["hierarchy"]),
         )
         if row["advice"]:
             advice.append(f"{row['column']}: {row['advice']}")

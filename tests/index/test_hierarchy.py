@@ -371,3 +371,21 @@ def test_lance_maintenance_neither_breaks_nor_reuses_a_stale_companion(tmp_path:
         # A companion still in use must describe the index Lance lists now.
         (info,) = list_bloom_indexes(path)
         assert bound.index.hierarchy.index_file == Path(info.path)
+
+
+def test_index_list_shows_the_companion(table: Path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    def listed() -> dict[str, Any]:
+        command = [sys.executable, "-m", "pruner.cli", "index", "list", str(table), "--json"]
+        result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, result.stderr
+        (row,) = json.loads(result.stdout)
+        return dict(row)
+
+    assert listed()["hierarchy"] == "in use"
+    _truncate(companion_path(_index_file(table)))
+    row = listed()
+    assert "truncated" in row["hierarchy"] and row["state"] == "current", row
