@@ -162,7 +162,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=10)
     args = parser.parse_args()
     print_header(pruner, duckdb, datafusion, lance, pa)
-    lines = []
+    lines: list[str] = []
+    notes: list[str] = []
     for rows in args.rows:
         data = point_lookup.load_data(rows, max(1, rows // ROWS_PER_FRAGMENT))
         ensure_companions(data)
@@ -196,21 +197,40 @@ def main() -> None:
                     )
                     print(lines[-1])
         counted = [b for b in seen if b >= 0]
-        print(
-            f"{rows:,} rows: companion bytes read per cold lookup: median "
+        notes.append(
+            f"- {rows:,} rows: companion bytes read per cold lookup: median "
             f"{int(np.median(counted)) if counted else 'n/a'}, max {max(counted, default=0)}; "
             f"lookups without a companion: {sum(b < 0 for b in seen)}; "
             f"index file {sum(f.stat().st_size for f in _index_files(data)[:1]):,} B, "
             f"companion {companion_path(_index_files(data)[0]).stat().st_size:,} B"
         )
+        print(notes[-1])
         with_hierarchy, without = build_cost(data)
-        print(
-            f"{rows:,} rows: build of id on Lance {with_hierarchy:.2f} s with the hierarchy, "
+        notes.append(
+            f"- {rows:,} rows: build of id on Lance {with_hierarchy:.2f} s with the hierarchy, "
             f"{without:.2f} s without: {with_hierarchy / without:.2f}x"
         )
-    print("\n| rows | key | engine / format | case | median ms | x pruner |")
-    print("|---|---|---|---|---|---|")
-    print("\n".join(lines))
+        print(notes[-1])
+    table = [
+        "| rows | key | engine / format | case | median ms | x pruner |",
+        "|---|---|---|---|---|---|",
+        *lines,
+    ]
+    print("\n" + "\n".join(table))
+    command = " ".join(["bench/cold.py", *sys.argv[1:]])
+    text = [
+        "# Cold point lookups: pruner against the engines alone",
+        "",
+        f"Written by `{command}` (see its docstring for the cases). A table is opened for "
+        "each query; the OS page cache is warm. Absent keys are beyond the column's range, "
+        "so Parquet readers skip them by min/max statistics too.",
+        "",
+        *notes,
+        "",
+        *table,
+        "",
+    ]
+    (ROOT / "docs" / "benchmarks-cold.md").write_text("\n".join(text))
 
 
 if __name__ == "__main__":
