@@ -114,6 +114,33 @@ def file_identity(path: Path) -> FileIdentity:
     return FileIdentity(stat.st_size, stat.st_mtime_ns, parquet_footer_hash(path))
 
 
+_FOOTER_GUESS = 16 * 1024
+
+
+def read_footer(path: Path) -> tuple[FileIdentity, bytes | None]:
+    """The file's identity and its footer (metadata, length and magic: what
+    :func:`parquet_footer_hash` hashes), from one open and usually one read; the footer is
+    None when the file has none (too short, or a length beyond the file).
+
+    The footer parses with ``pq.read_metadata(pa.BufferReader(b"PAR1" + footer))``: a table
+    opened this way reads each file's footer once, not once for its identity and again for
+    its metadata."""
+    with open(path, "rb") as handle:
+        stat = os.fstat(handle.fileno())
+        size = stat.st_size
+        if size < 12:
+            return FileIdentity(size, stat.st_mtime_ns, 0), None
+        start = max(0, size - _FOOTER_GUESS)
+        tail = os.pread(handle.fileno(), size - start, start)
+        (length,) = struct.unpack("<I", tail[-8:-4])
+        if length + 12 > size:
+            return FileIdentity(size, stat.st_mtime_ns, 0), None
+        if length + 8 > len(tail):
+            tail = os.pread(handle.fileno(), length + 8, size - 8 - length)
+        footer = tail[-(length + 8) :]
+    return FileIdentity(size, stat.st_mtime_ns, int(xxhash.xxh3_64_intdigest(footer))), footer
+
+
 @dataclass(frozen=True, slots=True)
 class ParquetFile:
     """A Parquet file of a table as it is now: where it is, its rows and its identity.

@@ -30,9 +30,9 @@ import pyarrow.parquet as pq
 
 from pruner.discover import (
     ParquetFile,
-    file_identity,
     is_lance_dataset,
     parquet_files,
+    read_footer,
     signature,
 )
 from pruner.errors import InvalidParameterError, PrunerError
@@ -354,8 +354,11 @@ def _parquet_table(path: Path, found: list[Path], root: Path) -> Table:
     mixed: set[str] = set()
     uniform = True
     for fid, file in enumerate(found):
-        identity = file_identity(file)
-        metadata = pq.read_metadata(file)
+        identity, footer = read_footer(file)
+        if footer is None or footer[-4:] != b"PAR1":
+            metadata = pq.read_metadata(file)  # raises pyarrow's own error for such a file
+        else:
+            metadata = pq.read_metadata(pa.BufferReader(b"PAR1" + footer))
         file_schema = metadata.schema.to_arrow_schema()
         if schema is None:
             schema = file_schema

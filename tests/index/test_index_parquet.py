@@ -159,3 +159,28 @@ def test_a_file_of_another_type_added_after_the_build_is_never_probed(parquet_di
     (scan,) = explain("SELECT * FROM t WHERE id = 7", {"t": parquet_dir}).scans
     assert scan.selection.num_rows == scan.rows_total, "id may be anywhere: read everything"
     assert "disagree on the type of id" in scan.terms[0].reason
+
+
+def test_read_footer_gives_the_identity_file_identity_gives(tmp_path: Path) -> None:
+    """A table reads each footer once (read_footer); its identity must be file_identity's,
+    which the index records, for small and large footers and for files without one."""
+    from pruner.discover import file_identity, read_footer
+
+    small = tmp_path / "small.parquet"
+    pq.write_table(pa.table({"id": [1, 2, 3]}), small)
+    wide = tmp_path / "wide.parquet"  # a footer beyond the first read's guess
+    pq.write_table(pa.table({f"c{i}": list(range(50)) for i in range(600)}), wide)
+    short = tmp_path / "short.parquet"
+    short.write_bytes(b"PAR1")
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(b"x" * 100 + (10_000).to_bytes(4, "little") + b"PAR1")
+    for path in (small, wide, short, bad):
+        identity, footer = read_footer(path)
+        assert identity == file_identity(path), path.name
+        if path in (small, wide):
+            assert footer is not None and footer.endswith(b"PAR1")
+            parsed = pq.read_metadata(pa.BufferReader(b"PAR1" + footer))
+            assert parsed.num_rows == pq.read_metadata(path).num_rows
+        else:
+            assert footer is None
+    assert len(read_footer(wide)[1] or b"") > 16 * 1024, "the second read is exercised"
