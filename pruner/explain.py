@@ -7,7 +7,7 @@
 >>> _ = build_index(path, "id")
 >>> print(explain("SELECT * FROM t WHERE id = 7", {"t": path}))
 t: 1 of 3 zones, 8,192 of 20,000 rows, 1 of 1 fragments
-  id = 7: bloom index, 1 zones
+  id = 7: bloom index, 1 zones (fragment filters: 1 of 1 fragments; zone filters: 1 zones)
 """
 
 from __future__ import annotations
