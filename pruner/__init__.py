@@ -6,7 +6,7 @@
 17241709254077376921
 """
 
-from pruner.engines import query
+from pruner.engines import explain, query
 from pruner.errors import (
     IndexFormatError,
     IndexNotFoundError,
@@ -15,7 +15,7 @@ from pruner.errors import (
     SqlSyntaxError,
     UnsupportedTypeError,
 )
-from pruner.explain import Explanation, explain
+from pruner.explain import Explanation
 from pruner.index import ZoneIndex, build_index, load_index
 from pruner.plan import Plan, plan
 from pruner.selection import Selection

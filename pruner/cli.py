@@ -187,44 +187,19 @@ def _parameter(text: str) -> object:
 
 
 def _cmd_explain(args: argparse.Namespace) -> int:
-    from pruner.explain import explain
+    from pruner.engines import explain
 
     tables = _table_arguments(args.table or [])
     parameters = [_parameter(p) for p in args.param or []]
-    explanation = explain(args.sql, tables, dialect=args.dialect, parameters=parameters)
-    _engine_binds(args.sql, explanation, args.dialect, parameters)
+    try:
+        explanation = explain(args.sql, tables, dialect=args.dialect, parameters=parameters)
+    except PrunerError:
+        raise
+    except Exception as err:  # the engine's own error: one line (the dialect's engine)
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise EngineError(f"{args.dialect}: {first}") from err
     print(explanation.to_json_text() if args.json else str(explanation))
     return 0
-
-
-def _engine_binds(sql: str, explanation: Any, dialect: str, parameters: list[object]) -> None:
-    """Have the dialect's engine plan ``sql`` over empty tables of the same schemas, so SQL
-    the engine refuses (a misspelt column, an unknown table) is an error in explain as it is
-    in query. Spark is not started for it; an engine that is not installed is skipped."""
-    schemas = {s.scan.table: s.table.schema for s in explanation.scans if s.table is not None}
-    try:
-        if dialect == "duckdb":
-            import duckdb
-
-            con = duckdb.connect()
-            for name, schema in schemas.items():
-                con.register(name, schema.empty_table())
-            con.execute("EXPLAIN " + sql, parameters or None)
-        elif dialect == "datafusion":
-            from pruner.adapters.datafusion import new_context
-
-            context = new_context()
-            for name, schema in schemas.items():
-                context.register_record_batches(
-                    name, [[pa.RecordBatch.from_pylist([], schema=schema)]]
-                )
-            values = {str(i): v for i, v in enumerate(parameters, start=1)} or None
-            context.sql(sql, param_values=values)
-    except ImportError:
-        return
-    except Exception as err:
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise EngineError(f"{dialect}: {first}") from err
 
 
 def _cmd_query(args: argparse.Namespace) -> int:

@@ -20,11 +20,13 @@ from types import ModuleType
 import pyarrow as pa
 
 from pruner.errors import InvalidParameterError
+from pruner.explain import Explanation
+from pruner.explain import explain as explain_selections
 from pruner.parameters import Parameters
 from pruner.plan import Plan, plan
 from pruner.table import TableSource
 
-__all__ = ["ENGINES", "TimedQuery", "adapter", "query", "timed_query"]
+__all__ = ["ENGINES", "TimedQuery", "adapter", "explain", "query", "timed_query"]
 
 ENGINES = ("duckdb", "datafusion", "spark")
 """Engine names; each runs SQL of the dialect of the same name."""
@@ -100,3 +102,33 @@ def timed_query(
     except Exception as err:  # the engine's own error
         return TimedQuery(prepared, None, err, time.perf_counter() - started)
     return TimedQuery(prepared, result, None, time.perf_counter() - started)
+
+
+CHECKED_DIALECTS = ("duckdb", "datafusion")
+"""Dialects whose engine :func:`explain` has plan the SQL (Spark is not started for it)."""
+
+
+def explain(
+    sql: str,
+    tables: Mapping[str, TableSource],
+    *,
+    dialect: str = "duckdb",
+    parameters: Parameters = (),
+    check: bool = True,
+) -> Explanation:
+    """What pruner would read for each scan of ``tables`` in ``sql``, and why (see
+    :func:`pruner.explain.explain`).
+
+    With ``check`` (the default), the dialect's engine, when installed, also plans ``sql``
+    over empty tables of the same schemas first, so SQL the engine refuses (a misspelt
+    column, an unknown table) raises the engine's own error here as in :func:`query`.
+    """
+    explanation = explain_selections(sql, tables, dialect=dialect, parameters=parameters)
+    if check and dialect in CHECKED_DIALECTS:
+        try:
+            module = adapter(dialect)
+        except ImportError:
+            return explanation
+        schemas = {s.scan.table: s.table.schema for s in explanation.scans if s.table is not None}
+        module.check_sql(sql, schemas, parameters)
+    return explanation

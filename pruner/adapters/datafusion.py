@@ -59,6 +59,7 @@ except ImportError as err:  # pragma: no cover - exercised only without the extr
     ) from err
 
 __all__ = [
+    "check_sql",
     "new_context",
     "parquet_frame",
     "query",
@@ -385,3 +386,13 @@ def _engine_parameters(parameters: Parameters) -> dict[str, object] | None:
     if isinstance(parameters, Mapping):
         return {str(k): v for k, v in parameters.items()}
     return {str(i): v for i, v in enumerate(parameters, start=1)}
+
+
+def check_sql(sql: str, schemas: Mapping[str, pa.Schema], parameters: Parameters = ()) -> None:
+    """Have DataFusion plan ``sql`` over empty tables of ``schemas``: DataFusion's own error
+    for SQL it refuses (a misspelt column, an unknown table or function), raised unchanged."""
+    context = new_context()
+    for name, schema in schemas.items():
+        batch = pa.RecordBatch.from_pylist([], schema=schema)
+        context.register_record_batches(quote_identifier(name), [[batch]])
+    context.sql(sql, param_values=_engine_parameters(parameters))

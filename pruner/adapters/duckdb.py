@@ -51,6 +51,7 @@ except ImportError as err:  # pragma: no cover - exercised only without the extr
     ) from err
 
 __all__ = [
+    "check_sql",
     "query",
     "quote_identifier",
     "quote_path",
@@ -311,3 +312,15 @@ def query(
 
 def _engine_parameters(parameters: Parameters) -> Any:
     return dict(parameters) if isinstance(parameters, Mapping) else list(parameters)
+
+
+def check_sql(sql: str, schemas: Mapping[str, pa.Schema], parameters: Parameters = ()) -> None:
+    """Have DuckDB plan ``sql`` over empty tables of ``schemas``: DuckDB's own error for SQL
+    it refuses (a misspelt column, an unknown table or function), raised unchanged."""
+    con = duckdb.connect()
+    try:
+        for name, schema in schemas.items():
+            con.register(name, schema.empty_table())
+        con.execute("EXPLAIN " + sql, _engine_parameters(parameters))
+    finally:
+        con.close()

@@ -204,6 +204,27 @@ def test_explain_refuses_what_the_engine_refuses(
     assert main([*base[:1], "SELECT * FROM t WHERE user_id = 5", *base[1:]]) == 0
 
 
+@pytest.mark.parametrize("dialect", ["duckdb", "datafusion"])
+def test_python_explain_raises_the_engines_own_error(tmp_path: Path, dialect: str) -> None:
+    """pruner.explain has the dialect's engine plan the SQL: a misspelt column raises the
+    engine's own exception, the same type as the engine alone raises (and as query)."""
+    import pruner
+    from tests.support.engine_check import engine_alone
+
+    path = tmp_path / "t.lance"
+    lance.write_dataset(pa.table({"user_id": [1, 2, 3]}), str(path))
+    wrong = "SELECT * FROM t WHERE usr_id = 5"
+    with pytest.raises(Exception) as alone:
+        engine_alone(dialect, wrong, {"t": path})
+    with pytest.raises(type(alone.value), match="usr_id"):
+        pruner.explain(wrong, {"t": path}, dialect=dialect)
+    with pytest.raises(type(alone.value)):
+        pruner.query(wrong, {"t": path}, engine=dialect)
+    explained = pruner.explain(wrong, {"t": path}, dialect=dialect, check=False)
+    assert "usr_id" in str(explained)  # pruner's own view, unchecked
+    assert pruner.explain("SELECT * FROM t WHERE user_id = 5", {"t": path}, dialect=dialect)
+
+
 def test_query_csv_of_view_types_and_row_groups_in_the_summary(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
