@@ -257,3 +257,10 @@ def test_stable_row_ids_with_deletions_lose_no_row(tmp_path: Path, spark: Any) -
     sql = f"SELECT id FROM t WHERE id IN ({', '.join(map(str, wanted))})"
     result = pruner.query(sql, {"t": path}, engine="spark")
     assert sorted(result.column("id").to_pylist()) == sorted(wanted)
+
+
+def test_the_data_source_refuses_a_relative_path(spark: Any) -> None:
+    """Spark opens a Python data source in its worker, whose working directory is not the
+    caller's: a relative path is refused with the advice to pass an absolute one."""
+    with pytest.raises(Exception, match="absolute path"):
+        spark.read.format("pruner").load("t.lance").count()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -103,6 +104,13 @@ def _open(options: Mapping[str, str]) -> Table:
     if not path:
         raise InvalidParameterError(
             'the pruner data source needs a path: spark.read.format("pruner").load(PATH)'
+        )
+    if not os.path.isabs(path):
+        # Spark opens a Python data source in its Python worker, whose working directory is
+        # not the caller's: a relative path would name another place, or nothing.
+        raise InvalidParameterError(
+            f"the pruner data source needs an absolute path, got {path!r}: Spark resolves it "
+            "in its Python worker, not in your process; pass os.path.abspath(path)"
         )
     version = options.get("version")
     return open_table(path, None if version is None else int(version))
