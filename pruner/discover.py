@@ -184,7 +184,10 @@ def signature(path: Path) -> tuple[object, ...] | None:
     now = time.time_ns()
     items = []
     for file in paths:
-        stat = file.stat()
+        try:
+            stat = file.stat()
+        except FileNotFoundError:  # removed since listed (a build's temporary file): changing
+            return None
         if now - stat.st_mtime_ns < RACY_SECONDS * 1e9:
             return None
         items.append((str(file), stat.st_size, stat.st_mtime_ns, stat.st_ino))

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -209,9 +210,10 @@ def write_hierarchy(
             break
         padding *= 2
     text = text.ljust(offsets["zones"] - len(MAGIC) - 4, b" ")
-    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    handle, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    temporary = Path(name)
     try:
-        with open(temporary, "wb") as out:
+        with os.fdopen(handle, "wb") as out:
             out.write(MAGIC + len(text).to_bytes(4, "little") + text)
             for data in sections.values():
                 out.write(np.ascontiguousarray(data).tobytes())
