@@ -36,6 +36,7 @@ from pruner.index import (
     ENGINES,
     ZoneIndex,
     build_index,
+    read_index_file,
 )
 from pruner.progress import progress_bar
 from pruner.table import Table as PrunerTable
@@ -105,6 +106,10 @@ def _index_status(table: PrunerTable, column: str) -> dict[str, object]:
         state = "damaged"
     unit = "file" if table.kind == "parquet" else "fragment"
     why = []
+    file_damage = _index_file_damage(bound.index)
+    if file_damage:
+        state = "damaged"
+        why.append(file_damage)
     if unindexed:
         why.append(f"{unindexed:,} {unit}{'s' if unindexed != 1 else ''} not indexed")
     if coverage["stale_zones"]:
@@ -124,6 +129,23 @@ def _index_status(table: PrunerTable, column: str) -> dict[str, object]:
         "why": "; ".join(why),
         "advice": advice,
     }
+
+
+def _index_file_damage(index: ZoneIndex) -> str:
+    """When queries read an index through its hierarchy companion, whether the index file
+    itself (which Lance's scanner reads) is damaged: '' when it is whole."""
+    if index.hierarchy is None:
+        return ""
+    try:
+        plain = read_index_file(index.hierarchy.index_file, index.column)
+    except IndexFormatError as err:
+        return f"the index file is unreadable ({err}); pruner answers from its companion"
+    if plain.damaged is not None and plain.damaged.any():
+        return (
+            f"{int(plain.damaged.sum()):,} zones of the index file fail their checksums "
+            "(pruner answers from its companion; Lance's scanner reads the file)"
+        )
+    return ""
 
 
 def _cmd_index_list(args: argparse.Namespace) -> int:

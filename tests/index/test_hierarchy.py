@@ -389,3 +389,30 @@ def test_index_list_shows_the_companion(table: Path) -> None:
     _truncate(companion_path(_index_file(table)))
     row = listed()
     assert "truncated" in row["hierarchy"] and row["state"] == "current", row
+
+
+def test_a_damaged_index_file_under_an_intact_companion(table: Path) -> None:
+    """Bit rot inside bloomfilter.lance (size and footer unchanged): queries answer from the
+    companion, an intact and separately checksummed copy, and `index list` says the file is
+    damaged (Lance's own scanner reads it) and to rebuild."""
+    import json
+    import subprocess
+    import sys
+
+    index_file = _index_file(table)
+    flat = read_index_file(index_file, "id")
+    assert flat.damaged is not None and not flat.damaged.any()
+    data = bytearray(index_file.read_bytes())
+    middle = len(data) // 2  # inside the filters, far from Lance's footer
+    data[middle] ^= 0xFF
+    index_file.write_bytes(bytes(data))
+    damaged = read_index_file(index_file, "id").damaged
+    assert damaged is not None and damaged.any(), "the index file's own checksums see it"
+    sql = "SELECT pos FROM t WHERE id IN (7, 123, 39998) ORDER BY pos"
+    expected = engine_alone("duckdb", sql, {"t": table}).column("pos").to_pylist()
+    assert pruner.query(sql, {"t": table}).column("pos").to_pylist() == expected
+    command = [sys.executable, "-m", "pruner.cli", "index", "list", str(table), "--json"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    (row,) = json.loads(result.stdout)
+    assert row["state"] == "damaged" and "fail their checksums" in row["why"], row
+    assert row["hierarchy"] == "in use"
