@@ -45,3 +45,21 @@ def test_literal_conditions_answer_as_the_engine_alone(table: Path, condition: s
     expected = engine_alone("duckdb", sql, {"t": table}).to_pylist()
     for engine in ("duckdb", "datafusion"):
         assert pruner.query(sql, {"t": table}, engine=engine).to_pylist() == expected, engine
+
+
+def test_a_join_of_many_items_still_prunes_the_named_ones(table: Path) -> None:
+    """Past 16 FROM items a condition is converted only for the items whose columns it names
+    (Resolver.conditions' other path): it must still prune them, and the answer stays the
+    engine's. Mutation testing found that path without a test."""
+    items = 18
+    joins = " ".join(f"JOIN t AS a{i} ON a{i}.k = a0.k" for i in range(1, items))
+    sql = f"SELECT count(*) AS n FROM t AS a0 {joins} WHERE a0.k = 5 AND a3.k IN (5, 7)"
+    expected = engine_alone("duckdb", sql, {"t": table}).to_pylist()
+    assert expected == [{"n": 1}]
+    assert pruner.query(sql, {"t": table}).to_pylist() == expected
+    explained = pruner.explain(sql, {"t": table}, check=False)
+    assert len(explained.scans) == items
+    for scan in explained.scans:
+        # Every item is joined on k to a0, but only a0 and a3 are named by the WHERE.
+        if scan.scan.alias in ("a0", "a3"):
+            assert scan.zones_selected < scan.zones_total, scan.scan.alias
