@@ -21,7 +21,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:.*fork-safe")
 @pytest.fixture(scope="module")
 def table(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("lit") / "t.lance"
-    ids = np.random.default_rng(4).permutation(30_000).astype(np.int64)
+    ids = np.random.default_rng(4).permutation(30_000).astype(np.int64) - 15_000
     lance.write_dataset(pa.table({"k": ids}), str(path), max_rows_per_file=10_000)
     build_index(path, "k", items=1024)
     return path
@@ -63,3 +63,32 @@ def test_a_join_of_many_items_still_prunes_the_named_ones(table: Path) -> None:
         # Every item is joined on k to a0, but only a0 and a3 are named by the WHERE.
         if scan.scan.alias in ("a0", "a3"):
             assert scan.zones_selected < scan.zones_total, scan.scan.alias
+
+
+@pytest.mark.parametrize(
+    ("condition", "parameters"),
+    [
+        ("k = -(-15)", []),
+        ("k = -(15)", []),
+        ("k IN (-(15), -(-(7)))", []),
+        ("k = CAST(CAST(15.7 AS INTEGER) AS BIGINT)", []),
+        ("k = CAST(CAST('15' AS INTEGER) AS VARCHAR)", []),
+        ("k IN (-(-15), -(-(7)), 3)", []),
+        ("-k = -(15)", []),
+        ("k = $1 OR k = $2", [15, 7]),
+        ("k IN ($2, $1)", [15, 7]),
+        ("k = $2 OR $1 IS NULL", [7, 15]),
+        ("k = $1 AND $2 = $2 AND $3 = $3", [15, 7, 99]),
+    ],
+)
+def test_negated_constants_and_numbered_parameters(
+    table: Path, condition: str, parameters: list[int]
+) -> None:
+    """Negation of a constant (``-(-15)``) and DuckDB's numbered parameters (``$2``) reach
+    the probe as the engine reads them. Mutants of literal_from_sql that mis-strip a minus
+    sign or shift a parameter's number survived the suite (docs/mutation.md)."""
+    sql = f"SELECT k FROM t WHERE {condition} ORDER BY k"
+    expected = engine_alone("duckdb", sql, {"t": table}, parameters).column("k").to_pylist()
+    assert expected, "the condition matches rows"
+    got = pruner.query(sql, {"t": table}, parameters=parameters).column("k").to_pylist()
+    assert got == expected
