@@ -47,6 +47,7 @@ from common import print_header  # noqa: E402
 
 import pruner  # noqa: E402
 from pruner.analyzer import templates  # noqa: E402
+from pruner.demo import uuid_strings  # noqa: E402
 from pruner.index import build as local_build  # noqa: E402
 from pruner.index import companion_path, list_bloom_indexes, parquet_index_path  # noqa: E402
 
@@ -60,13 +61,20 @@ def _index_files(data: point_lookup.Data) -> list[Path]:
 
 def ensure_companions(data: point_lookup.Data) -> None:
     for copy in ("lance", "parquet8k"):
-        files = [f for f in _index_files(data) if copy in str(f)]
-        if not files or not all(companion_path(f).exists() for f in files):
-            print(f"building the index of id on {copy} (its companion is missing)")
-            pruner.build_index(data.path(copy), "id")
+        for column in ("id", "trace_id"):
+            if copy == "lance":
+                infos = list_bloom_indexes(data.path(copy))
+                files = [Path(i.path) for i in infos if i.column == column]
+            else:
+                files = [parquet_index_path(data.path(copy), column)]
+            if not files or not all(companion_path(f).exists() for f in files):
+                print(f"building the index of {column} on {copy} (its companion is missing)")
+                pruner.build_index(data.path(copy), column)
 
 
-def _sql(key: int) -> str:
+def _sql(key: int | str) -> str:
+    if isinstance(key, str):
+        return f"SELECT * FROM t WHERE trace_id = '{key}'"
     return f"SELECT * FROM t WHERE id = {key}"
 
 
@@ -77,6 +85,7 @@ def duck_lance(data: point_lookup.Data, full_scan: bool = False) -> Callable[[st
         con.register("t", lance.dataset(str(data.path("lance"))))
         if full_scan:
             sql = sql.replace("WHERE id =", "WHERE id + 0 =")
+            sql = sql.replace("WHERE trace_id =", "WHERE trace_id || '' =")
         return con.sql(sql).to_arrow_table()
 
     return run
@@ -106,7 +115,7 @@ def pruner_cold(path: Path, engine: str, seen: list[int]) -> Callable[[str], pa.
         templates.clear(texts_only=True)
         table = pruner.open_table(path)
         answer = pruner.query(sql, {"t": table}, engine=engine)
-        bound = table.index("id")
+        bound = table.index("trace_id" if "trace_id" in sql else "id")
         if bound is not None and bound.index.hierarchy is not None:
             seen.append(bound.index.hierarchy.bytes_read)
         else:
@@ -116,7 +125,9 @@ def pruner_cold(path: Path, engine: str, seen: list[int]) -> Callable[[str], pa.
     return run
 
 
-def measure(cases: dict[str, Callable[[str], pa.Table]], keys: list[int], repeat: int) -> dict:
+def measure(
+    cases: dict[str, Callable[[str], pa.Table]], keys: list[int] | list[str], repeat: int
+) -> dict:
     times: dict[str, list[float]] = {name: [] for name in cases}
     for run in cases.values():
         run(_sql(keys[0]))
@@ -127,7 +138,7 @@ def measure(cases: dict[str, Callable[[str], pa.Table]], keys: list[int], repeat
             began = time.perf_counter()
             answer = run(sql)
             times[name].append(time.perf_counter() - began)
-            rows = sorted(answer.column("id").to_pylist())
+            rows = sorted(answer.column("trace_id").to_pylist())
             if reference is None:
                 reference = rows
             elif rows != reference:
@@ -169,12 +180,21 @@ def main() -> None:
         ensure_companions(data)
         present = [int(k) for k in data.keys["id"]]
         absent = [rows + 1 + 7919 * i for i in range(len(present))]
+        # Random UUIDs: absent, and inside the column's min/max range (no statistics help).
+        uuids = uuid_strings(np.random.default_rng(7), len(present)).to_pylist()
         seen: list[int] = []
-        for label, keys in (("present", present), ("absent", absent)):
+        cases: list[tuple[str, list[int] | list[str]]] = [
+            ("present", present),
+            ("absent", absent),
+            ("absent trace_id", uuids),
+        ]
+        for label, keys in cases:
             groups = {
                 "DuckDB / Lance": {
                     "DuckDB alone, fresh LanceDataset": duck_lance(data),
-                    "DuckDB full scan (id + 0 = K)": duck_lance(data, full_scan=True),
+                    "DuckDB full scan (id + 0 = K, trace_id || '' = K)": duck_lance(
+                        data, full_scan=True
+                    ),
                     "pruner": pruner_cold(data.path("lance"), "duckdb", seen),
                 },
                 "DuckDB / Parquet": {
@@ -222,8 +242,9 @@ def main() -> None:
         "# Cold point lookups: pruner against the engines alone",
         "",
         f"Written by `{command}` (see its docstring for the cases). A table is opened for "
-        "each query; the OS page cache is warm. Absent keys are beyond the column's range, "
-        "so Parquet readers skip them by min/max statistics too.",
+        "each query; the OS page cache is warm. `absent` keys (id) are beyond the column's "
+        "range, so Parquet readers skip them by min/max statistics too; `absent trace_id` "
+        "keys are random UUIDs inside the range, which no statistics rule out.",
         "",
         *notes,
         "",
