@@ -75,17 +75,7 @@ def parquet_footer_hash(path: str | os.PathLike[str]) -> int:
     """XXH3-64 of a Parquet file's footer (metadata and its length): an identity of the
     file's content that survives a copy keeping size and modification time. 0 when the
     file is too short to have one."""
-    with open(path, "rb") as handle:
-        handle.seek(0, os.SEEK_END)
-        size = handle.tell()
-        if size < 12:
-            return 0
-        handle.seek(size - 8)
-        (length,) = struct.unpack("<I", handle.read(4))
-        if length + 12 > size:
-            return 0
-        handle.seek(size - 8 - length)
-        return int(xxhash.xxh3_64_intdigest(handle.read(length + 8)))
+    return read_footer(Path(path))[0].footer
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,8 +100,7 @@ class FileIdentity:
 
 def file_identity(path: Path) -> FileIdentity:
     """The identity of the Parquet file at ``path`` now (its stat first, then its footer)."""
-    stat = path.stat()
-    return FileIdentity(stat.st_size, stat.st_mtime_ns, parquet_footer_hash(path))
+    return read_footer(path)[0]
 
 
 _FOOTER_GUESS = 16 * 1024

@@ -327,11 +327,12 @@ class Hierarchy:
         if fd >= 0:
             os.close(fd)
 
-    def _checked(self, section: str, row: int, row_bytes: int, sums: str, sum_index: int) -> bytes:
-        data = self._read(self._offsets[section] + row * row_bytes, row_bytes)
-        stored = int.from_bytes(self._read(self._offsets[sums] + 8 * sum_index, 8), "little")
+    def _checked(self, offset: int, length: int, sum_offset: int, what: str) -> bytes:
+        """``length`` bytes at ``offset``, once they match the checksum at ``sum_offset``."""
+        data = self._read(offset, length)
+        stored = int.from_bytes(self._read(sum_offset, 8), "little")
         if xxhash.xxh64_intdigest(data) != stored:
-            raise HierarchyUnusable(f"{self.path}: a {section} block fails its checksum")
+            raise HierarchyUnusable(f"{self.path}: a {what} block fails its checksum")
         return data
 
     def probe(self, hashes: np.ndarray) -> Probe:
@@ -350,7 +351,12 @@ class Hierarchy:
         chunks = blocks // (chunk // _BLOCK)
         present = np.zeros(len(hashes), bool)
         for number in np.unique(chunks).tolist():
-            data = self._checked("dataset", number, chunk, "dataset_sums", number)
+            data = self._checked(
+                self._offsets["dataset"] + number * chunk,
+                chunk,
+                self._offsets["dataset_sums"] + 8 * number,
+                "dataset",
+            )
             these = chunks == number
             inside = blocks[these] - number * (chunk // _BLOCK)
             rows = np.frombuffer(data, np.uint8).reshape(-1, _BLOCK)[inside]
@@ -363,7 +369,12 @@ class Hierarchy:
         blocks = sbbf.block_of(hashes, self.fragment_bytes // _BLOCK)
         candidates = np.zeros((len(hashes), count), bool)
         for block in np.unique(blocks).tolist():
-            data = self._checked("fragments", block, count * _BLOCK, "fragment_sums", block)
+            data = self._checked(
+                self._offsets["fragments"] + block * count * _BLOCK,
+                count * _BLOCK,
+                self._offsets["fragment_sums"] + 8 * block,
+                "fragment",
+            )
             these = blocks == block
             rows = np.frombuffer(data, np.uint8).reshape(count, _BLOCK)
             candidates[these] = sbbf.check(rows, hashes[these])
@@ -376,12 +387,12 @@ class Hierarchy:
             lo, hi = edges[f], edges[f + 1]
             wanted = candidates[:, f]
             for block in np.unique(blocks[wanted]).tolist():
-                offset = self._offsets["zone_rows"] + block * row_bytes + lo * _BLOCK
-                data = self._read(offset, (hi - lo) * _BLOCK)
-                sum_offset = self._offsets["zone_sums"] + 8 * (block * count + f)
-                stored = int.from_bytes(self._read(sum_offset, 8), "little")
-                if xxhash.xxh64_intdigest(data) != stored:
-                    raise HierarchyUnusable(f"{self.path}: a zone block fails its checksum")
+                data = self._checked(
+                    self._offsets["zone_rows"] + block * row_bytes + lo * _BLOCK,
+                    (hi - lo) * _BLOCK,
+                    self._offsets["zone_sums"] + 8 * (block * count + f),
+                    "zone",
+                )
                 these = wanted & (blocks == block)
                 rows = np.frombuffer(data, np.uint8).reshape(hi - lo, _BLOCK)
                 mask[lo:hi] |= sbbf.check(rows, hashes[these]).any(axis=0)

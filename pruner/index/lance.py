@@ -167,16 +167,18 @@ def load_lance_index(dataset: object, column: str, *, companion: bool = False) -
     segments = [info for info in list_bloom_indexes(dataset) if info.column == column]
     if not segments:
         return None
-    if companion and len(segments) == 1:
-        (info,) = segments
-        index = open_index(info.path, column)
-        if np.isin(index.fragment_id, np.fromiter(info.fragment_ids, np.uint64)).all():
-            return index
     parts = []
     for info in segments:
-        part = read_index_file(info.path, column)
+        if companion and len(segments) == 1:
+            part = open_index(info.path, column)
+        else:
+            part = read_index_file(info.path, column)
         # Lance's manifest says which fragments a segment covers: zones of others (e.g. of a
         # fragment whose column data Lance rewrote) describe data that is no longer there.
         covered = np.isin(part.fragment_id, np.fromiter(info.fragment_ids, np.uint64))
-        parts.append(part if covered.all() else part.subset(covered))
+        if not covered.all():
+            if part.hierarchy is not None:  # a subset is of the index file's own zones
+                part = read_index_file(info.path, column)
+            part = part.subset(covered)
+        parts.append(part)
     return ZoneIndex.concat(parts)

@@ -61,14 +61,22 @@ def test_pruner_answers_right(two_tables: dict[str, Path], prune: bool) -> None:
     assert answer.to_pylist() == [{"n": 5}]
 
 
-def test_datafusion_alone_cannot_push_a_null_literal_into_a_dataset(tmp_path: Path) -> None:
+@pytest.fixture
+def lance_as_dataset(monkeypatch: pytest.MonkeyPatch) -> None:
+    """pruner registers Lance selections as datasets, never as rows read ahead."""
+    from pruner.adapters import sources
+
+    monkeypatch.setattr(sources, "READ_AHEAD_VALUES", 0)
+
+
+def test_datafusion_alone_cannot_push_a_null_literal_into_a_dataset(
+    tmp_path: Path, lance_as_dataset: None
+) -> None:
     """DataFusion 55 turns ``k IN (NULL, 0)`` pushed into a pyarrow/Lance dataset scan into
     ``BooleanScalar | Expression``, which raises (found by make fuzz); pruner registers Lance
     tables without filter pushdown when a query holds a NULL literal."""
     import lance
     import pyarrow.dataset as pads
-
-    from pruner.adapters import sources
 
     path = tmp_path / "a.lance"
     lance.write_dataset(pa.table({"k": pa.array(range(10), pa.int64())}), str(path))
@@ -77,27 +85,22 @@ def test_datafusion_alone_cannot_push_a_null_literal_into_a_dataset(tmp_path: Pa
     context.register_dataset("a", pads.dataset(pa.table({"k": pa.array(range(10))})))
     with pytest.raises(Exception, match="BooleanScalar"):
         context.sql(sql).to_arrow_table()
-    saved = sources.READ_AHEAD_VALUES
-    sources.READ_AHEAD_VALUES = 0  # a dataset, not rows read ahead
-    try:
-        for prune in (True, False):
-            got = query(sql, {"a": path}, prune=prune)
-            assert got.to_pylist() == [{"k": 0}]
-        got = query("SELECT k FROM a WHERE k IN ($1, 0)", {"a": path}, parameters=[None])
+    for prune in (True, False):
+        got = query(sql, {"a": path}, prune=prune)
         assert got.to_pylist() == [{"k": 0}]
-    finally:
-        sources.READ_AHEAD_VALUES = saved
+    got = query("SELECT k FROM a WHERE k IN ($1, 0)", {"a": path}, parameters=[None])
+    assert got.to_pylist() == [{"k": 0}]
 
 
-def test_datafusion_alone_pushes_a_filter_of_literals_into_a_dataset(tmp_path: Path) -> None:
+def test_datafusion_alone_pushes_a_filter_of_literals_into_a_dataset(
+    tmp_path: Path, lance_as_dataset: None
+) -> None:
     """DataFusion 55 simplifies ``k = NULL OR s = NULL`` to a filter of literals only, which
     names no column, so it is pushed into a dataset scan even past pruner's identity UDF,
     and fails there (found by make fuzz); pruner puts a limit no table reaches between
     the scan and the query when the query holds a NULL literal."""
     import lance
     import pyarrow.dataset as pads
-
-    from pruner.adapters import sources
 
     data = pa.table({"k": pa.array(range(10), pa.int64()), "s": pa.array(["x"] * 10)})
     path = tmp_path / "a.lance"
@@ -107,14 +110,9 @@ def test_datafusion_alone_pushes_a_filter_of_literals_into_a_dataset(tmp_path: P
     context.register_dataset("a", pads.dataset(data))
     with pytest.raises(Exception, match="BooleanScalar"):
         context.sql(sql).to_arrow_table()
-    saved = sources.READ_AHEAD_VALUES
-    sources.READ_AHEAD_VALUES = 0  # a dataset, not rows read ahead
-    try:
-        for prune in (True, False):
-            assert query(sql, {"a": path}, prune=prune).num_rows == 0
-            reordered = "SELECT k FROM a WHERE k IS NULL AND (k = NULL OR s = NULL)"
-            assert query(reordered, {"a": path}, prune=prune).num_rows == 0
-            got = query("SELECT k FROM a WHERE k = 3 OR (k = NULL OR s = NULL)", {"a": path})
-            assert got.to_pylist() == [{"k": 3}]
-    finally:
-        sources.READ_AHEAD_VALUES = saved
+    for prune in (True, False):
+        assert query(sql, {"a": path}, prune=prune).num_rows == 0
+        reordered = "SELECT k FROM a WHERE k IS NULL AND (k = NULL OR s = NULL)"
+        assert query(reordered, {"a": path}, prune=prune).num_rows == 0
+        got = query("SELECT k FROM a WHERE k = 3 OR (k = NULL OR s = NULL)", {"a": path})
+        assert got.to_pylist() == [{"k": 3}]

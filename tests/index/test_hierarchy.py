@@ -6,8 +6,11 @@ is missing, stale or damaged, the index file is used instead: never a narrower s
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -373,21 +376,19 @@ def test_lance_maintenance_neither_breaks_nor_reuses_a_stale_companion(tmp_path:
         assert bound.index.hierarchy.index_file == Path(info.path)
 
 
+def _listed(table: Path) -> dict[str, Any]:
+    """The one row of ``pruner index list TABLE --json``, run as a user runs it."""
+    command = [sys.executable, "-m", "pruner.cli", "index", "list", str(table), "--json"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    (row,) = json.loads(result.stdout)
+    return dict(row)
+
+
 def test_index_list_shows_the_companion(table: Path) -> None:
-    import json
-    import subprocess
-    import sys
-
-    def listed() -> dict[str, Any]:
-        command = [sys.executable, "-m", "pruner.cli", "index", "list", str(table), "--json"]
-        result = subprocess.run(command, capture_output=True, text=True, timeout=120)
-        assert result.returncode == 0, result.stderr
-        (row,) = json.loads(result.stdout)
-        return dict(row)
-
-    assert listed()["hierarchy"] == "in use"
+    assert _listed(table)["hierarchy"] == "in use"
     _truncate(companion_path(_index_file(table)))
-    row = listed()
+    row = _listed(table)
     assert "truncated" in row["hierarchy"] and row["state"] == "current", row
 
 
@@ -395,10 +396,6 @@ def test_a_damaged_index_file_under_an_intact_companion(table: Path) -> None:
     """Bit rot inside bloomfilter.lance (size and footer unchanged): queries answer from the
     companion, an intact and separately checksummed copy, and `index list` says the file is
     damaged (Lance's own scanner reads it) and to rebuild."""
-    import json
-    import subprocess
-    import sys
-
     index_file = _index_file(table)
     flat = read_index_file(index_file, "id")
     assert flat.damaged is not None and not flat.damaged.any()
@@ -411,8 +408,6 @@ def test_a_damaged_index_file_under_an_intact_companion(table: Path) -> None:
     sql = "SELECT pos FROM t WHERE id IN (7, 123, 39998) ORDER BY pos"
     expected = engine_alone("duckdb", sql, {"t": table}).column("pos").to_pylist()
     assert pruner.query(sql, {"t": table}).column("pos").to_pylist() == expected
-    command = [sys.executable, "-m", "pruner.cli", "index", "list", str(table), "--json"]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
-    (row,) = json.loads(result.stdout)
+    row = _listed(table)
     assert row["state"] == "damaged" and "fail their checksums" in row["why"], row
     assert row["hierarchy"] == "in use"
