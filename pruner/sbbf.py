@@ -51,6 +51,7 @@ __all__ = [
     "SlicedFilters",
     "block_of",
     "check",
+    "check_blocks",
     "fpp_at",
     "insert",
     "masks",
@@ -298,6 +299,14 @@ def check(filters: np.ndarray, hashes: np.ndarray) -> np.ndarray:
         missing |= gathered[..., 3]
         np.equal(missing.T, 0, out=result[:, first:last])
     return result
+
+
+def check_blocks(blocks: np.ndarray, hashes: np.ndarray) -> np.ndarray:
+    """(K,) bool: value k may be in ``blocks[k]``, the (K, 32) uint8 block its hash points
+    at (read by offset from a filter, so only the blocks probed are ever read)."""
+    words = np.ascontiguousarray(blocks).view("<u4").reshape(len(hashes), WORDS_PER_BLOCK)
+    wanted = masks(hashes)
+    return np.asarray(((words & wanted) == wanted).all(axis=1))
 
 
 def probe_positions(hashes: np.ndarray, num_blocks: int) -> np.ndarray:

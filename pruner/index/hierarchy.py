@@ -80,13 +80,6 @@ class HierarchyUnusable(PrunerError):
     """The companion cannot be used (missing, stale or damaged): read the index file."""
 
 
-def _in_own_block(blocks: np.ndarray, hashes: np.ndarray) -> np.ndarray:
-    """(K,) bool: value k may be in ``blocks[k]``, the (K, 32) block its hash points at."""
-    words = np.ascontiguousarray(blocks).view("<u4").reshape(len(hashes), sbbf.WORDS_PER_BLOCK)
-    wanted = sbbf.masks(hashes)
-    return np.asarray(((words & wanted) == wanted).all(axis=1))
-
-
 def companion_path(index_file: str | os.PathLike[str]) -> Path:
     return Path(index_file).with_name(COMPANION_NAME)
 
@@ -360,7 +353,7 @@ class Hierarchy:
             these = chunks == number
             inside = blocks[these] - number * (chunk // _BLOCK)
             rows = np.frombuffer(data, np.uint8).reshape(-1, _BLOCK)[inside]
-            present[these] = _in_own_block(rows, hashes[these])
+            present[these] = sbbf.check_blocks(rows, hashes[these])
         hashes = hashes[present]
         if not len(hashes):
             return Probe(mask, "dataset filter: absent")
