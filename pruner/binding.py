@@ -39,7 +39,7 @@ from pruner.expressions import (
     PredicateVisitor,
     visit,
 )
-from pruner.hashing import hash_array
+from pruner.hashing import hash_array, plain_type
 from pruner.literals import coerce_all
 
 __all__ = ["bind"]
@@ -85,7 +85,8 @@ class _Binder(PredicateVisitor[Predicate]):
         column = leaf.column
         if column not in self.schema.names:
             return BoundLiterals(leaf, None, reason=f"no column {column} in the table")
-        arrow_type = self.schema.field(column).type
+        # A dictionary or view column compares as its plain values.
+        arrow_type = plain_type(self.schema.field(column).type)
         coerced = coerce_all(values, arrow_type, self.dialect)
         if coerced.values is None:  # pruner cannot tell (whatever no_match says)
             return BoundLiterals(leaf, None, reason=coerced.reason)

@@ -48,7 +48,14 @@ import xxhash
 from pruner.buffers import scratch
 from pruner.errors import UnsupportedTypeError
 
-__all__ = ["hash_array", "hash_input_width", "is_indexable", "xxh64_bytes_array"]
+__all__ = [
+    "hash_alike",
+    "hash_array",
+    "hash_input_width",
+    "is_indexable",
+    "plain_type",
+    "xxh64_bytes_array",
+]
 
 _U64 = np.uint64
 _MASK64 = (1 << 64) - 1
@@ -298,6 +305,47 @@ def is_indexable(arrow_type: pa.DataType) -> bool:
     return True
 
 
+def plain_type(arrow_type: pa.DataType) -> pa.DataType:
+    """The type whose values hash as ``arrow_type``'s do: a dictionary's value type, and the
+    offset layout of a view type (``string_view`` -> ``large_string``). Parquet writers put
+    these in schemas (Polars, DataFusion and tpchgen-cli write view types); a value's bytes,
+    and so its hash, do not depend on which of them holds it.
+
+    >>> plain_type(pa.dictionary(pa.int32(), pa.string_view()))
+    DataType(large_string)
+    """
+    if pa.types.is_dictionary(arrow_type):
+        return plain_type(arrow_type.value_type)
+    if pa.types.is_string_view(arrow_type):
+        return pa.large_string()
+    if pa.types.is_binary_view(arrow_type):
+        return pa.large_binary()
+    return arrow_type
+
+
+_SMALL_OFFSETS = {pa.large_string(): pa.string(), pa.large_binary(): pa.binary()}
+
+
+def hash_alike(a: pa.DataType, b: pa.DataType) -> bool:
+    """Do values of types ``a`` and ``b`` hash alike, so one index serves files that store a
+    column as either (``string``, ``large_string``, ``string_view`` and a dictionary of
+    strings do; ``int32`` and ``int64`` do not: their widths differ)?
+
+    >>> hash_alike(pa.string_view(), pa.string()), hash_alike(pa.int32(), pa.int64())
+    (True, False)
+    """
+    a, b = plain_type(a), plain_type(b)
+    return _SMALL_OFFSETS.get(a, a) == _SMALL_OFFSETS.get(b, b)
+
+
+def _plain(array: pa.Array) -> pa.Array:
+    """``array`` at its :func:`plain_type`."""
+    if pa.types.is_dictionary(array.type):
+        array = array.dictionary_decode()
+    target = plain_type(array.type)
+    return array if target == array.type else array.cast(target)
+
+
 _UINT_OF_WIDTH = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
@@ -341,7 +389,8 @@ def hash_array(
     """Hash every value of an Arrow array the way Lance's bloom filter index does.
 
     Args:
-        array: the values; any type :func:`hash_input_width` accepts.
+        array: the values; any type whose :func:`plain_type` :func:`hash_input_width`
+            accepts.
         out: optional uint64 array of ``len(array)`` to write the hashes into.
 
     Returns:
@@ -355,14 +404,16 @@ def hash_array(
     >>> int(hashes[0])
     17241709254077376921
     """
-    hash_input_width(array.type)
-    chunks = array.chunks if isinstance(array, pa.ChunkedArray) else [array]
+    hash_input_width(plain_type(array.type))
+    chunks = [
+        _plain(chunk) for chunk in (array.chunks if isinstance(array, pa.ChunkedArray) else [array])
+    ]
     hashes = np.empty(len(array), dtype=np.uint64) if out is None else out[: len(array)]
     position = 0
     for chunk in chunks:
         _hash_chunk(chunk, hashes[position : position + len(chunk)])
         position += len(chunk)
-    if array.null_count == 0:
+    if all(chunk.null_count == 0 for chunk in chunks):
         return hashes, None
     valid = np.concatenate(
         [np.asarray(c.is_valid().to_numpy(zero_copy_only=False), dtype=bool) for c in chunks]

@@ -36,6 +36,7 @@ from pruner.discover import (
     signature,
 )
 from pruner.errors import InvalidParameterError, PrunerError
+from pruner.hashing import hash_alike
 from pruner.index import (
     DEFAULT_ITEMS,
     ZoneIndex,
@@ -366,7 +367,7 @@ def _parquet_table(path: Path, found: list[Path], root: Path) -> Table:
         mixed.update(
             f.name
             for f in file_schema
-            if f.name in schema.names and schema.field(f.name).type != f.type
+            if f.name in schema.names and not hash_alike(schema.field(f.name).type, f.type)
         )
         files[fid] = ParquetFile(
             file,

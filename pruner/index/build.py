@@ -25,7 +25,7 @@ from pruner import sbbf
 from pruner.buffers import scratch
 from pruner.discover import file_identity, parquet_files
 from pruner.errors import IndexFormatError, IndexNotFoundError, InvalidParameterError
-from pruner.hashing import hash_array, hash_input_width
+from pruner.hashing import hash_alike, hash_array, hash_input_width, plain_type
 from pruner.index.fileformat import IndexFileWriter
 from pruner.index.lance import open_lance
 from pruner.index.model import FragmentFile, ZoneIndex
@@ -194,13 +194,17 @@ def _distinct(results: list[FragmentZoneRows]) -> dict[int, np.ndarray] | None:
     return found if len(found) == len(results) else None
 
 
-def _column_type(schema: pa.Schema, column: str, where: str) -> pa.DataType:
+def _column_type(schema: pa.Schema, column: str, where: str, lance: bool) -> pa.DataType:
+    """The column's type, once it is known to be indexable: Lance's type list for a Lance
+    dataset (Lance itself reads the index), and for Parquet also the dictionary and view
+    types writers use, hashed as their plain values (:func:`pruner.hashing.plain_type`)."""
     if column not in schema.names:
         raise InvalidParameterError(
             f"column {column!r} is not in {where}; its columns are {', '.join(schema.names)}"
         )
     arrow_type = schema.field(column).type
-    hash_input_width(arrow_type)  # raises UnsupportedTypeError with advice
+    # raises UnsupportedTypeError with advice
+    hash_input_width(arrow_type if lance else plain_type(arrow_type))
     return arrow_type
 
 
@@ -229,7 +233,7 @@ def read_lance_fragment(
 def lance_fragments(dataset: object, column: str) -> tuple[Any, list[Any]]:
     """The open dataset and its fragments, once ``column`` is known to be indexable."""
     ds = open_lance(dataset)
-    _column_type(ds.schema, column, f"Lance dataset {ds.uri}")
+    _column_type(ds.schema, column, f"Lance dataset {ds.uri}", lance=True)
     return ds, ds.get_fragments()
 
 
@@ -284,10 +288,12 @@ def parquet_fragments(
     # identity the index records, and is read whole instead of probed with stale zones.
     identities = [file_identity(p) for p in paths]
     metas = [pq.ParquetFile(p) for p in paths]
-    arrow_type = _column_type(metas[0].schema_arrow, column, f"Parquet file {paths[0]}")
+    arrow_type = _column_type(
+        metas[0].schema_arrow, column, f"Parquet file {paths[0]}", lance=False
+    )
     for path, meta in zip(paths[1:], metas[1:], strict=True):
-        other = _column_type(meta.schema_arrow, column, f"Parquet file {path}")
-        if other != arrow_type:
+        other = _column_type(meta.schema_arrow, column, f"Parquet file {path}", lance=False)
+        if not hash_alike(other, arrow_type):
             # Values are hashed at their column's width: a probe at one width would miss
             # every zone of a file stored at another, a wrong answer.
             raise InvalidParameterError(
