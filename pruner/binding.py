@@ -50,11 +50,14 @@ class _Binder(PredicateVisitor[Predicate]):
     must not change) with every Equals / In leaf bound; other nodes are kept."""
 
     def __init__(
-        self, schema: pa.Schema, dialect: str, indexed: Callable[[str], bool] | None
+        self,
+        schema: pa.Schema,
+        dialect: str,
+        hash_type: Callable[[str], pa.DataType | None] | None,
     ) -> None:
         self.schema = schema
         self.dialect = dialect
-        self.indexed = indexed
+        self.hash_type = hash_type
         self.bound: dict[tuple[str, tuple[Literal, ...]], BoundLiterals] = {}
 
     def visit_and(self, node: And) -> Predicate:
@@ -93,12 +96,21 @@ class _Binder(PredicateVisitor[Predicate]):
         if coerced.no_match:
             return BoundLiterals(leaf, None, no_match=True, reason=coerced.reason)
         exact = tuple(coerced.values) if coerced.exact else None
-        if self.indexed is not None and not self.indexed(column):
+        hash_type = arrow_type if self.hash_type is None else self.hash_type(column)
+        if hash_type is None:
             return BoundLiterals(
                 leaf, None, reason=coerced.reason, unindexed=True, exact_values=exact
             )
         try:
-            hashes, _ = hash_array(pa.array(coerced.values, arrow_type))
+            values = pa.array(coerced.values, arrow_type)
+            if hash_type != arrow_type:
+                try:
+                    values = values.cast(hash_type)
+                except pa.ArrowException as err:
+                    # Not representable in the index's encoding: prune nothing.
+                    reason = f"cannot hash the values as {hash_type} ({err})"
+                    return BoundLiterals(leaf, None, reason=reason, exact_values=exact)
+            hashes, _ = hash_array(values)
         except (PrunerError, pa.ArrowException) as err:
             # Raised only if the column turns out to have an index to probe, as before
             # binding was a step of its own.
@@ -110,12 +122,16 @@ def bind(
     predicate: Predicate,
     schema: pa.Schema,
     dialect: str = "duckdb",
-    indexed: Callable[[str], bool] | None = None,
+    hash_type: Callable[[str], pa.DataType | None] | None = None,
 ) -> Predicate:
     """``predicate`` with every Equals / In leaf bound to its column of ``schema``: its
     literals coerced (as ``dialect`` compares) and hashed, once. Bound leaves are kept.
 
-    ``indexed(column)`` False: the column has no index to probe, so its literals are coerced
-    (a literal no value can equal still selects nothing) but not hashed (a 100,000-value IN
-    on an unindexed column costs no hashing); None: every column's literals are hashed."""
-    return visit(predicate, _Binder(schema, dialect, indexed))
+    ``hash_type(column)``: the Arrow type whose bytes the column's index hashed (the
+    column's own type for pruner's and Lance's indexes; Parquet's plain encoding for a
+    file's own filters, :mod:`pruner.index.native`), the literals are cast to it before
+    they are hashed; None when the column has no index to probe, so its literals are
+    coerced (a literal no value can equal still selects nothing) but not hashed (a
+    100,000-value IN on an unindexed column costs no hashing). ``hash_type`` None: every
+    column's literals are hashed at the column's type."""
+    return visit(predicate, _Binder(schema, dialect, hash_type))

@@ -16,8 +16,9 @@ import os
 import struct
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import xxhash
 
@@ -144,6 +145,9 @@ class ParquetFile:
     identity: FileIdentity
     rows: int
     row_group_rows: tuple[int, ...] = ()
+    # The file's parsed footer (pyarrow.parquet.FileMetaData), as read when the table was
+    # opened: where its row groups' own bloom filters are (pruner.index.native).
+    metadata: Any = field(default=None, compare=False, repr=False)
 
 
 RACY_SECONDS = 2.0

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from pruner.analyzer import Analysis, Scan
 from pruner.binding import bind
@@ -36,6 +37,7 @@ from pruner.expressions import (
     to_sql,
     visit,
 )
+from pruner.hashing import plain_type
 from pruner.selection import Selection
 from pruner.table import Table, TableIndex
 
@@ -225,7 +227,7 @@ def _run(
     """The evaluator (its term reports, its layout), the selection (None for every row) and
     the bound predicate."""
     evaluator = _Evaluator(table, dialect)
-    bound = bind(predicate, table.schema, dialect, lambda column: _has_index(table, column))
+    bound = bind(predicate, table.schema, dialect, lambda column: _hash_type(table, column))
     return evaluator, visit(bound, evaluator), bound
 
 
@@ -242,13 +244,17 @@ def row_keys(bound: Predicate) -> RowKeys | None:
     return best
 
 
-def _has_index(table: Table, column: str) -> bool:
-    """Whether evaluating a term on ``column`` will probe an index (an unreadable one
-    counts: the evaluator reports it)."""
+def _hash_type(table: Table, column: str) -> pa.DataType | None:
+    """The type whose bytes ``column``'s index hashed, or None when evaluating a term on it
+    will not probe an index (an unreadable one will: the evaluator reports it)."""
+    arrow_type = plain_type(table.schema.field(column).type)
     try:
-        return table.index(column) is not None
+        index = table.index(column)
     except PrunerError:
-        return True
+        return arrow_type
+    if index is None:
+        return None
+    return index.index.value_type or arrow_type
 
 
 def _within(selected: Selection | None, table: Table) -> Selection:

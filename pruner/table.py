@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeAlias
 
@@ -45,6 +45,7 @@ from pruner.index import (
     open_index,
     parquet_index_path,
 )
+from pruner.index.native import native_index
 from pruner.selection import FRAGMENT_SHIFT, Selection
 
 __all__ = ["Table", "TableIndex", "TableSource", "as_table", "open_table", "open_tables"]
@@ -182,9 +183,34 @@ class Table:
             return None if index is None else self._fit(index, self._lance_ids(index))
         location = parquet_index_path(self.path, column)
         if not location.exists():
-            return None
+            return self._native(column)
         index = open_index(location, column)
         return self._fit(index, self._parquet_ids(index))
+
+    def _native(self, column: str) -> TableIndex | None:
+        """The Parquet files' own bloom filters of ``column``, one zone per row group, when
+        some file has them (a pruner index, whose zones never straddle a row group, is at
+        least as fine and is used instead where it exists)."""
+        found = native_index(self.files or {}, self.schema, column)
+        if found is None:
+            return None
+        (fragment_id, zone_start, zone_length, has_null, filters), value_type = found
+        index = ZoneIndex(
+            column=column,
+            items=0,
+            probability=float("nan"),
+            fragment_id=fragment_id,
+            zone_start=zone_start,
+            zone_length=zone_length,
+            has_null=has_null,
+            filter_data=None,
+            hierarchy=filters,
+            value_type=value_type,
+        )
+        index.plain = lambda: replace(
+            index, filter_data=filters.whole_filters(), hierarchy=None, plain=None
+        )
+        return self._fit(index, fragment_id.astype(np.int64))
 
     def _fit(self, index: ZoneIndex, table_ids: np.ndarray) -> TableIndex:
         """Bind zones to fragments (``table_ids``: the table's id per zone, -1 for a stale
@@ -375,6 +401,7 @@ def _parquet_table(path: Path, found: list[Path], root: Path) -> Table:
             identity,
             metadata.num_rows,
             tuple(metadata.row_group(g).num_rows for g in range(metadata.num_row_groups)),
+            metadata,
         )
     assert schema is not None
     rows = {fid: f.rows for fid, f in files.items()}

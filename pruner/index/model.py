@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from pruner import sbbf
 from pruner.discover import FileIdentity
@@ -59,12 +60,17 @@ class ZoneIndex:
     files: list[FragmentFile] | None = None
     # Per zone, True when its stored checksum does not match its content; None: no checksums.
     damaged: np.ndarray | None = None
-    hierarchy: Any = None  # a pruner.index.hierarchy.Hierarchy
+    # Probes by offset, without the filters in memory: a pruner.index.hierarchy.Hierarchy
+    # (the companion) or a pruner.index.native.NativeFilters (a Parquet file's own filters).
+    hierarchy: Any = None
     plain: Callable[[], ZoneIndex] | None = field(default=None, repr=False)
     hierarchy_note: str | None = None
     # Set by a build that hashed the values here: per fragment id, the distinct hashes of its
     # values, for the hierarchy companion; never stored.
     build_distinct: dict[int, np.ndarray] | None = field(default=None, repr=False)
+    # The Arrow type whose bytes the filters hashed, when it is not the column's own
+    # (Parquet's plain encoding: an int16 hashed as int32, :mod:`pruner.index.native`).
+    value_type: pa.DataType | None = None
     _groups: list[tuple[np.ndarray, np.ndarray]] | None = field(default=None, repr=False)
     # Probing, per filter group (see _probe_layout): the sliced layout once built, and the
     # (value, zone) pairs probed directly until then.

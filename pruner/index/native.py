@@ -1,0 +1,362 @@
+"""Parquet's own bloom filters as a zone source: one zone per row group.
+
+Writers (pyarrow, DuckDB, DataFusion, Spark, Iceberg) may store, per row group and column
+chunk, a Split Block Bloom Filter: the SBBF pruner builds (:mod:`pruner.sbbf`), hashed with
+xxHash64 seed 0 as Lance's is, but over each value's *Parquet plain encoding*, which is not
+always Lance's: an int8 or int16 is hashed as a 4-byte INT32, a timestamp as an INT64 in the
+unit the file stores (``shared/seeds/parquet_bloom_filter_spec.md``). So such a zone index
+carries :attr:`ZoneIndex.value_type`, the Arrow type whose bytes equal that encoding, and a
+probe's literals are cast to it before they are hashed.
+
+Where a chunk's filter sits is in the file's metadata (``bloom_filter_offset``, and
+``bloom_filter_length`` when the writer recorded it; Spark does not). At the offset a Thrift
+``BloomFilterHeader`` (decoded by thriftpy2 from ``parquet_bloom.thrift``) gives the bitset's
+size, algorithm, hash and compression; the bitset follows. A probe reads only the 32-byte
+block each hash points at, by offset.
+
+Nothing unproven prunes: a chunk without a filter, with a header the format does not allow
+(a size that is not a power of two of 32 bytes to 128 MiB, an unknown algorithm, hash or
+compression, a length that disagrees), a bitset cut short, or a file changed since the table
+was opened, leaves its row group selected.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import thriftpy2
+from thriftpy2.protocol.compact import TCompactProtocol
+
+from pruner import sbbf
+from pruner.discover import ParquetFile
+from pruner.errors import IndexFormatError
+from pruner.hashing import plain_type
+
+__all__ = ["SOURCE", "NativeFilters", "native_index", "parquet_value_type", "read_header"]
+
+SOURCE = "parquet bloom filter"
+"""How explain names a zone decided by a Parquet file's own filter."""
+
+_HEADER_GUESS = 64  # a header is 15-20 bytes; read this much when the length is not recorded
+_MAX_BITSET = 128 * 1024 * 1024  # the format's upper bound on a filter
+_BLOCK = sbbf.BLOCK_BYTES
+_ALL_SET = b"\xff" * sbbf.BLOCK_BYTES
+_WHOLE_AT = 16  # from this many values probed, a zone's whole bitset is read once instead
+
+_THRIFT = thriftpy2.load(
+    str(Path(__file__).with_name("parquet_bloom.thrift")), module_name="pruner_parquet_bloom_thrift"
+)
+
+_UNITS = {"milliseconds": "ms", "microseconds": "us", "nanoseconds": "ns"}
+
+
+class _Bytes:
+    """A read-only transport over bytes that knows how many were consumed."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.position = 0
+
+    def read(self, count: int) -> bytes:
+        end = self.position + count
+        if end > len(self.data):
+            raise IndexFormatError("bloom filter header cut short")
+        chunk = self.data[self.position : end]
+        self.position = end
+        return chunk
+
+
+def read_header(raw: bytes) -> tuple[int, int]:
+    """``(bitset bytes, header bytes)`` of the ``BloomFilterHeader`` at the start of ``raw``.
+
+    Raises:
+        IndexFormatError: the header does not decode, or describes a filter the Parquet
+            format does not define.
+    """
+    transport = _Bytes(raw)
+    header = _THRIFT.BloomFilterHeader()
+    try:
+        header.read(TCompactProtocol(transport))
+    except IndexFormatError:
+        raise
+    except Exception as err:  # thriftpy2 raises several types on garbage
+        raise IndexFormatError(f"bloom filter header does not decode ({err})") from err
+    size = header.numBytes
+    if not isinstance(size, int) or size < _BLOCK or size > _MAX_BITSET or size & (size - 1):
+        raise IndexFormatError(
+            f"bloom filter of {size} bytes: the format allows a power of two from "
+            f"{_BLOCK} bytes to 128 MiB"
+        )
+    for part, name, allowed in (
+        (header.algorithm, "algorithm", "BLOCK"),
+        (header.hash, "hash", "XXHASH"),
+        (header.compression, "compression", "UNCOMPRESSED"),
+    ):
+        if part is None or getattr(part, allowed, None) is None:
+            raise IndexFormatError(f"bloom filter with an unknown {name} (not {allowed})")
+    return size, transport.position
+
+
+def parquet_value_type(arrow_type: pa.DataType, column: Any) -> pa.DataType | None:
+    """The Arrow type whose little-endian bytes are Parquet's plain encoding of the values
+    of ``column`` (a ``pyarrow.parquet.ColumnSchema``) as engines read them at
+    ``arrow_type``; None when pruner does not probe that column's filters (booleans,
+    decimals, INT96 and fixed-length byte arrays, nested columns, a timestamp whose stored
+    unit is not the unit it is read at)."""
+    physical = column.physical_type
+    arrow_type = plain_type(arrow_type)
+    if column.max_repetition_level or "." in column.path:
+        return None
+    if physical == "INT32":
+        if pa.types.is_integer(arrow_type):
+            # Narrow integers are stored as INT32 (sign- or zero-extended, as the value).
+            return pa.int32() if arrow_type.bit_width < 32 else arrow_type
+        if pa.types.is_date32(arrow_type) or pa.types.is_time32(arrow_type):
+            return arrow_type
+        return None
+    if physical == "INT64":
+        if pa.types.is_integer(arrow_type) and arrow_type.bit_width == 64:
+            return arrow_type
+        if pa.types.is_timestamp(arrow_type) or pa.types.is_time64(arrow_type):
+            unit = _UNITS.get(_logical(column).get("timeUnit", ""))
+            return arrow_type if unit == arrow_type.unit else None
+        return None
+    if physical == "FLOAT" and pa.types.is_float32(arrow_type):
+        return arrow_type
+    if physical == "DOUBLE" and pa.types.is_float64(arrow_type):
+        return arrow_type
+    if physical == "BYTE_ARRAY" and (
+        pa.types.is_large_string(arrow_type)
+        or pa.types.is_string(arrow_type)
+        or pa.types.is_binary(arrow_type)
+        or pa.types.is_large_binary(arrow_type)
+    ):
+        return pa.large_binary()
+    return None
+
+
+def _logical(column: Any) -> dict[str, Any]:
+    import json
+
+    try:
+        return dict(json.loads(column.logical_type.to_json()))
+    except (ValueError, AttributeError, TypeError):
+        return {}
+
+
+@dataclass(frozen=True, slots=True)
+class _Chunk:
+    """Where one row group's filter of the column is, once its header is read."""
+
+    file: ParquetFile
+    bitset: int  # offset of the bitset in the file
+    size: int  # its bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    mask: np.ndarray
+    decided: str
+
+
+class NativeFilters:
+    """The column's filters in every row group of a table's Parquet files, probed by offset.
+
+    Plugged into :class:`pruner.index.ZoneIndex` as its ``hierarchy``: a probe reads the
+    blocks it needs; a zone without a usable filter is always selected, and ``problems``
+    says why for each.
+    """
+
+    def __init__(self, chunks: list[_Chunk | None], problems: dict[int, str]) -> None:
+        self.chunks = chunks
+        self.problems = problems
+        self._bitsets: dict[int, bytes] = {}
+
+    @property
+    def num_zones(self) -> int:
+        return len(self.chunks)
+
+    def note(self) -> str:
+        """What explain says decided a probe."""
+        if not self.problems:
+            return SOURCE
+        return f"{SOURCE} ({len(self.problems)} of {self.num_zones} row groups read whole)"
+
+    def probe(self, hashes: np.ndarray) -> Probe:
+        """Row groups that may hold any of the hashed values."""
+        hashes = np.unique(np.asarray(hashes, np.uint64))
+        mask = np.ones(self.num_zones, bool)
+        if not len(hashes):
+            mask[:] = False
+            for zone in self.problems:
+                mask[zone] = True
+            return Probe(mask, self.note())
+        by_file: dict[Path, list[int]] = {}
+        for zone, chunk in enumerate(self.chunks):
+            if chunk is not None:
+                by_file.setdefault(chunk.file.path, []).append(zone)
+        for path, zones in by_file.items():
+            try:
+                handle = os.open(path, os.O_RDONLY)
+            except OSError:
+                continue  # gone: the engine raises reading it, pruned or not
+            try:
+                stat = os.fstat(handle)
+                identity = self.chunks[zones[0]].file.identity  # type: ignore[union-attr]
+                if stat.st_size != identity.size or stat.st_mtime_ns != identity.mtime_ns:
+                    continue  # changed since the table was opened: read whole
+                for zone in zones:
+                    mask[zone] = self._may_hold(handle, zone, hashes)
+            finally:
+                os.close(handle)
+        return Probe(mask, self.note())
+
+    def whole_filters(self) -> list[bytes]:
+        """Every zone's whole bitset, read now; a zone without a usable one gets a filter
+        of one block with every bit set, which no probe rules out."""
+        result = []
+        for zone, chunk in enumerate(self.chunks):
+            data = b""
+            if chunk is not None and zone not in self.problems:
+                try:
+                    with open(chunk.file.path, "rb") as handle:
+                        data = os.pread(handle.fileno(), chunk.size, chunk.bitset)
+                except OSError:
+                    data = b""
+            result.append(data if len(data) == getattr(chunk, "size", -1) else _ALL_SET)
+        return result
+
+    def _may_hold(self, handle: int, zone: int, hashes: np.ndarray) -> bool:
+        try:
+            return self._read_and_check(handle, zone, hashes)
+        except OSError:
+            return True  # an unreadable filter proves nothing
+
+    def _read_and_check(self, handle: int, zone: int, hashes: np.ndarray) -> bool:
+        chunk = self.chunks[zone]
+        assert chunk is not None
+        blocks = sbbf.block_of(hashes, chunk.size // _BLOCK)
+        whole = self._bitsets.get(zone)
+        if whole is None and len(hashes) >= _WHOLE_AT:
+            whole = os.pread(handle, chunk.size, chunk.bitset)
+            if len(whole) < chunk.size:
+                return True  # cut short: prove nothing
+            self._bitsets[zone] = whole
+        if whole is not None:
+            rows = np.frombuffer(whole, np.uint8).reshape(-1, _BLOCK)[blocks]
+        else:
+            parts = [os.pread(handle, _BLOCK, chunk.bitset + _BLOCK * b) for b in blocks.tolist()]
+            if any(len(p) < _BLOCK for p in parts):
+                return True
+            rows = np.frombuffer(b"".join(parts), np.uint8).reshape(-1, _BLOCK)
+        return bool(sbbf.check_blocks(rows, hashes).any())
+
+
+def native_index(
+    files: dict[int, ParquetFile], schema: pa.Schema, column: str
+) -> tuple[Any, pa.DataType] | None:
+    """The zones (one per row group) and filters of ``column`` in ``files``, or None when no
+    file has a usable filter for it.
+
+    Returns ``(zones, value_type)``: ``zones`` as ``(fragment ids, zone starts, zone lengths,
+    has_null, NativeFilters)``.
+    """
+    if column not in schema.names:
+        return None
+    arrow_type = schema.field(column).type
+    fragment_id: list[int] = []
+    zone_start: list[int] = []
+    zone_length: list[int] = []
+    has_null: list[bool] = []
+    chunks: list[_Chunk | None] = []
+    problems: dict[int, str] = {}
+    value_type: pa.DataType | None = None
+    usable = 0
+    for fid, file in sorted(files.items()):
+        metadata = file.metadata
+        if metadata is None:
+            return None
+        found = _column_index(metadata, column)
+        file_type = None if found is None else parquet_value_type(arrow_type, found[1])
+        if file_type is not None and value_type is not None and file_type != value_type:
+            file_type = None  # stored another way than the other files: read whole
+        if file_type is not None:
+            value_type = file_type
+        start = 0
+        handle = None
+        try:
+            for group in range(metadata.num_row_groups):
+                rows = metadata.row_group(group).num_rows
+                zone = len(chunks)
+                fragment_id.append(fid)
+                zone_start.append(start)
+                zone_length.append(rows)
+                start += rows
+                if file_type is None or found is None:
+                    has_null.append(True)
+                    chunks.append(None)
+                    problems[zone] = "no usable filter for the column"
+                    continue
+                meta = metadata.row_group(group).column(found[0])
+                has_null.append(_may_have_nulls(meta))
+                if handle is None:
+                    handle = os.open(file.path, os.O_RDONLY)
+                chunk, problem = _locate(handle, file, meta)
+                chunks.append(chunk)
+                if problem is not None:
+                    problems[zone] = problem
+                else:
+                    usable += 1
+        except OSError:
+            return None
+        finally:
+            if handle is not None:
+                os.close(handle)
+    if not usable or value_type is None:
+        return None
+    arrays = (
+        np.array(fragment_id, np.uint64),
+        np.array(zone_start, np.uint64),
+        np.array(zone_length, np.uint64),
+        np.array(has_null, bool),
+        NativeFilters(chunks, problems),
+    )
+    return arrays, value_type
+
+
+def _column_index(metadata: Any, column: str) -> tuple[int, Any] | None:
+    schema = metadata.schema
+    for i in range(len(schema)):
+        if schema.column(i).path == column:
+            return i, schema.column(i)
+    return None
+
+
+def _may_have_nulls(meta: Any) -> bool:
+    stats = meta.statistics if meta.is_stats_set else None
+    if stats is None or not stats.has_null_count:
+        return True
+    return bool(stats.null_count)
+
+
+def _locate(handle: int, file: ParquetFile, meta: Any) -> tuple[_Chunk | None, str | None]:
+    """The chunk's filter, read as far as its header, or why it cannot be used."""
+    offset, length = meta.bloom_filter_offset, meta.bloom_filter_length
+    if offset is None or offset <= 0:
+        return None, "no filter in this row group"
+    want = length if length is not None and 0 < length <= _HEADER_GUESS else _HEADER_GUESS
+    raw = os.pread(handle, want, offset)
+    try:
+        size, header = read_header(raw)
+    except IndexFormatError as err:
+        return None, str(err)
+    if length is not None and length > 0 and header + size != length:
+        return None, f"filter length {length} disagrees with its header ({header} + {size})"
+    if offset + header + size > file.identity.size:
+        return None, "filter runs past the end of the file"
+    return _Chunk(file, offset + header, size), None
