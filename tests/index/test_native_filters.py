@@ -1,0 +1,494 @@
+"""Parquet's own bloom filters as zones (pruner.index.native), against DuckDB's
+``parquet_bloom_probe`` and the engines alone.
+
+For files written by pyarrow, DuckDB (which writes filters for dictionary-encoded chunks),
+DataFusion (COPY with bloom filter options) and Spark (``parquet.bloom.filter.enabled#col``),
+pruner's probe of every value in the data and of absent values must keep every row group
+DuckDB's probe keeps; damaged filters leave their row group selected."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import pruner
+from pruner.errors import IndexFormatError
+from pruner.hashing import hash_array
+from pruner.index.native import NativeFilters, read_header
+from pruner.table import open_table
+from tests.support.engine_check import engine_alone, multiset
+
+pytestmark = pytest.mark.filterwarnings("ignore:.*fork-safe")
+
+DISTINCT = 300  # values per column in the written data (DuckDB writes filters only for
+# dictionary-encoded chunks, which it chooses when a chunk repeats its values enough)
+ABSENT = 2_500  # absent values probed per column: 10,000 per writer over its 4 columns
+
+
+def _data(rows: int = 6_000, distinct: int = DISTINCT) -> pa.Table:
+    ids = np.random.default_rng(11).permutation(rows) % distinct
+    return pa.table(
+        {
+            "id": pa.array(ids, pa.int64()),
+            "s": pa.array([f"key-{i}" for i in ids.tolist()]),
+            "i16": pa.array(ids, pa.int16()),
+            "n": pa.array([None if i % 7 == 0 else int(i) for i in ids.tolist()]),
+        }
+    )
+
+
+def _pyarrow(root: Path, _: Any, distinct: int = DISTINCT) -> None:
+    table = _data(distinct=distinct)
+    options = {c: {"ndv": min(distinct, 1_000), "fpp": 0.05} for c in ("id", "s", "i16", "n")}
+    for part in range(2):
+        pq.write_table(
+            table.slice(part * 3_000, 3_000),
+            root / f"part-{part}.parquet",
+            row_group_size=1_000,
+            bloom_filter_options=options,
+        )
+
+
+def _duckdb(root: Path, _: Any) -> None:
+    con = duckdb.connect()
+    con.register("data", _data())
+    for part in range(2):
+        con.execute(
+            f"COPY (SELECT * FROM data LIMIT 3000 OFFSET {part * 3000}) TO "
+            f"'{root / f'part-{part}.parquet'}' (FORMAT parquet, ROW_GROUP_SIZE 1000)"
+        )
+
+
+def _datafusion(root: Path, _: Any) -> None:
+    import datafusion
+
+    ctx = datafusion.SessionContext()
+    ctx.register_record_batches("data", [_data().to_batches()])
+    ctx.sql(
+        f"COPY data TO '{root / 'part-0.parquet'}' STORED AS PARQUET OPTIONS "
+        "('format.bloom_filter_on_write' 'true', 'format.max_row_group_size' '1500')"
+    ).collect()
+
+
+def _spark(root: Path, spark: Any) -> None:
+    # parquet-java writes no filter for a chunk it dictionary-encodes whole, so the data has
+    # more distinct values and dictionaries are off.
+    frame = spark.createDataFrame(_data(distinct=2_000).to_pandas()).repartition(2)
+    writer = (
+        frame.write.mode("overwrite")
+        .option("parquet.block.size", 16 * 1024)
+        .option("parquet.enable.dictionary", "false")
+    )
+    for column in ("id", "s", "i16", "n"):
+        writer = writer.option(f"parquet.bloom.filter.enabled#{column}", "true")
+        writer = writer.option(f"parquet.bloom.filter.expected.ndv#{column}", "2000")
+    target = root.parent / (root.name + "-spark")
+    writer.parquet(str(target))
+    for found in sorted(target.glob("*.parquet")):
+        shutil.move(found, root / found.name)
+    shutil.rmtree(target)
+
+
+WRITERS: dict[str, Callable[[Path, Any], None]] = {
+    "pyarrow": _pyarrow,
+    "duckdb": _duckdb,
+    "datafusion": _datafusion,
+}
+
+
+def _written(tmp_path_factory: pytest.TempPathFactory, writer: str, spark: Any = None) -> Path:
+    root = tmp_path_factory.mktemp(f"native-{writer}") / "t"
+    root.mkdir()
+    (WRITERS | {"spark": _spark})[writer](root, spark)
+    return root
+
+
+def _duckdb_kept(root: Path, column: str, values: list[Any], sql_type: str) -> np.ndarray:
+    """(values, row groups) bool: DuckDB's parquet_bloom_probe keeps the row group (does not
+    exclude it), row groups in file path order."""
+    files = sorted(p.as_posix() for p in root.glob("*.parquet"))
+
+    def one(chunk: list[Any]) -> list[list[bool]]:
+        con = duckdb.connect()
+        rows = []
+        for value in chunk:
+            found = con.execute(
+                f"SELECT file_name, row_group_id, bloom_filter_excludes FROM "
+                f"parquet_bloom_probe(?, ?, ?::{sql_type}) ORDER BY 1, 2",
+                [files, column, value],
+            ).fetchall()
+            rows.append([not excluded for _, _, excluded in found])
+        return rows
+
+    halves = [values[: len(values) // 2], values[len(values) // 2 :]]
+    with ThreadPoolExecutor(2) as pool:
+        parts = list(pool.map(one, halves))
+    return np.array(parts[0] + parts[1], dtype=bool)
+
+
+def _pruner_kept(root: Path, column: str, values: list[Any]) -> tuple[np.ndarray, NativeFilters]:
+    table = open_table(root)
+    bound = table.index(column)
+    assert bound is not None, "the files' own filters are found"
+    index = bound.index
+    filters = index.hierarchy
+    assert isinstance(filters, NativeFilters)
+    arrow_type = table.schema.field(column).type
+    hashes, _ = hash_array(pa.array(values, arrow_type).cast(index.value_type))
+    kept = np.array([filters.probe(hashes[i : i + 1]).mask for i in range(len(values))])
+    return kept, filters
+
+
+COLUMNS = [("id", "BIGINT"), ("s", "VARCHAR"), ("i16", "SMALLINT"), ("n", "BIGINT")]
+
+
+def _agreement(root: Path, column: str, sql_type: str) -> dict[str, int]:
+    present = sorted(set(pq.read_table(root, columns=[column]).column(column).to_pylist()) - {None})
+    rng = np.random.default_rng(5)
+    absent_ints = (rng.choice(30_000, ABSENT, replace=False) + DISTINCT).tolist()
+    absent_ints[0] = -1
+    if column == "i16":
+        absent_ints = [v for v in absent_ints if v < 32_768]
+    absent = [f"key-{v}" for v in absent_ints] if column == "s" else absent_ints
+    values = present + absent
+    ours, filters = _pruner_kept(root, column, values)
+    theirs = _duckdb_kept(root, column, values, sql_type)
+    assert ours.shape == theirs.shape
+    unusable = sorted(filters.problems)
+    usable = [z for z in range(ours.shape[1]) if z not in filters.problems]
+    # Never narrower than DuckDB's probe: a row group DuckDB keeps, pruner keeps.
+    assert not (theirs & ~ours).any(), np.argwhere(theirs & ~ours)[:5]
+    # Where both have the filter, the same SBBF answers the same.
+    assert (ours[:, usable] == theirs[:, usable]).all()
+    # Every present value is kept by some row group that holds it.
+    assert ours[: len(present)].any(axis=1).all()
+    return {
+        "row_groups": ours.shape[1],
+        "without_filter": len(unusable),
+        "absent_excluded": int((~ours[len(present) :]).sum()),
+    }
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("writer", sorted(WRITERS))
+def test_probe_agrees_with_duckdb(tmp_path_factory: pytest.TempPathFactory, writer: str) -> None:
+    root = _written(tmp_path_factory, writer)
+    checked = 0
+    for column, sql_type in COLUMNS:
+        table = open_table(root)
+        if table.index(column) is None:
+            assert writer != "pyarrow", f"pyarrow wrote a filter for {column}"
+            continue
+        counts = _agreement(root, column, sql_type)
+        assert counts["absent_excluded"] > 0
+        checked += 1
+    assert checked
+
+
+@pytest.mark.slow
+def test_probe_agrees_with_duckdb_on_spark_files(
+    tmp_path_factory: pytest.TempPathFactory, spark: Any
+) -> None:
+    root = _written(tmp_path_factory, "spark", spark)
+    assert pq.ParquetFile(next(root.glob("*.parquet"))).metadata.num_row_groups > 1
+    for column, sql_type in COLUMNS:
+        counts = _agreement(root, column, sql_type)
+        assert counts["without_filter"] == 0 and counts["absent_excluded"] > 0
+
+
+@pytest.fixture(scope="module")
+def pyarrow_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Unique keys, so a point lookup finds one row group."""
+    root = tmp_path_factory.mktemp("native-unique") / "t"
+    root.mkdir()
+    _pyarrow(root, None, distinct=6_000)
+    return root
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        "id = 77",
+        "id IN (5, 1499, 99999)",
+        "s = 'key-12'",
+        "s IN ('key-1', 'nope')",
+        "i16 = 1234",
+        "n IS NULL",
+        "n = 42 OR id = 3",
+        "id = -1",
+    ],
+)
+@pytest.mark.parametrize("engine", ["duckdb", "datafusion"])
+def test_answers_equal_the_engine_alone(pyarrow_dir: Path, where: str, engine: str) -> None:
+    sql = f"SELECT id, s, n FROM t WHERE {where}"
+    expected = multiset(engine_alone(engine, sql, {"t": pyarrow_dir}))
+    assert multiset(pruner.query(sql, {"t": pyarrow_dir}, engine=engine)) == expected
+
+
+def test_explain_names_the_source(pyarrow_dir: Path) -> None:
+    explained = pruner.explain("SELECT id FROM t WHERE id = 77", {"t": pyarrow_dir})
+    (scan,) = explained.scans
+    assert scan.zones_total == 6 and 1 <= scan.zones_selected < 6
+    assert "parquet bloom filter" in scan.terms[0].reason
+
+
+def test_a_pruner_index_is_used_where_it_exists(pyarrow_dir: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "t"
+    shutil.copytree(pyarrow_dir, copy)
+    pruner.build_index(copy, "id", items=250)
+    explained = pruner.explain("SELECT id FROM t WHERE id = 77", {"t": copy})
+    (scan,) = explained.scans
+    assert scan.zones_total == 24  # pruner's zones, finer than the 6 row groups
+    assert "parquet bloom filter" not in scan.terms[0].reason
+
+
+# ------------------------------------------------------------------ damage
+
+
+def test_header_rules(tmp_path: Path) -> None:
+    path = tmp_path / "a.parquet"
+    pq.write_table(pa.table({"id": np.arange(4_000)}), path, bloom_filter_options={"id": True})
+    size, length = read_header(_first_filter_bytes(path)[0])
+    assert size >= 32 and size & (size - 1) == 0 and 10 < length < 40
+    for garbage in (b"", b"\x15", b"\xff" * 40, b"\x15\x02\x00"):
+        with pytest.raises(IndexFormatError):
+            read_header(garbage)
+
+
+def _first_filter_bytes(path: Path) -> tuple[bytes, int]:
+    meta = pq.ParquetFile(path).metadata.row_group(0).column(0)
+    with open(path, "rb") as handle:
+        return os.pread(handle.fileno(), 64, meta.bloom_filter_offset), meta.bloom_filter_offset
+
+
+def _damage(path: Path, group: int, how: str) -> None:
+    meta = pq.ParquetFile(path).metadata.row_group(group).column(0)
+    offset, length = meta.bloom_filter_offset, meta.bloom_filter_length
+    data = bytearray(path.read_bytes())
+    if how == "header":
+        data[offset : offset + 4] = b"\x99\x99\x99\x99"
+    elif how == "size":  # numBytes + 32: not a power of two
+        size, header = read_header(bytes(data[offset : offset + 64]))
+        assert data[offset] == 0x15  # field 1, i32
+        encoded = _zigzag_varint(size + 32)
+        old = _zigzag_varint(size)
+        assert len(encoded) == len(old)
+        data[offset + 1 : offset + 1 + len(old)] = encoded
+    elif how == "algorithm":  # the BLOCK union member renumbered: an unknown algorithm
+        raw = bytes(data[offset : offset + 64])
+        position = raw.index(b"\x1c\x1c", 1)  # field 2 struct, its field 1 struct
+        data[offset + position + 1] = 0x2C  # field 2 of the union
+    elif how == "zeros":  # every bit clear: the filter says every value is absent
+        size, header = read_header(bytes(data[offset : offset + 64]))
+        data[offset + header : offset + header + size] = bytes(size)
+    path.write_bytes(bytes(data))
+    del length
+
+
+def _zigzag_varint(value: int) -> bytes:
+    value = (value << 1) ^ (value >> 31)
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+@pytest.mark.parametrize("how", ["header", "size", "algorithm", "truncated", "length"])
+def test_a_damaged_filter_leaves_its_row_group_selected(tmp_path: Path, how: str) -> None:
+    root = tmp_path / "t"
+    root.mkdir()
+    path = root / "a.parquet"
+    pq.write_table(
+        pa.table({"id": np.arange(4_000)}),
+        path,
+        row_group_size=1_000,
+        bloom_filter_options={"id": {"ndv": 1_000, "fpp": 0.01}},
+    )
+    if how == "truncated":
+        # The last row group's filter claims more bytes than the file holds from there.
+        meta = pq.ParquetFile(path).metadata
+        last = meta.row_group(3).column(0)
+        _, header = read_header(_pread(path, last.bloom_filter_offset, 64))
+        _check_damage(root, how, _truncating(path, last.bloom_filter_offset + header + 16))
+        return
+    if how == "length":
+        _check_damage(root, how, lambda: _swap_lengths(path))
+        return
+    _check_damage(root, how, lambda: _damage(path, 1, how))
+
+
+def _pread(path: Path, offset: int, count: int) -> bytes:
+    with open(path, "rb") as handle:
+        return os.pread(handle.fileno(), count, offset)
+
+
+def _truncating(path: Path, keep: int) -> Callable[[], None]:
+    """A file whose footer is intact but whose last filter is cut short: the filter's bytes
+    past ``keep`` are removed and the footer moved up (its offsets still point past)."""
+
+    def run() -> None:
+        data = path.read_bytes()
+        footer_length = int.from_bytes(data[-8:-4], "little")
+        footer = data[-(footer_length + 8) :]
+        path.write_bytes(data[:keep] + footer)
+
+    return run
+
+
+def _swap_lengths(path: Path) -> None:
+    """Row group 1's recorded filter length made wrong by rewriting the footer: pyarrow has no
+    API for that, so the file is rewritten with a smaller filter in group 1 only is not
+    possible either; instead its header's numBytes is changed to another power of two, which
+    then disagrees with the recorded length."""
+    meta = pq.ParquetFile(path).metadata.row_group(1).column(0)
+    offset = meta.bloom_filter_offset
+    data = bytearray(path.read_bytes())
+    size, _ = read_header(bytes(data[offset : offset + 64]))
+    old, new = _zigzag_varint(size), _zigzag_varint(size // 2)
+    assert len(old) == len(new)
+    data[offset + 1 : offset + 1 + len(old)] = new
+    path.write_bytes(bytes(data))
+
+
+def _check_damage(root: Path, how: str, damage: Callable[[], None]) -> None:
+    present = [5, 1_005, 2_005, 3_005]  # one per row group
+    damage()
+    table = open_table(root)
+    bound = table.index("id")
+    assert bound is not None
+    filters = bound.index.hierarchy
+    assert isinstance(filters, NativeFilters)
+    assert filters.problems, how
+    data = pq.read_table(root)  # the rows, read without any filter
+    for value in [*present, -7]:
+        sql = f"SELECT id FROM t WHERE id = {value}"
+        truth = Counter((v,) for v in data.column("id").to_pylist() if v == value)
+        explained = pruner.explain(sql, {"t": root}, check=False)
+        assert explained.scans[0].zones_selected >= len(filters.problems), how
+        assert "row groups read whole" in explained.scans[0].terms[0].reason
+        for engine in ("duckdb", "datafusion"):
+            try:
+                alone = multiset(engine_alone(engine, sql, {"t": root}))
+            except Exception as err:  # the engine itself reads the damaged filter
+                with pytest.raises(type(err)):
+                    pruner.query(sql, {"t": root}, engine=engine)
+                continue
+            got = multiset(pruner.query(sql, {"t": root}, engine=engine))
+            assert got == truth, (engine, how, value)
+            if alone != truth:  # the engine alone trusts the damaged filter (see below)
+                assert (engine, how) == ("datafusion", "truncated"), (engine, how, value)
+
+
+def test_a_zeroed_bitset_is_not_detectable_and_is_the_writers_word(tmp_path: Path) -> None:
+    """A bitset of zeros passes every check the format allows (no checksum): it says no
+    value is there. pruner, like DuckDB's own probe, believes it; DuckDB's probe is the judge
+    that both read the file the same way."""
+    root = tmp_path / "t"
+    root.mkdir()
+    path = root / "a.parquet"
+    pq.write_table(
+        pa.table({"id": np.arange(4_000)}),
+        path,
+        row_group_size=1_000,
+        bloom_filter_options={"id": True},
+    )
+    _damage(path, 1, "zeros")
+    ours, _ = _pruner_kept(root, "id", [1_005])
+    theirs = _duckdb_kept(root, "id", [1_005, 1_005], "BIGINT")[:1]
+    assert ours.tolist() == theirs.tolist()
+    assert not ours[0][1], "the zeroed filter rules its row group out, for both"
+
+
+def test_a_file_changed_after_opening_is_read_whole(pyarrow_dir: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "t"
+    shutil.copytree(pyarrow_dir, copy)
+    table = open_table(copy)
+    bound = table.index("id")
+    assert bound is not None
+    filters = bound.index.hierarchy
+    first = sorted(copy.glob("*.parquet"))[0]
+    os.utime(first, ns=(1, 1))
+    hashes, _ = hash_array(pa.array([-7], pa.int64()))
+    mask = filters.probe(hashes).mask
+    zones_of_first = bound.index.fragment_id == 0
+    assert mask[zones_of_first].all() and not mask[~zones_of_first].any()
+
+
+def test_files_without_filters_are_read_whole(pyarrow_dir: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "t"
+    shutil.copytree(pyarrow_dir, copy)
+    pq.write_table(
+        pa.table(
+            {"id": [77, 9], "s": ["a", "b"], "i16": pa.array([1, 2], pa.int16()), "n": [None, 1]}
+        ),
+        copy / "zz-plain.parquet",
+    )
+    sql = "SELECT id, s FROM t WHERE id = 77"
+    expected = multiset(engine_alone("duckdb", sql, {"t": copy}))
+    assert multiset(pruner.query(sql, {"t": copy})) == expected
+    explained = pruner.explain(sql, {"t": copy}, check=False)
+    assert "1 of 7 row groups read whole" in explained.scans[0].terms[0].reason
+
+
+def test_datafusion_alone_trusts_a_truncated_filter(tmp_path: Path) -> None:
+    """Canary for an engine bug, not pruner's: DataFusion 55 alone (register_parquet) probes a
+    bloom filter whose bitset the file cuts short and loses the row it rules out; pruner
+    reads such a row group whole and answers right (test above). When this fails, DataFusion
+    has fixed it: drop the exception in _check_damage."""
+    root = tmp_path / "t"
+    root.mkdir()
+    path = root / "a.parquet"
+    pq.write_table(
+        pa.table({"id": np.arange(4_000)}),
+        path,
+        row_group_size=1_000,
+        bloom_filter_options={"id": {"ndv": 1_000, "fpp": 0.01}},
+    )
+    last = pq.ParquetFile(path).metadata.row_group(3).column(0)
+    _, header = read_header(_pread(path, last.bloom_filter_offset, 64))
+    _truncating(path, last.bloom_filter_offset + header + 16)()
+    sql = "SELECT id FROM t WHERE id = 3005"
+    assert pq.read_table(root).column("id").to_pylist().count(3005) == 1
+    assert engine_alone("datafusion", sql, {"t": root}).num_rows == 0
+    assert pruner.query(sql, {"t": root}, engine="datafusion").num_rows == 1
+
+
+def test_a_filter_without_a_recorded_length_is_read_from_its_header(tmp_path: Path) -> None:
+    """Writers may leave ``bloom_filter_length`` out (older parquet-java did); the header then
+    says how long the bitset is. The metadata object here is the file's own, with only the
+    length taken away."""
+    from types import SimpleNamespace
+
+    from pruner.discover import read_footer
+    from pruner.index.native import _locate
+
+    path = tmp_path / "a.parquet"
+    pq.write_table(pa.table({"id": np.arange(4_000)}), path, bloom_filter_options={"id": True})
+    real = pq.ParquetFile(path).metadata.row_group(0).column(0)
+    identity, _ = read_footer(path)
+    file = SimpleNamespace(path=path, identity=identity)
+    without = SimpleNamespace(
+        bloom_filter_offset=real.bloom_filter_offset, bloom_filter_length=None
+    )
+    with open(path, "rb") as handle:
+        known, problem = _locate(handle.fileno(), file, real)  # type: ignore[arg-type]
+        assert problem is None and known is not None
+        found, problem = _locate(handle.fileno(), file, without)  # type: ignore[arg-type]
+    assert problem is None and found == known
+    assert found.bitset - real.bloom_filter_offset + found.size == real.bloom_filter_length
