@@ -194,6 +194,9 @@ class TableSpec:
     stable_row_ids: bool = False
     compact: bool = False
     folders: str = "flat"  # Parquet: "flat", "nested", "hive" or "mixed" (see folder())
+    # Parquet: columns the files carry their own bloom filters for (pyarrow's writer), which
+    # pruner probes where it has no index of its own (pruner.index.native)
+    native: tuple[str, ...] = ()
 
     def folder(self, number: int) -> str:
         """The folder of Parquet file ``number``: none (``flat``), plain folders
@@ -245,7 +248,13 @@ class TableSpec:
 
     def _write_file(self, part: pa.Table, file: Path) -> None:
         file.parent.mkdir(parents=True, exist_ok=True)
-        pq.write_table(part, file, row_group_size=self.row_group_rows)
+        options = {column: {"ndv": max(1, part.num_rows), "fpp": 0.1} for column in self.native}
+        pq.write_table(
+            part,
+            file,
+            row_group_size=self.row_group_rows,
+            bloom_filter_options=options or None,
+        )
 
     def _delete(self, path: Path) -> None:
         keys = ", ".join(str(k) for k in self.deleted)
@@ -338,6 +347,11 @@ def table_specs(draw: st.DrawFn, columns: Sequence[str], layout: str) -> TableSp
     if layout == "parquet":
         spec.row_group_rows = draw(st.integers(1, 8))
         spec.folders = draw(st.sampled_from(["flat", "flat", "nested", "hive", "mixed"]))
+        spec.native = tuple(
+            name
+            for name in ("k", *columns)
+            if kind_of(name) != "bool" and draw(st.integers(0, 2)) == 0
+        )
         return spec
     spec.deleted = tuple(sorted(draw(st.lists(st.sampled_from(keys), unique=True, max_size=rows))))
     spec.delete_after_index = bool(spec.deleted) and draw(st.booleans())
