@@ -167,15 +167,33 @@ class Probe:
 class NativeFilters:
     """The column's filters in every row group of a table's Parquet files, probed by offset.
 
-    Plugged into :class:`pruner.index.ZoneIndex` as its ``hierarchy``: a probe reads the
-    blocks it needs; a zone without a usable filter is always selected, and ``problems``
-    says why for each.
+    Plugged into :class:`pruner.index.ZoneIndex` as its ``hierarchy``: a probe reads, per
+    usable row group, the 32-byte block each value's hash points at (one ``pread`` each,
+    computed for all row groups at once); from ``_WHOLE_AT`` values on, it reads each
+    filter whole once and keeps it. A zone without a usable filter is always selected, and
+    ``problems`` says why for each.
     """
 
     def __init__(self, chunks: list[_Chunk | None], problems: dict[int, str]) -> None:
         self.chunks = chunks
         self.problems = problems
-        self._bitsets: dict[int, bytes] = {}
+        usable = [z for z, c in enumerate(chunks) if c is not None and z not in problems]
+        self._usable = np.array(usable, np.int64)
+        found = [chunks[z] for z in usable]
+        self._bitset = np.array([c.bitset for c in found], np.int64)  # type: ignore[union-attr]
+        self._blocks = np.array([c.size // _BLOCK for c in found], np.uint64)  # type: ignore[union-attr]
+        # The usable zones of each file, as positions into the arrays above.
+        self._files: dict[Path, tuple[Any, np.ndarray]] = {}
+        for position, chunk in enumerate(found):
+            assert chunk is not None
+            file, members = self._files.get(chunk.file.path, (chunk.file, []))
+            members.append(position)  # type: ignore[union-attr]
+            self._files[chunk.file.path] = (file, members)
+        self._files = {
+            path: (file, np.array(members, np.int64))
+            for path, (file, members) in self._files.items()
+        }
+        self._whole: dict[int, np.ndarray] = {}  # position -> the (blocks, 32) bitset, kept
 
     @property
     def num_zones(self) -> int:
@@ -193,28 +211,57 @@ class NativeFilters:
         mask = np.ones(self.num_zones, bool)
         if not len(hashes):
             mask[:] = False
-            for zone in self.problems:
-                mask[zone] = True
+            mask[list(self.problems)] = True
             return Probe(mask, self.note())
-        by_file: dict[Path, list[int]] = {}
-        for zone, chunk in enumerate(self.chunks):
-            if chunk is not None:
-                by_file.setdefault(chunk.file.path, []).append(zone)
-        for path, zones in by_file.items():
+        # (K, usable zones): the block of each value in each zone's filter.
+        blocks = ((hashes[:, None] >> np.uint64(32)) * self._blocks[None, :]) >> np.uint64(32)
+        blocks = blocks.astype(np.int64)
+        holds = np.ones(len(self._usable), bool)
+        for path, (file, members) in self._files.items():
             try:
                 handle = os.open(path, os.O_RDONLY)
             except OSError:
                 continue  # gone: the engine raises reading it, pruned or not
             try:
                 stat = os.fstat(handle)
-                identity = self.chunks[zones[0]].file.identity  # type: ignore[union-attr]
-                if stat.st_size != identity.size or stat.st_mtime_ns != identity.mtime_ns:
+                if stat.st_size != file.identity.size or stat.st_mtime_ns != file.identity.mtime_ns:
                     continue  # changed since the table was opened: read whole
-                for zone in zones:
-                    mask[zone] = self._may_hold(handle, zone, hashes)
+                holds[members] = self._check(handle, members, blocks[:, members], hashes)
+            except OSError:
+                continue  # an unreadable filter proves nothing
             finally:
                 os.close(handle)
+        mask[self._usable] = holds
         return Probe(mask, self.note())
+
+    def _check(
+        self, handle: int, members: np.ndarray, blocks: np.ndarray, hashes: np.ndarray
+    ) -> np.ndarray:
+        """(members,) bool: may the zone hold any of ``hashes`` (its blocks: ``blocks``)?"""
+        count = len(hashes)
+        rows = np.empty((count, len(members), _BLOCK), np.uint8)
+        cut = np.zeros(len(members), bool)
+        for column, position in enumerate(members.tolist()):
+            whole = self._whole.get(position)
+            if whole is None and count >= _WHOLE_AT:
+                size = int(self._blocks[position]) * _BLOCK
+                data = os.pread(handle, size, int(self._bitset[position]))
+                if len(data) == size:
+                    whole = self._whole[position] = np.frombuffer(data, np.uint8).reshape(
+                        -1, _BLOCK
+                    )
+            if whole is not None:
+                rows[:, column] = whole[blocks[:, column]]
+                continue
+            start = int(self._bitset[position])
+            for k, block in enumerate(blocks[:, column].tolist()):
+                data = os.pread(handle, _BLOCK, start + _BLOCK * block)
+                if len(data) < _BLOCK:
+                    cut[column] = True  # the bitset is cut short: prove nothing
+                    break
+                rows[k, column] = np.frombuffer(data, np.uint8)
+        found = sbbf.check_blocks(rows.reshape(-1, _BLOCK), np.repeat(hashes, len(members)))
+        return found.reshape(count, len(members)).any(axis=0) | cut
 
     def whole_filters(self) -> list[bytes]:
         """Every zone's whole bitset, read now; a zone without a usable one gets a filter
@@ -230,31 +277,6 @@ class NativeFilters:
                     data = b""
             result.append(data if len(data) == getattr(chunk, "size", -1) else _ALL_SET)
         return result
-
-    def _may_hold(self, handle: int, zone: int, hashes: np.ndarray) -> bool:
-        try:
-            return self._read_and_check(handle, zone, hashes)
-        except OSError:
-            return True  # an unreadable filter proves nothing
-
-    def _read_and_check(self, handle: int, zone: int, hashes: np.ndarray) -> bool:
-        chunk = self.chunks[zone]
-        assert chunk is not None
-        blocks = sbbf.block_of(hashes, chunk.size // _BLOCK)
-        whole = self._bitsets.get(zone)
-        if whole is None and len(hashes) >= _WHOLE_AT:
-            whole = os.pread(handle, chunk.size, chunk.bitset)
-            if len(whole) < chunk.size:
-                return True  # cut short: prove nothing
-            self._bitsets[zone] = whole
-        if whole is not None:
-            rows = np.frombuffer(whole, np.uint8).reshape(-1, _BLOCK)[blocks]
-        else:
-            parts = [os.pread(handle, _BLOCK, chunk.bitset + _BLOCK * b) for b in blocks.tolist()]
-            if any(len(p) < _BLOCK for p in parts):
-                return True
-            rows = np.frombuffer(b"".join(parts), np.uint8).reshape(-1, _BLOCK)
-        return bool(sbbf.check_blocks(rows, hashes).any())
 
 
 def native_index(
@@ -357,6 +379,7 @@ def _locate(handle: int, file: ParquetFile, meta: Any) -> tuple[_Chunk | None, s
         return None, str(err)
     if length is not None and length > 0 and header + size != length:
         return None, f"filter length {length} disagrees with its header ({header} + {size})"
-    if offset + header + size > file.identity.size:
-        return None, "filter runs past the end of the file"
+    footer = file.identity.size - 8 - int(getattr(file.metadata, "serialized_size", 0) or 0)
+    if offset + header + size > footer:
+        return None, "filter runs into the file's footer or past its end"
     return _Chunk(file, offset + header, size), None
