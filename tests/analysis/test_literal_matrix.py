@@ -1,0 +1,199 @@
+"""Literal coercion over a wide matrix, judged by DuckDB alone.
+
+For every column type (integers of each width and sign, floats, strings, dates, times,
+timestamps of each unit, with and without a zone) and every literal spelling, Python
+parameter and IN list here, DuckDB says which sample values ``c = literal`` (``c = ?``,
+``c IN (...)``) matches; pruner's coercion (``coerce``, ``coerce_all``, ``literal_from_python``)
+must probe every matched value's bit pattern, and may say "no match" only when DuckDB matches
+none. Mutation testing of pruner/literals.py (docs/mutation.md) found the time types without
+any test, and many timestamp spellings and parameter types unchecked; this is that check.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from decimal import Decimal
+from typing import Any
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pytest
+import sqlglot
+
+from pruner.analyzer import literal_from_sql
+from pruner.literals import Coercion, coerce, coerce_all, literal_from_python
+from tests.analysis.test_literals import bit_patterns
+
+T0 = dt.datetime(2024, 1, 1)
+SAMPLES: dict[str, tuple[pa.DataType, list[object]]] = {
+    "int8": (pa.int8(), [-128, -1, 0, 1, 5, 127]),
+    "int16": (pa.int16(), [-32768, -1, 0, 5, 300, 32767]),
+    "int32": (pa.int32(), [-(2**31), 0, 5, 65536, 2**31 - 1]),
+    "int64": (pa.int64(), [-(2**63), -1, 0, 5, 2**32, 2**53 + 1, 2**63 - 1]),
+    "uint8": (pa.uint8(), [0, 1, 5, 128, 255]),
+    "uint16": (pa.uint16(), [0, 5, 300, 65535]),
+    "uint32": (pa.uint32(), [0, 5, 2**31, 2**32 - 1]),
+    "uint64": (pa.uint64(), [0, 5, 2**63, 2**64 - 1]),
+    "float32": (pa.float32(), [-0.0, 0.0, 0.5, 1.5, 5.0, -math.inf, math.nan]),
+    "float64": (pa.float64(), [-0.0, 0.0, 0.1, 1.5, 5.0, 1e300, math.inf, math.nan]),
+    "string": (pa.string(), ["", "5", "5.0", "a", "A", " 5", "2024-01-01", "12:34:56", "true"]),
+    "large_string": (pa.large_string(), ["", "5", "a", "2024-01-01"]),
+    "binary": (pa.binary(), [b"", b"5", b"a", b"\x00\xff"]),
+    "date32": (pa.date32(), [dt.date(1970, 1, 1), dt.date(2024, 1, 1), dt.date(2024, 2, 29)]),
+    "time64_us": (
+        pa.time64("us"),
+        [dt.time(0, 0), dt.time(12, 34, 56), dt.time(12, 34, 56, 500000), dt.time(23, 59, 59)],
+    ),
+    "time32_s": (pa.time32("s"), [dt.time(0, 0), dt.time(12, 34, 56)]),
+    "time32_ms": (pa.time32("ms"), [dt.time(12, 34, 56), dt.time(12, 34, 56, 500000)]),
+    "ts_s": (pa.timestamp("s"), [T0, T0 + dt.timedelta(seconds=1)]),
+    "ts_ms": (pa.timestamp("ms"), [T0, T0 + dt.timedelta(milliseconds=1500)]),
+    "ts_us": (pa.timestamp("us"), [T0, T0 + dt.timedelta(seconds=1, microseconds=500000)]),
+    "ts_ns": (pa.timestamp("ns"), [T0, T0 + dt.timedelta(seconds=1)]),
+    "ts_utc": (
+        pa.timestamp("us", tz="UTC"),
+        [T0.replace(tzinfo=dt.UTC), T0.replace(hour=1, tzinfo=dt.UTC)],
+    ),
+    "ts_berlin": (
+        pa.timestamp("ms", tz="Europe/Berlin"),
+        [T0.replace(tzinfo=dt.UTC), T0.replace(hour=1, tzinfo=dt.UTC)],
+    ),
+}
+
+LITERALS = [
+    # numbers
+    "5", "-1", "0", "-0", "+5", "127", "128", "-128", "255", "256", "300", "65535", "65536",
+    "2147483647", "2147483648", "4294967295", "4294967296", "9007199254740993",
+    "9223372036854775807", "-9223372036854775808", "9223372036854775808",
+    "18446744073709551615", "18446744073709551616",
+    "5.0", "5.00", "1.5", "0.5", "0.1", "-0.0", "0.0", "1e0", "5e0", "1.5e0", "5e-1", "1e300",
+    "1e400", "0x10", "1_000",
+    # casts
+    "CAST(5 AS TINYINT)", "CAST(5 AS UTINYINT)", "CAST(5 AS DOUBLE)", "CAST(1.5 AS FLOAT)",
+    "CAST(1.5 AS DECIMAL(4, 1))", "CAST(5 AS DECIMAL(10, 2))", "CAST('5' AS INTEGER)",
+    "CAST('2024-01-01' AS DATE)", "CAST('12:34:56' AS TIME)", "CAST(5 AS VARCHAR)",
+    "CAST('a' AS BLOB)", "'a'::BLOB", "'\\x00\\xFF'::BLOB",
+    "'inf'::DOUBLE", "'-inf'::FLOAT", "'infinity'::DOUBLE", "'NaN'::FLOAT", "'nan'::DOUBLE",
+    # strings
+    "'5'", "' 5'", "'5 '", "'+5'", "'5.0'", "'1.5'", "'0x10'", "'a'", "'A'", "''", "'true'",
+    "'2024-01-01'", "'2024-1-1'", "'20240101'", "'2024-02-30'", "'2024-01-01 00:00:00'",
+    "'2024-01-01T00:00:00'", "'2024-01-01 00:00:01'", "'2024-01-01 00:00:01.5'",
+    "'2024-01-01 00:00:01.500000000'", "'2024-01-01 00:00:01+00'", "'2024-01-01 01:00:00+01'",
+    "'2024-01-01 01:00:00+01:00'", "'2024-01-01 00:00:00Z'", "'2024-01-01 00:00:00 UTC'",
+    "'12:34:56'", "'12:34:56.5'", "'12:34:56.500'", "'12:34'", "'24:00:00'", "'00:00:00'",
+    # typed constants
+    "DATE '2024-01-01'", "DATE '2024-02-29'", "DATE '1970-01-01'",
+    "TIME '12:34:56'", "TIME '12:34:56.5'", "TIME '00:00:00'",
+    "TIMESTAMP '2024-01-01'", "TIMESTAMP '2024-01-01 00:00:00'",
+    "TIMESTAMP '2024-01-01 00:00:01'", "TIMESTAMP '2024-01-01 00:00:01.5'",
+    "TIMESTAMPTZ '2024-01-01 01:00:00+00'", "TIMESTAMPTZ '2024-01-01 02:00:00+01'",
+    "TIMESTAMPTZ '2024-01-01 00:00:00'",
+    "NULL", "TRUE", "FALSE",
+]  # fmt: skip
+
+PARAMETERS: list[object] = [
+    5, -1, 0, 128, 2**63, -(2**63), 2**64 - 1, 2**64, 1.5, 5.0, 0.0, -0.0, math.nan, math.inf,
+    -math.inf, 0.1, Decimal("5"), Decimal("5.0"), Decimal("1.5"), "5", "a", "", "2024-01-01",
+    "12:34:56", b"a", b"", True, False, None, np.int8(5), np.uint64(2**63), np.float32(1.5),
+    np.float64(-0.0), dt.date(2024, 1, 1), dt.date(2024, 2, 29), T0,
+    T0 + dt.timedelta(seconds=1), T0 + dt.timedelta(seconds=1, microseconds=500000),
+    T0.replace(tzinfo=dt.UTC), T0.replace(hour=2, tzinfo=dt.timezone(dt.timedelta(hours=1))),
+    dt.time(12, 34, 56), dt.time(12, 34, 56, 500000), dt.time(0, 0),
+]  # fmt: skip
+
+IN_LISTS = [
+    "(5, 1.5, 300)", "(0, -1, 5.0)", "('5', 5)", "(NULL, 5)", "(NULL)", "('a', 'A', '')",
+    "(255, 256, -1)", "(1e0, 5)", "('2024-01-01', DATE '2024-02-29')",
+    "(TIMESTAMP '2024-01-01', '2024-01-01 00:00:01')", "(TIME '12:34:56', '00:00:00')",
+    "(-0.0, 0.5)", "(9223372036854775807, 18446744073709551615)", "(" + ", ".join(
+        str(i) for i in range(40)) + ", 300, 65535)",
+]  # fmt: skip
+
+
+_CONNECTIONS: dict[str, duckdb.DuckDBPyConnection] = {}
+
+
+def _duckdb(column: str, where: str, params: list[Any]) -> Any:
+    """The positions of the samples of ``column`` that DuckDB alone says match ``where``,
+    None when DuckDB refuses the comparison."""
+    con = _CONNECTIONS.get(column)
+    if con is None:
+        arrow_type, values = SAMPLES[column]
+        con = _CONNECTIONS[column] = duckdb.connect()
+        con.execute("SET TimeZone = 'UTC'")
+        data = pa.table({"c": pa.array(values, arrow_type), "i": list(range(len(values)))})
+        con.execute("CREATE TABLE t AS SELECT * FROM data")
+        del data
+    try:
+        return [r[0] for r in con.execute(f"SELECT i FROM t WHERE {where}", params).fetchall()]
+    except (duckdb.Error, TypeError, ValueError, OverflowError):
+        return None  # DuckDB refuses the comparison: nothing to prune wrongly
+
+
+def _check(column: str, spelled: str, coerced: Coercion, matched: list[int]) -> None:
+    arrow_type, values = SAMPLES[column]
+    if coerced.no_match:
+        assert matched == [], f"{column} {spelled}: pruner says no match, DuckDB matched"
+        return
+    if coerced.values is None:
+        return  # pruner cannot tell: the term prunes nothing
+    probed = set(bit_patterns(pa.array(coerced.values, arrow_type)))
+    stored = pa.array(values, arrow_type)
+    for position in matched:
+        assert bit_patterns(stored.slice(position, 1))[0] in probed, (
+            f"{column} {spelled}: DuckDB matches {values[position]!r}, pruner probes "
+            f"{coerced.values}"
+        )
+
+
+def _literal(text: str) -> Any:
+    literal = literal_from_sql(sqlglot.parse_one(f"SELECT {text}", read="duckdb").expressions[0])
+    return literal
+
+
+@pytest.mark.parametrize("column", sorted(SAMPLES))
+def test_literals_never_exclude_a_value_duckdb_matches(column: str) -> None:
+    arrow_type = SAMPLES[column][0]
+    checked = 0
+    for text in LITERALS:
+        matched = _duckdb(column, f"c = {text}", [])
+        if matched is None:
+            continue
+        literal = _literal(text)
+        if literal is None:
+            continue  # pruner does not read it as a constant: the term prunes nothing
+        _check(column, f"= {text}", coerce(literal, arrow_type, "duckdb"), matched)
+        _check(column, f"IN ({text})", coerce_all([literal], arrow_type, "duckdb"), matched)
+        checked += 1
+    assert checked >= 20, column
+
+
+@pytest.mark.parametrize("column", sorted(SAMPLES))
+def test_parameters_never_exclude_a_value_duckdb_matches(column: str) -> None:
+    arrow_type = SAMPLES[column][0]
+    for value in PARAMETERS:
+        matched = _duckdb(column, "c = ?", [value])
+        if matched is None:
+            continue
+        try:
+            literal = literal_from_python(value)
+        except TypeError:
+            continue
+        _check(column, f"= ? ({value!r})", coerce(literal, arrow_type, "duckdb"), matched)
+
+
+@pytest.mark.parametrize("column", sorted(SAMPLES))
+def test_in_lists_never_exclude_a_value_duckdb_matches(column: str) -> None:
+    arrow_type = SAMPLES[column][0]
+    for text in IN_LISTS:
+        matched = _duckdb(column, f"c IN {text}", [])
+        if matched is None:
+            continue
+        node = sqlglot.parse_one(f"SELECT 1 WHERE c IN {text}", read="duckdb").find(sqlglot.exp.In)
+        assert node is not None
+        literals = [literal_from_sql(e) for e in node.expressions]
+        if any(lit is None for lit in literals):
+            continue
+        _check(column, f"IN {text}", coerce_all(literals, arrow_type, "duckdb"), matched)
