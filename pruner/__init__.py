@@ -17,6 +17,7 @@ from pruner.errors import (
 )
 from pruner.explain import Explanation
 from pruner.index import ZoneIndex, build_index, load_index
+from pruner.index.native import write_parquet
 from pruner.plan import Plan, plan
 from pruner.selection import Selection
 from pruner.table import Table, open_table, open_tables
@@ -40,5 +41,6 @@ __all__ = [
     "open_tables",
     "plan",
     "query",
+    "write_parquet",
 ]
 __version__ = "0.1.0"

@@ -37,7 +37,14 @@ from pruner.discover import ParquetFile
 from pruner.errors import IndexFormatError
 from pruner.hashing import plain_type
 
-__all__ = ["SOURCE", "NativeFilters", "native_index", "parquet_value_type", "read_header"]
+__all__ = [
+    "SOURCE",
+    "NativeFilters",
+    "native_index",
+    "parquet_value_type",
+    "read_header",
+    "write_parquet",
+]
 
 SOURCE = "parquet bloom filter"
 """How explain names a zone decided by a Parquet file's own filter."""
@@ -383,3 +390,47 @@ def _locate(handle: int, file: ParquetFile, meta: Any) -> tuple[_Chunk | None, s
     if offset + header + size > footer:
         return None, "filter runs into the file's footer or past its end"
     return _Chunk(file, offset + header, size), None
+
+
+def write_parquet(
+    table: pa.Table,
+    path: str | os.PathLike[str],
+    columns: list[str],
+    *,
+    items: int = 8192,
+    probability: float = 0.00057,
+    **options: Any,
+) -> None:
+    """Write ``table`` as one Parquet file with the format's own bloom filters on
+    ``columns``, through pyarrow, sized like pruner's zones: row groups of ``items`` rows,
+    each filter sized for ``items`` distinct values at false-positive ``probability`` (the
+    defaults of ``pruner index build``). Every engine that reads Parquet bloom filters can
+    use them, and pruner prunes on them without an index of its own.
+
+    ``options`` go to ``pyarrow.parquet.write_table``.
+
+    Raises:
+        InvalidParameterError: a column is not in ``table``.
+        UnsupportedTypeError: pruner cannot probe a filter of that column's type.
+    """
+    import pyarrow.parquet as pq
+
+    from pruner.errors import InvalidParameterError
+    from pruner.hashing import hash_input_width
+
+    for column in columns:
+        if column not in table.schema.names:
+            raise InvalidParameterError(
+                f"column {column!r} is not in the table; its columns are "
+                f"{', '.join(table.schema.names)}"
+            )
+        hash_input_width(plain_type(table.schema.field(column).type))
+    if items <= 0 or not 0 < probability < 1:
+        raise InvalidParameterError("items must be positive and probability between 0 and 1")
+    pq.write_table(
+        table,
+        path,
+        row_group_size=items,
+        bloom_filter_options={c: {"ndv": items, "fpp": probability} for c in columns},
+        **options,
+    )
