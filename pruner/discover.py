@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import xxhash
 
 __all__ = [
@@ -30,6 +32,7 @@ __all__ = [
     "is_lance_dataset",
     "parquet_files",
     "parquet_footer_hash",
+    "read_parquet_file",
     "signature",
 ]
 
@@ -148,6 +151,28 @@ class ParquetFile:
     # The file's parsed footer (pyarrow.parquet.FileMetaData), as read when the table was
     # opened: where its row groups' own bloom filters are (pruner.index.native).
     metadata: Any = field(default=None, compare=False, repr=False)
+
+
+def read_parquet_file(path: Path, root: Path) -> ParquetFile:
+    """The Parquet file at ``path`` (under ``root``) as it is now: its identity and its
+    parsed footer, from one read of the footer.
+
+    Raises:
+        pyarrow.ArrowInvalid: the file is not Parquet (pyarrow's own error).
+    """
+    identity, footer = read_footer(path)
+    if footer is None or footer[-4:] != b"PAR1":
+        metadata = pq.read_metadata(path)  # raises pyarrow's own error for such a file
+    else:
+        metadata = pq.read_metadata(pa.BufferReader(b"PAR1" + footer))
+    return ParquetFile(
+        path,
+        path.relative_to(root).as_posix(),
+        identity,
+        metadata.num_rows,
+        tuple(metadata.row_group(g).num_rows for g in range(metadata.num_row_groups)),
+        metadata,
+    )
 
 
 RACY_SECONDS = 2.0

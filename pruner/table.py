@@ -26,13 +26,12 @@ from typing import Any, TypeAlias
 import numpy as np
 import pyarrow as pa
 import pyarrow.dataset as pads
-import pyarrow.parquet as pq
 
 from pruner.discover import (
     ParquetFile,
     is_lance_dataset,
     parquet_files,
-    read_footer,
+    read_parquet_file,
     signature,
 )
 from pruner.errors import InvalidParameterError, PrunerError
@@ -381,11 +380,8 @@ def _parquet_table(path: Path, found: list[Path], root: Path) -> Table:
     mixed: set[str] = set()
     uniform = True
     for fid, file in enumerate(found):
-        identity, footer = read_footer(file)
-        if footer is None or footer[-4:] != b"PAR1":
-            metadata = pq.read_metadata(file)  # raises pyarrow's own error for such a file
-        else:
-            metadata = pq.read_metadata(pa.BufferReader(b"PAR1" + footer))
+        files[fid] = read_parquet_file(file, root)
+        metadata = files[fid].metadata
         file_schema = metadata.schema.to_arrow_schema()
         if schema is None:
             schema = file_schema
@@ -394,14 +390,6 @@ def _parquet_table(path: Path, found: list[Path], root: Path) -> Table:
             f.name
             for f in file_schema
             if f.name in schema.names and not hash_alike(schema.field(f.name).type, f.type)
-        )
-        files[fid] = ParquetFile(
-            file,
-            file.relative_to(root).as_posix(),
-            identity,
-            metadata.num_rows,
-            tuple(metadata.row_group(g).num_rows for g in range(metadata.num_row_groups)),
-            metadata,
         )
     assert schema is not None
     rows = {fid: f.rows for fid, f in files.items()}
