@@ -76,6 +76,7 @@ def _cmd_index_build(args: argparse.Namespace) -> int:
                 probability=args.probability,
                 progress=progress,
                 engine=args.engine,
+                from_parquet_filters=args.from_parquet_filters,
             )
         seconds = time.perf_counter() - started
         info = _summary(index)
@@ -332,6 +333,12 @@ def _parser() -> argparse.ArgumentParser:
         default="local",
         choices=ENGINES,
         help="index the fragments in threads here (local) or as Spark tasks (spark)",
+    )
+    build.add_argument(
+        "--from-parquet-filters",
+        action="store_true",
+        help="make the index from the Parquet files' own bloom filters (one zone per row "
+        "group) without reading the data",
     )
     build.set_defaults(run=_cmd_index_build)
     listing = index_commands.add_parser("list", help="list the bloom indexes of a dataset")

@@ -69,6 +69,7 @@ from pruner.index.lance import (
     open_lance,
 )
 from pruner.index.model import FragmentFile, ZoneIndex
+from pruner.index.native import index_from_filters
 from pruner.index.store import PARQUET_INDEX_DIR, load_index, parquet_index_path
 
 __all__ = [
@@ -138,6 +139,7 @@ def build_index(
     progress: ProgressCallback | None = None,
     engine: str = "local",
     spark: Any = None,
+    from_parquet_filters: bool = False,
 ) -> ZoneIndex:
     """Build and store the zone bloom index of ``column`` for a Lance dataset or Parquet dir.
 
@@ -146,10 +148,17 @@ def build_index(
     fragments as tasks of a Spark job on ``spark`` (default: the active session, or a local
     one); either engine builds the same index and stores it the same way.
 
+    ``from_parquet_filters``: make a Parquet directory's index from its files' own bloom
+    filters, one zone per row group, without reading the data
+    (:func:`pruner.index.native.index_from_filters`); ``items`` and ``probability`` are
+    then the files'.
+
     Raises:
         InvalidParameterError: an unknown engine, column or parameter.
         EngineError: the Spark job failed.
     """
+    if from_parquet_filters:
+        return _build_from_parquet_filters(Path(source), column, engine)
     if engine not in ENGINES:
         raise InvalidParameterError(
             f"unknown index build engine {engine!r}; use one of {', '.join(ENGINES)}"
@@ -178,6 +187,24 @@ def build_index(
             path, column, items=items, probability=probability, progress=progress, sink=sink
         )
         sink.finish(index)
+    _write_companion(location, index)
+    return index
+
+
+def _build_from_parquet_filters(path: Path, column: str, engine: str) -> ZoneIndex:
+    if is_lance_dataset(path):
+        raise InvalidParameterError(
+            f"{path} is a Lance dataset: building from Parquet bloom filters needs a directory "
+            "of Parquet files that carry them; build the index from the data instead"
+        )
+    if engine != "local":
+        raise InvalidParameterError(
+            "an index made from Parquet bloom filters reads no data: build it with the local engine"
+        )
+    index = index_from_filters(path, column)
+    location = parquet_index_path(path, column)
+    location.parent.mkdir(parents=True, exist_ok=True)
+    write_index_file(index, location)
     _write_companion(location, index)
     return index
 

@@ -70,6 +70,11 @@ META_NULL_BITMAP = "null_bitmap"
 META_FILES = "pruner_files"
 META_COLUMN = "pruner_column"
 META_CHECKSUMS = "pruner_zone_checksums"
+# An index built from Parquet files' own filters: their values were hashed in Parquet's plain
+# encoding ("parquet"), as the Arrow type META_VALUE_TYPE names when that differs in bytes from
+# the column's own (int8 / int16 / uint8 / uint16 stored as INT32).
+META_VALUE_ENCODING = "pruner_value_encoding"
+META_VALUE_TYPE = "pruner_value_type"
 
 INDEX_SCHEMA = pa.schema(
     [
@@ -205,6 +210,10 @@ class IndexFileWriter:
             checksums = np.concatenate(self._checksums or [np.zeros(0, np.uint64)])
             buffer_index = writer.add_global_buffer(checksums.astype("<u8").tobytes())
             writer.add_schema_metadata(META_CHECKSUMS, str(buffer_index))
+            if index.value_encoding is not None:
+                writer.add_schema_metadata(META_VALUE_ENCODING, index.value_encoding)
+            if index.value_type is not None:
+                writer.add_schema_metadata(META_VALUE_TYPE, str(index.value_type))
             if index.files is not None:
                 writer.add_schema_metadata(META_COLUMN, index.column)
                 writer.add_schema_metadata(META_FILES, encode_files(index.files))
@@ -234,12 +243,21 @@ class IndexFileWriter:
 def write_index_file(index: ZoneIndex, path: str | os.PathLike[str]) -> int:
     """Write ``index`` as a Lance BLOOMFILTER index file, atomically; return its size."""
     with IndexFileWriter(path) as writer:
-        for zones, filters in index.filter_groups():
+        # Zones in file order, in runs of one filter size (filters of several sizes come from
+        # Parquet files' own filters, one per row group).
+        sizes = np.array([len(index.filter_bytes(z)) for z in range(index.num_zones)], np.int64)
+        cuts = np.flatnonzero(np.diff(sizes)) + 1
+        for run in np.split(np.arange(index.num_zones), cuts):
+            if not len(run):
+                continue
+            filters = np.frombuffer(
+                b"".join(index.filter_bytes(z) for z in run.tolist()), np.uint8
+            ).reshape(len(run), -1)
             writer.write_zones(
-                index.fragment_id[zones],
-                index.zone_start[zones],
-                index.zone_length[zones],
-                index.has_null[zones],
+                index.fragment_id[run],
+                index.zone_start[run],
+                index.zone_length[run],
+                index.has_null[run],
                 filters,
             )
         return writer.finish(index)
@@ -410,6 +428,15 @@ def _read_index_file_once(target: Path, column: str) -> ZoneIndex:
             )
         stored = np.frombuffer(checksum_buffer, dtype="<u8")
         damaged = stored != zone_checksums(fragment_id, zone_start, zone_length, has_null, filters)
+    value_type = None
+    value_text = metadata.get(META_VALUE_TYPE.encode())
+    if value_text is not None:
+        try:
+            value_type = pa.type_for_alias(value_text.decode())
+        except (ValueError, UnicodeDecodeError) as err:
+            raise IndexFormatError(
+                f"{where}: {META_VALUE_TYPE} {value_text!r} is not an Arrow type; rebuild the index"
+            ) from err
     files = None
     files_text = metadata.get(META_FILES.encode())
     if files_text is not None:
@@ -427,7 +454,13 @@ def _read_index_file_once(target: Path, column: str) -> ZoneIndex:
         null_rows=_decode_null_bitmap(null_buffer, where) if null_buffer is not None else None,
         files=files,
         damaged=damaged,
+        value_type=value_type,
+        value_encoding=_text(metadata.get(META_VALUE_ENCODING.encode())),
     )
+
+
+def _text(raw: bytes | None) -> str | None:
+    return None if raw is None else raw.decode("utf-8", "replace")
 
 
 def encode_files(files: list[FragmentFile]) -> str:

@@ -71,6 +71,8 @@ class ZoneIndex:
     # The Arrow type whose bytes the filters hashed, when it is not the column's own
     # (Parquet's plain encoding: an int16 hashed as int32, :mod:`pruner.index.native`).
     value_type: pa.DataType | None = None
+    # "parquet" when the filters are Parquet files' own (their values' plain encoding)
+    value_encoding: str | None = None
     _groups: list[tuple[np.ndarray, np.ndarray]] | None = field(default=None, repr=False)
     # Probing, per filter group (see _probe_layout): the sliced layout once built, and the
     # (value, zone) pairs probed directly until then.

@@ -36,10 +36,12 @@ from pruner import sbbf
 from pruner.discover import ParquetFile
 from pruner.errors import IndexFormatError
 from pruner.hashing import plain_type
+from pruner.index.model import ZoneIndex
 
 __all__ = [
     "SOURCE",
     "NativeFilters",
+    "index_from_filters",
     "native_index",
     "parquet_value_type",
     "read_header",
@@ -433,4 +435,62 @@ def write_parquet(
         row_group_size=items,
         bloom_filter_options={c: {"ndv": items, "fpp": probability} for c in columns},
         **options,
+    )
+
+
+def index_from_filters(directory: str | os.PathLike[str], column: str) -> ZoneIndex:
+    """A pruner index of ``column`` over a Parquet directory, made from its files' own
+    filters without reading any data: one zone per row group, its filter the file's bitset
+    (a row group without a usable one gets a filter no probe rules out). The index records
+    that its values were hashed in Parquet's plain encoding (``value_encoding``
+    ``"parquet"``, and ``value_type`` where that differs in bytes from the column's own), so
+    it is never probed in Lance's.
+
+    Raises:
+        InvalidParameterError: not a directory of Parquet files, or no file has a usable
+            filter for ``column``.
+    """
+    from pruner.discover import parquet_files, read_parquet_file
+    from pruner.errors import InvalidParameterError
+    from pruner.hashing import hash_alike
+    from pruner.index.model import FragmentFile
+
+    root = Path(directory)
+    paths = parquet_files(root) if root.is_dir() else []
+    if not paths:
+        raise InvalidParameterError(f"no *.parquet files under {root}")
+    files = {fid: read_parquet_file(path, root) for fid, path in enumerate(paths)}
+    schema = files[0].metadata.schema.to_arrow_schema()
+    if column not in schema.names:
+        raise InvalidParameterError(
+            f"column {column!r} is not in {paths[0]}; its columns are {', '.join(schema.names)}"
+        )
+    found = native_index(files, schema, column)
+    if found is None:
+        raise InvalidParameterError(
+            f"no file under {root} has a Parquet bloom filter on {column!r} that pruner can "
+            "probe; build the index from the data instead (without --from-parquet-filters)"
+        )
+    (fragment_id, zone_start, zone_length, has_null, filters), value_type = found
+    data = filters.whole_filters()
+    column_type = schema.field(column).type
+    probability = max(
+        sbbf.fpp_at(float(rows), float(len(bitset)))
+        for rows, bitset in zip(zone_length.tolist(), data, strict=True)
+    )
+    return ZoneIndex(
+        column=column,
+        items=int(zone_length.max()),
+        probability=min(probability, 0.999999),
+        fragment_id=fragment_id,
+        zone_start=zone_start,
+        zone_length=zone_length,
+        has_null=has_null,
+        filter_data=data,
+        files=[
+            FragmentFile(fid, file.relative, file.identity, file.rows)
+            for fid, file in sorted(files.items())
+        ],
+        value_type=None if hash_alike(column_type, value_type) else value_type,
+        value_encoding="parquet",
     )

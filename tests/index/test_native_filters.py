@@ -525,3 +525,41 @@ def test_write_parquet_sizes_filters_like_zones(tmp_path: Path) -> None:
         pruner.write_parquet(data, root / "b.parquet", ["flag"])
     with pytest.raises(pruner.InvalidParameterError):
         pruner.write_parquet(data, root / "b.parquet", ["nope"])
+
+
+def test_an_index_made_from_the_files_filters(pyarrow_dir: Path, tmp_path: Path) -> None:
+    """`pruner index build --from-parquet-filters`: one zone per row group, the files' own
+    bitsets, no data read; it records Parquet's encoding (int16 hashed as int32), selects
+    what probing the files does, and answers as the engines alone."""
+    from pruner.cli import main
+    from pruner.index import load_index
+
+    copy = tmp_path / "t"
+    shutil.copytree(pyarrow_dir, copy)
+    for column in ("id", "s", "i16"):
+        assert (
+            main(["index", "build", str(copy), "--column", column, "--from-parquet-filters"]) == 0
+        )
+    index = load_index(copy, "i16")
+    assert index.value_encoding == "parquet" and index.value_type == pa.int32()
+    assert load_index(copy, "id").value_type is None  # int64: Lance's bytes too
+    assert index.num_zones == 6 and index.files is not None
+    for where in ("id = 77", "s IN ('key-5', 'key-59')", "i16 = 1234", "i16 = 4321", "id = -1"):
+        sql = f"SELECT id, s FROM t WHERE {where}"
+        on_files = pruner.explain(sql, {"t": pyarrow_dir}, check=False).scans[0]
+        stored = pruner.explain(sql, {"t": copy}, check=False).scans[0]
+        assert "parquet bloom filter" not in stored.terms[0].reason  # the index, not the files
+        assert stored.zones_selected == on_files.zones_selected, where
+        for engine in ("duckdb", "datafusion"):
+            expected = multiset(engine_alone(engine, sql, {"t": copy}))
+            assert multiset(pruner.query(sql, {"t": copy}, engine=engine)) == expected
+
+
+def test_building_from_filters_refuses_what_has_none(tmp_path: Path, pyarrow_dir: Path) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    pq.write_table(pa.table({"id": [1, 2]}), plain / "a.parquet")
+    with pytest.raises(pruner.InvalidParameterError, match="no file under"):
+        pruner.build_index(plain, "id", from_parquet_filters=True)
+    with pytest.raises(pruner.InvalidParameterError, match="not in"):
+        pruner.build_index(pyarrow_dir, "nope", from_parquet_filters=True)
