@@ -115,7 +115,7 @@ def test_a_hashing_error_is_kept_for_evaluation_with_its_leaf(
     unindexed = bind(
         In("f", (Literal.number("5"), Literal.number("300"))),
         pa.schema([("f", pa.int8())]),
-        indexed=lambda column: False,
+        hash_type=lambda column: None,
     )
     assert isinstance(unindexed, BoundLiterals) and unindexed.unindexed  # never hashed
     assert unindexed.reason == "300 is out of range of int8"
