@@ -102,15 +102,15 @@ class _Binder(PredicateVisitor[Predicate]):
                 leaf, None, reason=coerced.reason, unindexed=True, exact_values=exact
             )
         try:
-            values = pa.array(coerced.values, arrow_type)
+            array = pa.array(coerced.values, arrow_type)
             if hash_type != arrow_type:
                 try:
-                    values = values.cast(hash_type)
+                    array = array.cast(hash_type)
                 except pa.ArrowException as err:
                     # Not representable in the index's encoding: prune nothing.
                     reason = f"cannot hash the values as {hash_type} ({err})"
                     return BoundLiterals(leaf, None, reason=reason, exact_values=exact)
-            hashes, _ = hash_array(values)
+            hashes, _ = hash_array(array)
         except (PrunerError, pa.ArrowException) as err:
             # Raised only if the column turns out to have an index to probe, as before
             # binding was a step of its own.

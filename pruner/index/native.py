@@ -192,15 +192,15 @@ class NativeFilters:
         self._bitset = np.array([c.bitset for c in found], np.int64)  # type: ignore[union-attr]
         self._blocks = np.array([c.size // _BLOCK for c in found], np.uint64)  # type: ignore[union-attr]
         # The usable zones of each file, as positions into the arrays above.
-        self._files: dict[Path, tuple[Any, np.ndarray]] = {}
+        members: dict[Path, list[int]] = {}
+        owners: dict[Path, ParquetFile] = {}
         for position, chunk in enumerate(found):
             assert chunk is not None
-            file, members = self._files.get(chunk.file.path, (chunk.file, []))
-            members.append(position)  # type: ignore[union-attr]
-            self._files[chunk.file.path] = (file, members)
+            members.setdefault(chunk.file.path, []).append(position)
+            owners[chunk.file.path] = chunk.file
         self._files = {
-            path: (file, np.array(members, np.int64))
-            for path, (file, members) in self._files.items()
+            path: (owners[path], np.array(positions, np.int64))
+            for path, positions in members.items()
         }
         self._whole: dict[int, np.ndarray] = {}  # position -> the (blocks, 32) bitset, kept
 
