@@ -48,13 +48,21 @@ SAMPLES: dict[str, tuple[pa.DataType, list[object]]] = {
     ),
     "time32_s": (pa.time32("s"), [dt.time(0, 0), dt.time(12, 34, 56)]),
     "time32_ms": (pa.time32("ms"), [dt.time(12, 34, 56), dt.time(12, 34, 56, 500000)]),
-    "ts_s": (pa.timestamp("s"), [T0, T0 + dt.timedelta(seconds=1)]),
+    "ts_s": (
+        pa.timestamp("s"),
+        [T0, T0 + dt.timedelta(seconds=1), T0.replace(hour=23, minute=59, second=59)],
+    ),
     "ts_ms": (pa.timestamp("ms"), [T0, T0 + dt.timedelta(milliseconds=1500)]),
     "ts_us": (pa.timestamp("us"), [T0, T0 + dt.timedelta(seconds=1, microseconds=500000)]),
     "ts_ns": (pa.timestamp("ns"), [T0, T0 + dt.timedelta(seconds=1)]),
     "ts_utc": (
         pa.timestamp("us", tz="UTC"),
-        [T0.replace(tzinfo=dt.UTC), T0.replace(hour=1, tzinfo=dt.UTC)],
+        [
+            T0.replace(tzinfo=dt.UTC),
+            T0.replace(hour=1, tzinfo=dt.UTC),
+            T0.replace(hour=5, minute=30, tzinfo=dt.UTC),
+            T0.replace(hour=23, minute=59, second=59, tzinfo=dt.UTC),
+        ],
     ),
     "ts_berlin": (
         pa.timestamp("ms", tz="Europe/Berlin"),
@@ -82,6 +90,10 @@ LITERALS = [
     "'2024-01-01T00:00:00'", "'2024-01-01 00:00:01'", "'2024-01-01 00:00:01.5'",
     "'2024-01-01 00:00:01.500000000'", "'2024-01-01 00:00:01+00'", "'2024-01-01 01:00:00+01'",
     "'2024-01-01 01:00:00+01:00'", "'2024-01-01 00:00:00Z'", "'2024-01-01 00:00:00 UTC'",
+    "'2024-01-01 05:30:00+05:30'", "'2024-01-01 11:00:00+05:30'", "'2023-12-31 18:30:00-05:30'",
+    "'2024-01-01 00:00:00-05:30'", "'2024-01-01 23:59:59'", "'2024-01-01 23:59:59+00'",
+    "'2024-01-01 24:00:00'", "'2024-01-01 23:60:00'", "'2024-01-01 23:59:60'",
+    "TIMESTAMPTZ '2024-01-01 11:00:00+05:30'", "'23:59:59'", "'23:59:60'", "'23:60:00'",
     "'12:34:56'", "'12:34:56.5'", "'12:34:56.500'", "'12:34'", "'24:00:00'", "'00:00:00'",
     # typed constants
     "DATE '2024-01-01'", "DATE '2024-02-29'", "DATE '1970-01-01'",
@@ -100,7 +112,9 @@ PARAMETERS: list[object] = [
     np.float64(-0.0), dt.date(2024, 1, 1), dt.date(2024, 2, 29), T0,
     T0 + dt.timedelta(seconds=1), T0 + dt.timedelta(seconds=1, microseconds=500000),
     T0.replace(tzinfo=dt.UTC), T0.replace(hour=2, tzinfo=dt.timezone(dt.timedelta(hours=1))),
-    dt.time(12, 34, 56), dt.time(12, 34, 56, 500000), dt.time(0, 0),
+    dt.time(12, 34, 56), dt.time(12, 34, 56, 500000), dt.time(0, 0), dt.time(23, 59, 59),
+    T0.replace(hour=23, minute=59, second=59),
+    T0.replace(hour=11, tzinfo=dt.timezone(dt.timedelta(hours=5, minutes=30))),
 ]  # fmt: skip
 
 IN_LISTS = [
