@@ -56,6 +56,7 @@ _MAX_BITSET = 128 * 1024 * 1024  # the format's upper bound on a filter
 _BLOCK = sbbf.BLOCK_BYTES
 _ALL_SET = b"\xff" * sbbf.BLOCK_BYTES
 _WHOLE_AT = 16  # from this many values probed, a zone's whole bitset is read once instead
+_KEEP_AFTER = 8  # from this many probes of one open table on, the bitsets are kept in memory
 
 _THRIFT = thriftpy2.load(
     str(Path(__file__).with_name("parquet_bloom.thrift")), module_name="pruner_parquet_bloom_thrift"
@@ -178,9 +179,12 @@ class NativeFilters:
 
     Plugged into :class:`pruner.index.ZoneIndex` as its ``hierarchy``: a probe reads, per
     usable row group, the 32-byte block each value's hash points at (one ``pread`` each,
-    computed for all row groups at once); from ``_WHOLE_AT`` values on, it reads each
-    filter whole once and keeps it. A zone without a usable filter is always selected, and
-    ``problems`` says why for each.
+    computed for all row groups at once): a cold lookup reads kilobytes. A probe of
+    ``_WHOLE_AT`` values or more, and every probe from the ``_KEEP_AFTER``-th on (a table
+    kept open and used), reads each filter whole once and keeps it, so later probes read
+    nothing. A zone without a usable filter is always selected, and ``problems`` says why
+    for each; a file whose size or modification time changed is read whole (its kept
+    filters are not used).
     """
 
     def __init__(self, chunks: list[_Chunk | None], problems: dict[int, str]) -> None:
@@ -202,6 +206,7 @@ class NativeFilters:
             path: (owners[path], np.array(positions, np.int64))
             for path, positions in members.items()
         }
+        self._probes = 0  # probes so far: a table kept open keeps its filters once it is used
         self._whole: dict[int, np.ndarray] = {}  # position -> the (blocks, 32) bitset, kept
 
     @property
@@ -225,6 +230,8 @@ class NativeFilters:
         # (K, usable zones): the block of each value in each zone's filter.
         blocks = ((hashes[:, None] >> np.uint64(32)) * self._blocks[None, :]) >> np.uint64(32)
         blocks = blocks.astype(np.int64)
+        self._probes += 1
+        keep = len(hashes) >= _WHOLE_AT or self._probes >= _KEEP_AFTER
         holds = np.ones(len(self._usable), bool)
         for path, (file, members) in self._files.items():
             try:
@@ -235,7 +242,7 @@ class NativeFilters:
                 stat = os.fstat(handle)
                 if stat.st_size != file.identity.size or stat.st_mtime_ns != file.identity.mtime_ns:
                     continue  # changed since the table was opened: read whole
-                holds[members] = self._check(handle, members, blocks[:, members], hashes)
+                holds[members] = self._check(handle, members, blocks[:, members], hashes, keep)
             except OSError:
                 continue  # an unreadable filter proves nothing
             finally:
@@ -244,15 +251,21 @@ class NativeFilters:
         return Probe(mask, self.note())
 
     def _check(
-        self, handle: int, members: np.ndarray, blocks: np.ndarray, hashes: np.ndarray
+        self,
+        handle: int,
+        members: np.ndarray,
+        blocks: np.ndarray,
+        hashes: np.ndarray,
+        keep: bool,
     ) -> np.ndarray:
-        """(members,) bool: may the zone hold any of ``hashes`` (its blocks: ``blocks``)?"""
+        """(members,) bool: may the zone hold any of ``hashes`` (its blocks: ``blocks``)?
+        ``keep``: read each zone's whole bitset and keep it, instead of the blocks."""
         count = len(hashes)
         rows = np.empty((count, len(members), _BLOCK), np.uint8)
         cut = np.zeros(len(members), bool)
         for column, position in enumerate(members.tolist()):
             whole = self._whole.get(position)
-            if whole is None and count >= _WHOLE_AT:
+            if whole is None and keep:
                 size = int(self._blocks[position]) * _BLOCK
                 data = os.pread(handle, size, int(self._bitset[position]))
                 if len(data) == size:
