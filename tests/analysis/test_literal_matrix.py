@@ -40,6 +40,19 @@ SAMPLES: dict[str, tuple[pa.DataType, list[object]]] = {
     "float64": (pa.float64(), [-0.0, 0.0, 0.1, 1.5, 5.0, 1e300, math.inf, math.nan]),
     "string": (pa.string(), ["", "5", "5.0", "a", "A", " 5", "2024-01-01", "12:34:56", "true"]),
     "large_string": (pa.large_string(), ["", "5", "a", "2024-01-01"]),
+    # Strings every sample of which the engine can cast to the literal's type, so that a
+    # comparison with a typed literal or parameter is not refused: the engine casts the
+    # column, and '05' = 5, '2024-1-1' = DATE '2024-01-01', '12:34:56.000' = TIME ...
+    "string_numbers": (pa.string(), ["5", "05", " 5", "+5", "5.0", "-1", "0", "-0", "1.5"]),
+    "string_dates": (
+        pa.string(),
+        ["2024-01-01", "2024-1-1", "2024-01-01 00:00:00", "2024-01-01T00:00:00", "2024-02-29"],
+    ),
+    "string_times": (pa.string(), ["12:34:56", "12:34:56.000", "12:34:56.5", "00:00:00"]),
+    "string_stamps": (
+        pa.string(),
+        ["2024-01-01 00:00:00", "2024-01-01", "2024-01-01T00:00:00", "2024-01-01 00:00:01.5"],
+    ),
     "binary": (pa.binary(), [b"", b"5", b"a", b"\x00\xff"]),
     "date32": (pa.date32(), [dt.date(1970, 1, 1), dt.date(2024, 1, 1), dt.date(2024, 2, 29)]),
     "time64_us": (
