@@ -67,7 +67,8 @@ SAMPLES: dict[str, tuple[pa.DataType, list[object]]] = {
     ),
     "ts_ms": (pa.timestamp("ms"), [T0, T0 + dt.timedelta(milliseconds=1500)]),
     "ts_us": (pa.timestamp("us"), [T0, T0 + dt.timedelta(seconds=1, microseconds=500000)]),
-    "ts_ns": (pa.timestamp("ns"), [T0, T0 + dt.timedelta(seconds=1)]),
+    # nanoseconds as integers: values a float64 cannot hold exactly
+    "ts_ns": (pa.timestamp("ns"), [1704067200000000000, 1704067201000000000, 1704067200000000001]),
     "ts_utc": (
         pa.timestamp("us", tz="UTC"),
         [
@@ -114,7 +115,8 @@ LITERALS = [
     "TIMESTAMP '2024-01-01'", "TIMESTAMP '2024-01-01 00:00:00'",
     "TIMESTAMP '2024-01-01 00:00:01'", "TIMESTAMP '2024-01-01 00:00:01.5'",
     "TIMESTAMPTZ '2024-01-01 01:00:00+00'", "TIMESTAMPTZ '2024-01-01 02:00:00+01'",
-    "TIMESTAMPTZ '2024-01-01 00:00:00'",
+    "TIMESTAMPTZ '2024-01-01 00:00:00'", "'2024-01-01 00:00:00.000000001'",
+    "TIMESTAMP_NS '2024-01-01 00:00:00.000000001'",
     "NULL", "TRUE", "FALSE",
 ]  # fmt: skip
 
@@ -139,17 +141,30 @@ IN_LISTS = [
 ]  # fmt: skip
 
 
-_CONNECTIONS: dict[str, duckdb.DuckDBPyConnection] = {}
+_CONNECTIONS: dict[tuple[str, str], duckdb.DuckDBPyConnection] = {}
+ZONES = ("UTC", "Asia/Kolkata", "America/New_York")
+"""Session time zones the comparisons are judged in: a literal's meaning on a zoned column
+may depend on it (a DATE, a zone-less timestamp), and pruner must not assume UTC."""
 
 
-def _duckdb(column: str, where: str, params: list[Any]) -> Any:
-    """The positions of the samples of ``column`` that DuckDB alone says match ``where``,
-    None when DuckDB refuses the comparison."""
-    con = _CONNECTIONS.get(column)
+def _duckdb(column: str, where: str, params: list[Any], zone: str | None = None) -> Any:
+    """The positions of the samples of ``column`` that DuckDB alone, in session time zone
+    ``zone``, says match ``where``; None when DuckDB refuses the comparison. For a column of
+    zoned timestamps every zone of ZONES is asked and the union returned (pruner must keep
+    what any session matches)."""
+    arrow_type = SAMPLES[column][0]
+    if zone is None:
+        if not getattr(arrow_type, "tz", None):
+            return _duckdb(column, where, params, "UTC")
+        found = [_duckdb(column, where, params, z) for z in ZONES]
+        if all(f is None for f in found):
+            return None
+        return sorted(set().union(*(f for f in found if f is not None)))
+    con = _CONNECTIONS.get((column, zone))
     if con is None:
         arrow_type, values = SAMPLES[column]
-        con = _CONNECTIONS[column] = duckdb.connect()
-        con.execute("SET TimeZone = 'UTC'")
+        con = _CONNECTIONS[(column, zone)] = duckdb.connect()
+        con.execute(f"SET TimeZone = '{zone}'")
         data = pa.table({"c": pa.array(values, arrow_type), "i": list(range(len(values)))})
         con.execute("CREATE TABLE t AS SELECT * FROM data")
         del data
@@ -224,3 +239,14 @@ def test_in_lists_never_exclude_a_value_duckdb_matches(column: str) -> None:
         if any(lit is None for lit in literals):
             continue
         _check(column, f"IN {text}", coerce_all(literals, arrow_type, "duckdb"), matched)
+
+
+def test_spark_zone_less_timestamps_are_not_probed() -> None:
+    """Spark compares a zone-less timestamp literal in the session time zone, which pruner
+    does not know: on Spark's dialect such a literal prunes nothing (DuckDB's is judged
+    above). Mutants that dropped the dialect check survived every other test."""
+    for text in ("TIMESTAMP '2024-01-01 00:00:00'", "'2024-01-01 00:00:00'"):
+        literal = _literal(text)
+        for arrow_type in (pa.timestamp("us"), pa.timestamp("ms")):
+            assert coerce(literal, arrow_type, "spark").values is None, (text, arrow_type)
+            assert coerce(literal, arrow_type, "duckdb").values is not None, (text, arrow_type)
