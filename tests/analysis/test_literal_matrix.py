@@ -250,3 +250,30 @@ def test_spark_zone_less_timestamps_are_not_probed() -> None:
         for arrow_type in (pa.timestamp("us"), pa.timestamp("ms")):
             assert coerce(literal, arrow_type, "spark").values is None, (text, arrow_type)
             assert coerce(literal, arrow_type, "duckdb").values is not None, (text, arrow_type)
+
+
+@pytest.mark.slow
+def test_integer_casts_at_their_bounds_as_spark_wraps_them(spark: Any) -> None:
+    """``CAST(n AS TINYINT)`` just outside the type's range: DuckDB raises, and Spark without
+    ANSI mode wraps it around (``CAST(128 AS TINYINT)`` is -128). pruner must then prune
+    nothing, or probe the value Spark compares with; inside the range it probes the value.
+    Judged by Spark alone; mutants that moved the bounds survived the DuckDB-judged tests."""
+    previous = spark.conf.get("spark.sql.ansi.enabled", None)
+    spark.conf.set("spark.sql.ansi.enabled", "false")
+    try:
+        for cast, bits in (("TINYINT", 8), ("SMALLINT", 16), ("INT", 32), ("BIGINT", 64)):
+            low, high = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+            for number in (low - 1, low, high, high + 1):
+                text = f"CAST({number} AS {cast})"
+                if number > 2**63 - 1 or number < -(2**63):
+                    continue  # not a BIGINT literal in Spark
+                (row,) = spark.sql(f"SELECT {text} AS v").collect()
+                literal = _literal(text)
+                coerced = coerce(literal, pa.int64(), "spark")
+                if coerced.values is not None:
+                    assert row.v in coerced.values, (text, row.v, coerced.values)
+    finally:
+        if previous is None:
+            spark.conf.unset("spark.sql.ansi.enabled")
+        else:
+            spark.conf.set("spark.sql.ansi.enabled", previous)
