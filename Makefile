@@ -74,7 +74,8 @@ MUTANTS ?= 'pruner.binding.*' 'pruner.selection.*' 'pruner.evaluate.*' \
 	'pruner.expressions.*_RewriteNot*' 'pruner.expressions.x_rewrite_not*' \
 	'pruner.analysis.scopes.*' 'pruner.analysis.conditions.*' \
 	'pruner.literals.*' 'pruner.table.*_fit__mutmut_*' 'pruner.table.*_parquet_ids__mutmut_*' \
-	'pruner.table.*_unexplained_gaps__mutmut_*' 'pruner.discover.*FileIdentity*matches__mutmut_*'
+	'pruner.table.*_unexplained_gaps__mutmut_*' 'pruner.discover.*FileIdentity*matches__mutmut_*' \
+	'pruner.index.hierarchy.*' 'pruner.index.native.*'
 MUTATE_CHILDREN ?= 2
 mutate: $(STAMP)
 	$(VENV)/bin/mutmut run --max-children $(MUTATE_CHILDREN) $(MUTANTS)
