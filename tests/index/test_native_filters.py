@@ -563,3 +563,269 @@ def test_building_from_filters_refuses_what_has_none(tmp_path: Path, pyarrow_dir
         pruner.build_index(plain, "id", from_parquet_filters=True)
     with pytest.raises(pruner.InvalidParameterError, match="not in"):
         pruner.build_index(pyarrow_dir, "nope", from_parquet_filters=True)
+
+
+# ------------------------------------------------------------------ types, kept bitsets, header
+
+
+TYPE_ROWS = 2_000
+
+
+def _typed_columns() -> dict[str, pa.Array]:
+    ids = np.random.default_rng(3).permutation(TYPE_ROWS)
+    i64 = ids.astype(np.int64)
+    return {
+        "i8": pa.array((ids % 120).astype(np.int8)),
+        "u8": pa.array((ids % 250).astype(np.uint8)),
+        "i16": pa.array(ids.astype(np.int16)),
+        "u16": pa.array(ids.astype(np.uint16) + 60_000),
+        "i32": pa.array(ids.astype(np.int32) - 1_000),
+        "u32": pa.array(ids.astype(np.uint32) + 3_000_000_000),
+        "i64": pa.array(i64 * 10_000_000_019),
+        "u64": pa.array(ids.astype(np.uint64) + np.uint64(1 << 63)),
+        "f32": pa.array(ids.astype(np.float32) / 4 - 100),
+        "f64": pa.array(ids.astype(np.float64) / 3),
+        "d32": pa.array(ids.astype(np.int32) - 500).cast(pa.date32()),
+        "t32": pa.array((ids * 1_000).astype(np.int32)).cast(pa.time32("ms")),
+        "t64us": pa.array(i64 * 1_000_003).cast(pa.time64("us")),
+        "t64ns": pa.array(i64 * 1_000_007_000).cast(pa.time64("ns")),  # whole us: exact in Python
+        "ts_ms": pa.array(i64 * 86_400_007).cast(pa.timestamp("ms")),
+        "ts_us": pa.array(i64 * 86_400_000_007).cast(pa.timestamp("us", "UTC")),
+        "ts_ns": pa.array(i64 * 86_400_000_007_000).cast(pa.timestamp("ns")),
+        "s": pa.array([f"k{i}" for i in ids.tolist()]),
+        "ls": pa.array([f"k{i}" for i in ids.tolist()], pa.large_string()),
+        "b": pa.array([f"k{i}".encode() for i in ids.tolist()]),
+        "lb": pa.array([f"k{i}".encode() for i in ids.tolist()], pa.large_binary()),
+        "fsb": pa.array([i.to_bytes(4, "little") for i in ids.tolist()], pa.binary(4)),
+        "dec": pa.array(i64, pa.int64()).cast(pa.decimal128(19, 0)),
+        "st": pa.array([{"a": i} for i in ids.tolist()]),
+    }
+
+
+# The Arrow type pruner hashes each column's values as (Parquet's plain encoding: narrow
+# integers as INT32, strings and binaries as their bytes), or None where it does not probe
+# the file's filter (fixed-length byte arrays and decimals, nested columns).
+PLAIN_AS: dict[str, pa.DataType | None] = {
+    "i8": pa.int32(),
+    "u8": pa.int32(),
+    "i16": pa.int32(),
+    "u16": pa.int32(),
+    "i32": pa.int32(),
+    "u32": pa.uint32(),
+    "i64": pa.int64(),
+    "u64": pa.uint64(),
+    "f32": pa.float32(),
+    "f64": pa.float64(),
+    "d32": pa.date32(),
+    "t32": pa.time32("ms"),
+    "t64us": pa.time64("us"),
+    "t64ns": pa.time64("ns"),
+    "ts_ms": pa.timestamp("ms"),
+    "ts_us": pa.timestamp("us", "UTC"),
+    "ts_ns": pa.timestamp("ns"),
+    "s": pa.large_binary(),
+    "ls": pa.large_binary(),
+    "b": pa.large_binary(),
+    "lb": pa.large_binary(),
+    "fsb": None,
+    "dec": None,
+    "st": None,
+}
+
+
+@pytest.fixture(scope="module")
+def typed_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("native-types") / "t"
+    root.mkdir()
+    table = pa.table(_typed_columns())
+    options = {c: {"ndv": 500, "fpp": 0.01} for c in table.schema.names if c != "st"}
+    options["st.a"] = {"ndv": 500, "fpp": 0.01}
+    pq.write_table(table, root / "a.parquet", row_group_size=500, bloom_filter_options=options)
+    return root
+
+
+def test_every_column_type_is_probed_in_its_plain_encoding(typed_dir: Path) -> None:
+    """Each filter pyarrow writes is probed as the bytes Parquet hashed, or not at all."""
+    table = open_table(typed_dir)
+    got = {}
+    for column in PLAIN_AS:
+        bound = table.index(column)
+        got[column] = None if bound is None else bound.index.value_type
+    assert got == PLAIN_AS
+
+
+@pytest.mark.parametrize("column", [c for c, t in PLAIN_AS.items() if t is not None])
+def test_a_present_value_keeps_its_row_group_for_every_type(typed_dir: Path, column: str) -> None:
+    """A point lookup bound as a parameter (the query path: literal coercion, then the
+    column's Parquet encoding) keeps the row group holding the value; DuckDB alone over the
+    file is the judge of the answer."""
+    data = pq.read_table(typed_dir, columns=[column]).column(column).to_pylist()
+    sql = f"SELECT count(*) AS n FROM t WHERE {column} = ?"
+    excluded = 0
+    for row in (3, 700, 1_222, 1_999):
+        value = data[row]
+        explained = pruner.explain(sql, {"t": typed_dir}, parameters=[value], check=False)
+        (scan,) = explained.scans
+        ranges = scan.selection.ranges()
+        covered = any(start <= row < start + length for _, start, length in ranges)
+        assert covered, (column, value, scan.terms[0].reason)
+        excluded += scan.zones_total - scan.zones_selected
+    if column not in ("i8", "u8"):  # those hold every value in every row group
+        assert excluded > 0, "the filters rule row groups out"
+    value = data[1_222]
+    alone = multiset(engine_alone("duckdb", sql, {"t": typed_dir}, [value]))
+    assert multiset(pruner.query(sql, {"t": typed_dir}, parameters=[value])) == alone
+
+
+def _header(num_bytes: int, *, algorithm: bool = True, hashing: bool = True) -> bytes:
+    """A BloomFilterHeader as a writer encodes it (thriftpy2, compact protocol)."""
+    from thriftpy2.protocol.compact import TCompactProtocolFactory
+    from thriftpy2.utils import serialize
+
+    from pruner.index.native import _THRIFT
+
+    header = _THRIFT.BloomFilterHeader(
+        numBytes=num_bytes,
+        algorithm=_THRIFT.BloomFilterAlgorithm(
+            BLOCK=_THRIFT.SplitBlockAlgorithm() if algorithm else None
+        ),
+        hash=_THRIFT.BloomFilterHash(XXHASH=_THRIFT.XxHash() if hashing else None),
+        compression=_THRIFT.BloomFilterCompression(UNCOMPRESSED=_THRIFT.Uncompressed()),
+    )
+    return bytes(serialize(header, TCompactProtocolFactory()))
+
+
+@pytest.mark.parametrize("num_bytes", [32, 64, 4096, 1 << 27])
+def test_a_header_of_exactly_its_bytes_decodes(num_bytes: int) -> None:
+    raw = _header(num_bytes)
+    assert read_header(raw) == (num_bytes, len(raw))
+    assert read_header(raw + b"\x00" * 40) == (num_bytes, len(raw))
+    with pytest.raises(IndexFormatError, match="cut short"):
+        read_header(raw[:-1])
+
+
+@pytest.mark.parametrize("num_bytes", [0, 16, 31, 48, 96, 4096 + 32, 1 << 28, -64])
+def test_a_size_the_format_does_not_allow_is_refused(num_bytes: int) -> None:
+    with pytest.raises(IndexFormatError, match="power of two"):
+        read_header(_header(num_bytes))
+
+
+@pytest.mark.parametrize("missing", ["algorithm", "hash"])
+def test_an_unknown_algorithm_or_hash_is_refused(missing: str) -> None:
+    raw = _header(64, algorithm=missing != "algorithm", hashing=missing != "hash")
+    with pytest.raises(IndexFormatError, match=f"unknown {missing}"):
+        read_header(raw)
+
+
+def _usable_filters(root: Path, column: str = "id") -> NativeFilters:
+    bound = open_table(root).index(column)
+    assert bound is not None
+    filters = bound.index.hierarchy
+    assert isinstance(filters, NativeFilters)
+    return filters
+
+
+def test_kept_bitsets_select_what_the_blocks_select(
+    pyarrow_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A table kept open reads each filter whole once (from its 8th probe, or at once for a
+    probe of 16 values or more) and probes it in memory: the same zones as block reads."""
+    from pruner.index import native
+
+    values = [*range(0, 6_000, 97), -1, 6_001, 99_999, 123_456]
+    hashes, _ = hash_array(pa.array(values, pa.int64()))
+    lists = [hashes[i : i + 20] for i in range(0, len(hashes), 20)]
+    monkeypatch.setattr(native, "_KEEP_AFTER", 10**9)
+    monkeypatch.setattr(native, "_WHOLE_AT", 10**9)
+    blocks = _usable_filters(pyarrow_dir)
+    by_blocks = [blocks.probe(hashes[i : i + 1]).mask for i in range(len(values))]
+    lists_by_blocks = [blocks.probe(h).mask for h in lists]
+    assert not blocks._whole, "nothing kept while below both thresholds"
+    monkeypatch.undo()
+    kept = _usable_filters(pyarrow_dir)
+    by_kept = [kept.probe(hashes[i : i + 1]).mask for i in range(len(values))]
+    assert len(kept._whole) == len(kept._usable), "from the 8th probe on, every bitset is kept"
+    assert [m.tolist() for m in by_kept] == [m.tolist() for m in by_blocks]
+    at_once = _usable_filters(pyarrow_dir)
+    assert [at_once.probe(h).mask.tolist() for h in lists] == [m.tolist() for m in lists_by_blocks]
+    assert len(at_once._whole) == len(at_once._usable), "a 20-value probe keeps them at once"
+    for i, h in enumerate(lists):  # a list's zones are the union of its values' zones
+        singles = np.array(by_blocks[i * 20 : i * 20 + len(h)]).any(axis=0)
+        assert lists_by_blocks[i].tolist() == singles.tolist()
+    present = [v for v in values if 0 <= v < 6_000]
+    assert all(m.any() for m in by_kept[: len(present)])
+    assert sum(int(m.sum()) for m in by_kept) < len(values) * len(by_kept[0])
+
+
+def test_a_bitset_cut_short_after_opening_leaves_its_row_group_selected(
+    pyarrow_dir: Path, tmp_path: Path
+) -> None:
+    """The open-time checks keep every bitset inside its file, and a file that changes size
+    is read whole; should a read still come back short (the checks raced), that row group
+    proves nothing, kept or not. Simulated by pointing one row group's bitset at the end of
+    its file."""
+    from pruner.index.native import _Chunk
+
+    copy = tmp_path / "t"
+    shutil.copytree(pyarrow_dir, copy)
+    for probes in (1, 20):
+        filters = _usable_filters(copy)
+        first = filters.chunks[0]
+        assert first is not None
+        end = first.file.identity.size  # every read there comes back empty
+        filters.chunks[0] = _Chunk(first.file, end, first.size)
+        filters.__init__(filters.chunks, filters.problems)  # type: ignore[misc]
+        values = list(range(6_000, 6_000 + probes))  # absent: every usable zone rules them out
+        hashes, _ = hash_array(pa.array(values, pa.int64()))
+        mask = filters.probe(hashes).mask
+        assert mask[0], probes
+        assert not mask[1:].all(), probes
+
+
+def test_is_null_reads_the_row_groups_without_a_filter(pyarrow_dir: Path, tmp_path: Path) -> None:
+    """A file without filters (a null id in it) beside files with them: IS NULL keeps it."""
+    copy = tmp_path / "t"
+    shutil.copytree(pyarrow_dir, copy)
+    pq.write_table(
+        pa.table(
+            {
+                "id": pa.array([None, 9], pa.int64()),
+                "s": ["a", "b"],
+                "i16": pa.array([1, 2], pa.int16()),
+                "n": [None, 1],
+            }
+        ),
+        copy / "zz-plain.parquet",
+    )
+    sql = "SELECT s FROM t WHERE id IS NULL"
+    expected = multiset(engine_alone("duckdb", sql, {"t": copy}))
+    assert expected == Counter({("a",): 1})
+    for engine in ("duckdb", "datafusion"):
+        assert multiset(pruner.query(sql, {"t": copy}, engine=engine)) == expected
+
+
+def test_write_parquet_sizes_filters_like_pruner_zones(tmp_path: Path) -> None:
+    from pruner import sbbf
+    from pruner.errors import InvalidParameterError
+    from pruner.index.native import write_parquet
+
+    table = pa.table({"id": np.arange(3_000), "s": [f"k{i}" for i in range(3_000)]})
+    path = tmp_path / "a.parquet"
+    write_parquet(table, path, ["id", "s"], items=1_000, probability=0.01, compression="zstd")
+    meta = pq.ParquetFile(path).metadata
+    assert meta.num_row_groups == 3
+    for column in range(2):
+        chunk = meta.row_group(1).column(column)
+        assert chunk.compression == "ZSTD"
+        size, _ = read_header(_pread(path, chunk.bloom_filter_offset, 64))
+        assert size == sbbf.optimal_num_bytes(1_000, 0.01)
+    write_parquet(pa.table({"id": np.arange(9_000)}), path, ["id"])  # the defaults
+    meta = pq.ParquetFile(path).metadata
+    assert [meta.row_group(g).num_rows for g in range(meta.num_row_groups)] == [8_192, 808]
+    size, _ = read_header(_pread(path, meta.row_group(0).column(0).bloom_filter_offset, 64))
+    assert size == sbbf.optimal_num_bytes(8_192, 0.00057)
+    for items, probability in ((0, 0.01), (-1, 0.01), (10, 0.0), (10, 1.0), (10, 1.5)):
+        with pytest.raises(InvalidParameterError, match="items must be positive"):
+            write_parquet(table, path, ["id"], items=items, probability=probability)
+    with pytest.raises(InvalidParameterError, match="its columns are id, s"):
+        write_parquet(table, path, ["nope"])
