@@ -27,7 +27,11 @@ would say "absent" too (every value of a zone is in its fragment's and the datas
 
 Layout (all integers little-endian)::
 
-    b"PRUNERH1" | u32 header length | header (JSON) | sections at the header's offsets
+    b"PRUNERH1" | u32 header length | u64 xxHash64 of the header | header (JSON) | sections
+    at the header's offsets
+
+The header is checksummed like every other piece: a digit changed in it (a filter's size
+or an offset, still plausible) would make every later read look in the wrong place.
 
     zones      u64 fragment_id[Z] | u64 zone_start[Z] | u64 zone_length[Z] | u8 has_null[Z]
     dataset    the dataset filter                          checksums: one per KiB
@@ -65,11 +69,12 @@ __all__ = [
 
 COMPANION_NAME = "bloomfilter.hierarchy"
 MAGIC = b"PRUNERH1"
-VERSION = 2
+VERSION = 3
 _TAIL_BYTES = 4096
 """The index file's fingerprint is its size and the xxHash64 of its last bytes (Lance's
 footer: the offsets of every column page and global buffer, which move with the content)."""
 
+_PREFIX = len(MAGIC) + 4 + 8  # magic, header length, header checksum
 _BLOCK = sbbf.BLOCK_BYTES
 _DATASET_CHUNK = 1024
 """The dataset filter is checksummed (and read) in chunks of this many bytes: a checksum
@@ -194,20 +199,21 @@ def write_hierarchy(
     header["offsets"] = offsets
     padding = 64
     while True:
-        position = len(MAGIC) + 4 + len(json.dumps(header)) + padding
+        position = _PREFIX + len(json.dumps(header)) + padding
         for name, data in sections.items():
             offsets[name] = position
             position += data.nbytes
         text = json.dumps(header).encode()
-        if len(MAGIC) + 4 + len(text) <= offsets["zones"]:
+        if _PREFIX + len(text) <= offsets["zones"]:
             break
         padding *= 2
-    text = text.ljust(offsets["zones"] - len(MAGIC) - 4, b" ")
+    text = text.ljust(offsets["zones"] - _PREFIX, b" ")
     handle, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     temporary = Path(name)
     try:
         with os.fdopen(handle, "wb") as out:
-            out.write(MAGIC + len(text).to_bytes(4, "little") + text)
+            checksum = xxhash.xxh64_intdigest(text).to_bytes(8, "little")
+            out.write(MAGIC + len(text).to_bytes(4, "little") + checksum + text)
             for data in sections.values():
                 out.write(np.ascontiguousarray(data).tobytes())
         os.replace(temporary, target)
@@ -261,12 +267,18 @@ class Hierarchy:
         size = os.fstat(self._fd).st_size
         first = os.pread(self._fd, min(size, 1024), 0)
         self.bytes_read += len(first)
-        if first[: len(MAGIC)] != MAGIC or len(first) < len(MAGIC) + 4:
+        if first[: len(MAGIC)] != MAGIC or len(first) < _PREFIX:
             raise HierarchyUnusable(f"{self.path} is not a pruner hierarchy companion")
         length = int.from_bytes(first[len(MAGIC) : len(MAGIC) + 4], "little")
-        text = first[len(MAGIC) + 4 : len(MAGIC) + 4 + length]
+        stored = int.from_bytes(first[len(MAGIC) + 4 : _PREFIX], "little")
+        text = first[_PREFIX : _PREFIX + length]
         if len(text) < length:
             text += self._read(len(first), length - len(text))
+        if xxhash.xxh64_intdigest(text) != stored:
+            raise HierarchyUnusable(
+                f"{self.path}: its header fails its checksum (damaged, or written by an older "
+                "pruner: pruner index build rewrites it)"
+            )
         try:
             header = json.loads(text)
             if header.get("version") != VERSION:

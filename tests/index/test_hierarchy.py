@@ -411,3 +411,59 @@ def test_a_damaged_index_file_under_an_intact_companion(table: Path) -> None:
     row = _listed(table)
     assert row["state"] == "damaged" and "fail their checksums" in row["why"], row
     assert row["hierarchy"] == "in use"
+
+
+def _rewrite_header(companion: Path, field: str) -> None:
+    """A header value changed into another plausible one of the same width (the header is
+    JSON: a flipped digit keeps it valid and every offset where it was)."""
+    data = companion.read_bytes()
+    length = int.from_bytes(data[8:12], "little")
+    text = data[20 : 20 + length].decode()  # after the magic, length and checksum
+    header = json.loads(text)
+    path = field.split(".")
+    old = header[path[0]] if len(path) == 1 else header[path[0]][path[1]]
+    if isinstance(old, list):
+        old = old[-1]
+    new = old * 2 if len(str(old * 2)) == len(str(old)) else old // 2
+    if field == "fragment_first_zone":
+        new = old + 1
+    if field.startswith("offsets."):
+        new = old + 32 if len(str(old + 32)) == len(str(old)) else old - 32
+    before = f'"{path[-1]}": '
+    start = text.index('"offsets": {') if len(path) > 1 else 0
+    at = text.index(before, start) + len(before)
+    if field == "fragment_first_zone":  # its last entry
+        at = text.index("]", at) - len(str(old))
+    assert text[at : at + len(str(old))] == str(old), (field, text[at : at + 20])
+    assert len(str(new)) == len(str(old)) and new != old, (field, old, new)
+    changed = text[:at] + str(new) + text[at + len(str(old)) :]
+    companion.write_bytes(data[:20] + changed.encode() + data[20 + length :])
+
+
+HEADER_FIELDS = [
+    "zone_bytes",
+    "fragment_bytes",
+    "dataset_bytes",
+    "fragment_first_zone",
+    "offsets.dataset",
+    "offsets.fragments",
+    "offsets.zone_rows",
+    "offsets.zone_sums",
+]
+
+
+@pytest.mark.parametrize("field", HEADER_FIELDS)
+def test_a_header_value_changed_never_narrows(table: Path, field: str) -> None:
+    """The header is checksummed: a value changed into another plausible one (a filter size
+    that is still a multiple of 32, an offset moved by a block) makes the companion unusable,
+    so the index file answers."""
+    _rewrite_header(companion_path(_index_file(table)), field)
+    values = [*range(0, 40_000, 37), -4]
+    flat = read_index_file(_index_file(table), "id")
+    hashes = _hashes(values, pa.int64())
+    index = open_index(_index_file(table), "id")
+    got = np.array([index.zone_mask(hashes[i : i + 1]) for i in range(len(values))])
+    want = np.array([flat.zone_mask(hashes[i : i + 1]) for i in range(len(values))])
+    assert not (want & ~got).any(), (field, int((want & ~got).sum()), index.hierarchy_note)
+    assert np.array_equal(got, want), field
+    assert index.hierarchy is None and "checksum" in (index.hierarchy_note or ""), field
