@@ -57,9 +57,15 @@ SAMPLES: dict[str, tuple[pa.DataType, list[object]]] = {
     "date32": (pa.date32(), [dt.date(1970, 1, 1), dt.date(2024, 1, 1), dt.date(2024, 2, 29)]),
     "time64_us": (
         pa.time64("us"),
-        [dt.time(0, 0), dt.time(12, 34, 56), dt.time(12, 34, 56, 500000), dt.time(23, 59, 59)],
+        [
+            dt.time(0, 0),
+            dt.time(12, 34),  # '12:34' (no seconds) means 12:34:00
+            dt.time(12, 34, 56),
+            dt.time(12, 34, 56, 500000),
+            dt.time(23, 59, 59),
+        ],
     ),
-    "time32_s": (pa.time32("s"), [dt.time(0, 0), dt.time(12, 34, 56)]),
+    "time32_s": (pa.time32("s"), [dt.time(0, 0), dt.time(12, 34), dt.time(12, 34, 56)]),
     "time32_ms": (pa.time32("ms"), [dt.time(12, 34, 56), dt.time(12, 34, 56, 500000)]),
     "ts_s": (
         pa.timestamp("s"),
@@ -76,6 +82,10 @@ SAMPLES: dict[str, tuple[pa.DataType, list[object]]] = {
             T0.replace(hour=1, tzinfo=dt.UTC),
             T0.replace(hour=5, minute=30, tzinfo=dt.UTC),
             T0.replace(hour=23, minute=59, second=59, tzinfo=dt.UTC),
+            # midnight of 2024-01-01 in Asia/Kolkata and America/New_York: what DATE
+            # '2024-01-01' means on a zoned column in those session time zones
+            dt.datetime(2023, 12, 31, 18, 30, tzinfo=dt.UTC),
+            T0.replace(hour=5, tzinfo=dt.UTC),
         ],
     ),
     "ts_berlin": (
