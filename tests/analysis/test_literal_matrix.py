@@ -88,6 +88,11 @@ SAMPLES: dict[str, tuple[pa.DataType, list[object]]] = {
             T0.replace(hour=5, tzinfo=dt.UTC),
         ],
     ),
+    # nanoseconds in UTC: an offset's arithmetic is not hidden by the unit
+    "ts_ns_utc": (
+        pa.timestamp("ns", tz="UTC"),
+        [T0.replace(tzinfo=dt.UTC), T0.replace(hour=1, tzinfo=dt.UTC)],
+    ),
     "ts_berlin": (
         pa.timestamp("ms", tz="Europe/Berlin"),
         [T0.replace(tzinfo=dt.UTC), T0.replace(hour=1, tzinfo=dt.UTC)],
@@ -117,7 +122,9 @@ LITERALS = [
     "'2024-01-01 05:30:00+05:30'", "'2024-01-01 11:00:00+05:30'", "'2023-12-31 18:30:00-05:30'",
     "'2024-01-01 00:00:00-05:30'", "'2024-01-01 23:59:59'", "'2024-01-01 23:59:59+00'",
     "'2024-01-01 24:00:00'", "'2024-01-01 23:60:00'", "'2024-01-01 23:59:60'",
-    "TIMESTAMPTZ '2024-01-01 11:00:00+05:30'", "'23:59:59'", "'23:59:60'", "'23:60:00'",
+    "TIMESTAMPTZ '2024-01-01 11:00:00+05:30'", "'2024-01-01 10:00:00+10:00'",
+    "TIMESTAMPTZ '2024-01-01 10:00:00+10'", "'2023-12-31 12:00:00-12:00'",
+    "TIMESTAMPTZ '2024-01-01 05:45:00+05:45'", "'23:59:59'", "'23:59:60'", "'23:60:00'",
     "'12:34:56'", "'12:34:56.5'", "'12:34:56.500'", "'12:34'", "'24:00:00'", "'00:00:00'",
     # typed constants
     "DATE '2024-01-01'", "DATE '2024-02-29'", "DATE '1970-01-01'",
