@@ -36,8 +36,12 @@ SAMPLES: dict[str, tuple[pa.DataType, list[object]]] = {
     "uint16": (pa.uint16(), [0, 5, 300, 65535]),
     "uint32": (pa.uint32(), [0, 5, 2**31, 2**32 - 1]),
     "uint64": (pa.uint64(), [0, 5, 2**63, 2**64 - 1]),
-    "float32": (pa.float32(), [-0.0, 0.0, 0.5, 1.5, 5.0, -math.inf, math.nan]),
-    "float64": (pa.float64(), [-0.0, 0.0, 0.1, 1.5, 5.0, 1e300, math.inf, math.nan]),
+    "float32": (pa.float32(), [-0.0, 0.0, 0.5, 0.1, 1.5, 5.0, -math.inf, math.nan]),
+    # float(np.float32(0.1)): what CAST(0.1 AS FLOAT) compares equal to on a DOUBLE column
+    "float64": (
+        pa.float64(),
+        [-0.0, 0.0, 0.1, float(np.float32(0.1)), 1.5, 5.0, 1e300, math.inf, math.nan],
+    ),
     "string": (pa.string(), ["", "5", "5.0", "a", "A", " 5", "2024-01-01", "12:34:56", "true"]),
     "large_string": (pa.large_string(), ["", "5", "a", "2024-01-01"]),
     # Strings every sample of which the engine can cast to the literal's type, so that a
@@ -109,6 +113,7 @@ LITERALS = [
     "1e400", "0x10", "1_000",
     # casts
     "CAST(5 AS TINYINT)", "CAST(5 AS UTINYINT)", "CAST(5 AS DOUBLE)", "CAST(1.5 AS FLOAT)",
+    "CAST(0.1 AS FLOAT)", "CAST(0.1 AS REAL)", "CAST(0.1 AS DOUBLE)",
     "CAST(1.5 AS DECIMAL(4, 1))", "CAST(5 AS DECIMAL(10, 2))", "CAST('5' AS INTEGER)",
     "CAST('2024-01-01' AS DATE)", "CAST('12:34:56' AS TIME)", "CAST(5 AS VARCHAR)",
     "CAST('a' AS BLOB)", "'a'::BLOB", "'\\x00\\xFF'::BLOB",
