@@ -110,7 +110,6 @@ def _none(reason: str) -> Coercion:
 class _Timestamp:
     nanos: int  # since the epoch; UTC when ``zoned``, wall-clock otherwise
     zoned: bool
-    fraction_digits: int
 
 
 # --------------------------------------------------------------------- literal -> typed value
@@ -134,7 +133,7 @@ def _parse_timestamp(text: str) -> _Timestamp | None:
         sign = -1 if zone[0] == "-" else 1
         hours, minutes = int(zone[1:3]), int(zone[-2:]) if len(zone) > 3 else 0
         nanos -= sign * (hours * 3600 + minutes * 60) * 10**9
-    return _Timestamp(nanos, zone is not None, len(digits.rstrip("0")))
+    return _Timestamp(nanos, zone is not None)
 
 
 def _parse_time(text: str) -> tuple[int, int] | None:
@@ -306,7 +305,7 @@ def _timestamp_column(
         if stamp.zoned != zoned_column:
             return _unknown(f"{shown} on {arrow_type} depends on the session time zone")
     elif kind == "date" and not zoned_column:
-        stamp = _Timestamp((raw - _EPOCH).days * _DAY_NANOS, False, 0)
+        stamp = _Timestamp((raw - _EPOCH).days * _DAY_NANOS, False)
     else:
         return _unknown(f"cannot compare {shown} with {arrow_type}")
     unit = _UNIT_NANOS[arrow_type.unit]
