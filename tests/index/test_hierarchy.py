@@ -307,6 +307,33 @@ def test_a_stale_companion_is_not_used(table: Path, tmp_path: Path) -> None:
     assert "stale" in reason and index.hierarchy is None
 
 
+def test_a_stale_companion_of_an_index_file_of_the_same_size_is_not_used(
+    tmp_path: Path,
+) -> None:
+    """A file rewritten with other values and as many rows: the rebuilt index file has the
+    old one's size, so only its content tells the old companion is stale."""
+    root = tmp_path / "t"
+    root.mkdir()
+    ids = np.arange(20_000, dtype=np.int64)
+    pq.write_table(pa.table({"id": ids, "pos": ids}), root / "a.parquet")
+    build_index(root, "id", items=1024)
+    index_file, companion = _index_file(root), companion_path(_index_file(root))
+    size, saved = index_file.stat().st_size, tmp_path / "old.hierarchy"
+    shutil.copy(companion, saved)
+    for shift in range(20_000, 20_100):  # other values, until the index file's size is equal
+        pq.write_table(pa.table({"id": ids + shift, "pos": ids}), root / "a.parquet")
+        build_index(root, "id", items=1024)
+        if index_file.stat().st_size == size:
+            break
+    assert index_file.stat().st_size == size, "the case this test is about"
+    shutil.copy(saved, companion)
+    with pytest.raises(HierarchyUnusable, match="stale"):
+        Hierarchy(index_file)
+    sql = f"SELECT pos FROM t WHERE id = {shift + 5}"
+    assert engine_alone("duckdb", sql, {"t": root}).column("pos").to_pylist() == [5]
+    assert pruner.query(sql, {"t": root}).column("pos").to_pylist() == [5]
+
+
 def test_a_spark_style_build_without_hashes_removes_the_companion(table: Path) -> None:
     """A build that kept no distinct hashes leaves no companion behind (an old one would be
     stale): the index file is used."""
