@@ -10,7 +10,7 @@ another engine runs the same steps elsewhere and assembles with the same last st
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
@@ -47,6 +47,7 @@ __all__ = [
     "build_lance_index",
     "build_parquet_index",
     "index_fragment",
+    "index_in_threads",
     "lance_fragments",
     "parquet_fragments",
     "read_lance_fragment",
@@ -131,10 +132,17 @@ def _build(
     With a ``sink``, each fragment's zones are written while the next ones build.
     """
     num_bytes = sbbf.optimal_num_bytes(items, probability)
+    built = index_in_threads(readers, num_bytes, threads)
+    return assemble(column, items, probability, built, total_rows, progress, sink)
+
+
+def index_in_threads(
+    readers: Sequence[Callable[[], FragmentColumn]], num_bytes: int, threads: int | None
+) -> Iterator[FragmentZoneRows]:
+    """Each reader's fragment indexed, in the readers' order, ``threads`` at a time."""
     workers = threads or os.cpu_count() or 1
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        built = pool.map(lambda read: index_fragment(read(), num_bytes), readers)
-        return assemble(column, items, probability, built, total_rows, progress, sink)
+        yield from pool.map(lambda read: index_fragment(read(), num_bytes), readers)
 
 
 def assemble(
