@@ -2,7 +2,9 @@
 
 ``pruner index build PATH --column COL``   build (and commit/store) zone bloom indexes
                                            (``--engine spark``: as a Spark job)
-``pruner index list PATH [--json]``        the bloom indexes of a dataset
+``pruner index update PATH --column COL``  index only what changed since the build
+``pruner index list PATH [--json]``        the bloom indexes of a dataset, and what an
+                                           update would do
 ``pruner explain "SQL" --table NAME=PATH``  what each table scan would read, and why
 ``pruner query "SQL" --table NAME=PATH``    run it on an engine, reading only what may match
 ``pruner demo``                            generate events data, index it, run the examples
@@ -31,12 +33,16 @@ from rich.table import Table
 
 from pruner.errors import EngineError, IndexFormatError, InvalidParameterError, PrunerError
 from pruner.index import (
+    DEFAULT_DELETED_SHARE,
     DEFAULT_ITEMS,
     DEFAULT_PROBABILITY,
     ENGINES,
+    UpdatePlan,
     ZoneIndex,
     build_index,
+    plan_update,
     read_index_file,
+    update_index,
 )
 from pruner.progress import progress_bar
 from pruner.table import Table as PrunerTable
@@ -87,6 +93,46 @@ def _cmd_index_build(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_index_update(args: argparse.Namespace) -> int:
+    for column in args.column:
+        started = time.perf_counter()
+        with progress_bar(f"updating {column}") as progress:
+            index, plan = update_index(
+                args.path,
+                column,
+                deleted_share=args.deleted_share,
+                progress=progress,
+                engine=args.engine,
+            )
+        seconds = time.perf_counter() - started
+        print(f"{column}: {_update_words(plan)}; {index.num_zones:,} zones, in {seconds:.2f} s")
+    return 0
+
+
+def _update_words(plan: UpdatePlan, done: bool = True) -> str:
+    """What an update did (or would do), in words."""
+    if plan.old is not None and plan.old.value_encoding == "parquet":
+        return "made again from the Parquet files' own filters"
+    if plan.current:
+        return "already current" if done else "nothing to do"
+    if plan.whole:
+        verb = "indexed" if done else "index"
+        return f"{verb} all {len(plan.order):,} fragments again ({plan.whole})"
+    parts = [
+        f"{verb} {len(ids):,}"
+        for verb, ids in (
+            ("added" if done else "add", plan.add),
+            ("re-indexed" if done else "re-index", plan.rebuild),
+            ("dropped" if done else "drop", plan.drop),
+            ("renamed" if done else "rename", plan.renamed),
+        )
+        if ids
+    ]
+    kept = "kept" if done else "keep"
+    were = "were" if done else "are"
+    return f"{', '.join(parts)} fragments; {kept} {len(plan.keep):,} as they {were}"
+
+
 def _index_status(table: PrunerTable, column: str) -> dict[str, object]:
     """One index's summary, its coverage of the table now, and its state:
     ``current``, ``stale`` (fragments changed or added since the build: read whole),
@@ -117,18 +163,33 @@ def _index_status(table: PrunerTable, column: str) -> dict[str, object]:
         why.append(f"{coverage['stale_zones']:,} zones of changed {unit}s")
     if coverage["damaged_fragments"]:
         why.append(f"{coverage['damaged_fragments']:,} damaged {unit}s")
+    update: dict[str, object] = {}
     advice = ""
-    if why:
+    try:
+        plan = plan_update(table.path, column)
+    except PrunerError as err:
+        update = {"error": str(err)}
+    else:
+        update = plan.summary()
+        if not plan.current:
+            advice = (
+                f"an update would {_update_words(plan, done=False)}: "
+                f"pruner index update {table.path} --column {column}"
+            )
+    if why and not advice:
         advice = (
             f"those {unit}s are read whole; to cover them: "
             f"pruner index build {table.path} --column {column}"
         )
+    elif why:
+        advice = f"those {unit}s are read whole; {advice}"
     return {
         **_summary(bound.index),
         **coverage,
         "state": state,
         "why": "; ".join(why),
         "advice": advice,
+        "update": update,
     }
 
 
@@ -341,6 +402,27 @@ def _parser() -> argparse.ArgumentParser:
         "group) without reading the data",
     )
     build.set_defaults(run=_cmd_index_build)
+    update = index_commands.add_parser(
+        "update",
+        help="bring a zone bloom index up to date: index only the fragments or files it does "
+        "not cover, drop the ones that are gone",
+    )
+    update.add_argument("path", help="a Lance dataset or a directory of Parquet files")
+    update.add_argument("--column", action="append", required=True, help="indexed column")
+    update.add_argument(
+        "--deleted-share",
+        type=float,
+        default=DEFAULT_DELETED_SHARE,
+        help="re-index a fragment whose deleted rows pass this share of its rows "
+        f"(default {DEFAULT_DELETED_SHARE})",
+    )
+    update.add_argument(
+        "--engine",
+        default="local",
+        choices=ENGINES,
+        help="index the fragments in threads here (local) or as Spark tasks (spark)",
+    )
+    update.set_defaults(run=_cmd_index_update)
     listing = index_commands.add_parser("list", help="list the bloom indexes of a dataset")
     listing.add_argument("path")
     listing.add_argument("--json", action="store_true")

@@ -140,7 +140,7 @@ def _unindexed(scan: ScanSelection) -> str:
     column = columns[0] if columns else "COLUMN"
     return (
         f"{what} not covered by the index (new or changed since it was built): read whole; "
-        f"to cover them run `pruner index build {table.path} --column {column}`"
+        f"to cover them run `pruner index update {table.path} --column {column}`"
     )
 
 

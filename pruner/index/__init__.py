@@ -32,6 +32,7 @@ from pruner.index.build import (
     DEFAULT_ITEMS,
     DEFAULT_PROBABILITY,
     ProgressCallback,
+    assemble,
     build_lance_index,
     build_parquet_index,
 )
@@ -71,11 +72,20 @@ from pruner.index.lance import (
 from pruner.index.model import FragmentFile, ZoneIndex
 from pruner.index.native import index_from_filters
 from pruner.index.store import PARQUET_INDEX_DIR, load_index, parquet_index_path
+from pruner.index.update import (
+    DEFAULT_DELETED_SHARE,
+    UpdatePlan,
+    fragment_rows_to_index,
+    local_fragment_rows,
+    merged_rows,
+    plan_update,
+)
 
 __all__ = [
     "BLOOM_INDEX_DETAILS",
     "BUILD_ENGINES",
     "COMPANION_NAME",
+    "DEFAULT_DELETED_SHARE",
     "DEFAULT_ITEMS",
     "DEFAULT_PROBABILITY",
     "ENGINES",
@@ -94,6 +104,7 @@ __all__ = [
     "HierarchyUnusable",
     "IndexFileWriter",
     "ProgressCallback",
+    "UpdatePlan",
     "ZoneIndex",
     "build_index",
     "build_lance_index",
@@ -107,7 +118,9 @@ __all__ = [
     "open_index",
     "parquet_footer_hash",
     "parquet_index_path",
+    "plan_update",
     "read_index_file",
+    "update_index",
     "write_hierarchy_of",
     "write_index_file",
     "zone_checksums",
@@ -122,11 +135,15 @@ BUILD_ENGINES = {"spark": "pruner.adapters.spark.build:build_zone_index_spark"}
 when that engine builds (the core never imports an engine adapter). The function takes
 the arguments of :func:`pruner.index.build.build_lance_index` and ``spark``."""
 
+UPDATE_ENGINES = {"spark": "pruner.adapters.spark.build:index_fragments_spark"}
+"""How each engine but the local one indexes the fragments an update names, by name: a
+function of ``(plan, fragment_ids, spark)`` that yields their zone rows in that order."""
 
-def _engine_build(engine: str) -> Callable[..., ZoneIndex]:
+
+def _engine_build(engine: str, registry: dict[str, str] = BUILD_ENGINES) -> Callable[..., Any]:
     """The build function of ``engine`` (raises ImportError when the engine is missing)."""
-    module, _, function = BUILD_ENGINES[engine].partition(":")
-    build: Callable[..., ZoneIndex] = getattr(importlib.import_module(module), function)
+    module, _, function = registry[engine].partition(":")
+    build: Callable[..., Any] = getattr(importlib.import_module(module), function)
     return build
 
 
@@ -189,6 +206,72 @@ def build_index(
         sink.finish(index)
     _write_companion(location, index)
     return index
+
+
+def update_index(
+    source: str | os.PathLike[str],
+    column: str,
+    *,
+    deleted_share: float = DEFAULT_DELETED_SHARE,
+    progress: ProgressCallback | None = None,
+    engine: str = "local",
+    spark: Any = None,
+    threads: int | None = None,
+) -> tuple[ZoneIndex, UpdatePlan]:
+    """Bring the stored index of ``column`` up to date with its table; return it and what
+    was done (:class:`~pruner.index.update.UpdatePlan`).
+
+    Only fragments the index does not cover (appended, compacted, changed or added files)
+    and fragments whose deleted share passed ``deleted_share`` are read and indexed, on
+    ``engine`` as :func:`build_index` does; every other fragment keeps its zones byte for
+    byte, and zones of fragments that are gone are dropped. The result is stored like a
+    build's, atomically (a Lance index is committed as one segment over every fragment). An
+    index that is current is left as it is. An index made from Parquet's own filters is
+    made again from them (that reads no data).
+
+    Raises:
+        IndexNotFoundError: there is no index to update; build one.
+        InvalidParameterError: an unknown engine or column, or ``deleted_share`` outside 0-1.
+    """
+    if engine not in ENGINES:
+        raise InvalidParameterError(
+            f"unknown index build engine {engine!r}; use one of {', '.join(ENGINES)}"
+        )
+    if not 0 <= deleted_share <= 1:
+        raise InvalidParameterError(
+            f"deleted_share must be between 0 and 1 (a share of a fragment's rows), "
+            f"not {deleted_share}"
+        )
+    plan = plan_update(source, column, deleted_share=deleted_share)
+    assert plan.old is not None
+    if plan.current:
+        return plan.old, plan
+    if plan.old.value_encoding == "parquet":
+        return _build_from_parquet_filters(Path(source), column, "local"), plan
+    wanted = plan.to_index()
+    if engine in UPDATE_ENGINES:
+        built = _engine_build(engine, UPDATE_ENGINES)(plan, wanted, spark=spark)
+    else:
+        built = local_fragment_rows(plan, wanted, threads)
+    rows = merged_rows(plan, built)
+    total = fragment_rows_to_index(plan, wanted)
+    if plan.kind == "lance":
+        ds = plan.source
+        index_uuid = str(uuid.uuid4())
+        location = lance_index_path(ds, index_uuid)
+        with IndexFileWriter(location) as sink:
+            index = assemble(column, plan.items, plan.probability, rows, total, progress, sink)
+            size = sink.finish(index)
+        _write_companion(location, index)
+        commit_index_file(ds, index, index_uuid, size, None)
+        return index, plan
+    location = parquet_index_path(source, column)
+    with IndexFileWriter(location) as sink:
+        index = assemble(column, plan.items, plan.probability, rows, total, progress, sink)
+        index.files = plan.files
+        sink.finish(index)
+    _write_companion(location, index)
+    return index, plan
 
 
 def _build_from_parquet_filters(path: Path, column: str, engine: str) -> ZoneIndex:

@@ -184,7 +184,8 @@ def test_index_list_says_why_stale_and_what_to_run(
     assert main(["index", "list", str(directory)]) == 0
     out = capsys.readouterr().out
     assert "stale (1 file not indexed)" in out
-    assert f"pruner index build {directory} --column id" in out
+    assert "1 file not indexed" in out and "an update would add 1 fragments" in out
+    assert f"pruner index update {directory} --column id" in out
     assert max(len(line) for line in out.splitlines()) <= 160  # piped: one line per row
     assert main(["index", "list", str(directory), "--json"]) == 0
     [row] = json.loads(capsys.readouterr().out)

@@ -53,6 +53,6 @@ def test_explain_names_files_the_index_does_not_cover(tmp_path: Path) -> None:
     pq.write_table(pa.table({"id": pa.array([7], pa.int64())}), directory / "new.parquet")
     text = str(explain("SELECT * FROM t WHERE id = 12345", {"t": directory}))
     assert "1 file (new.parquet) not covered by the index" in text
-    assert f"run `pruner index build {directory.absolute()} --column id`" in text
+    assert f"run `pruner index update {directory.absolute()} --column id`" in text
     got = pruner.query("SELECT id FROM t WHERE id IN (7, 12345)", {"t": str(directory)})
     assert sorted(got.column("id").to_pylist()) == [7, 7, 12345]  # 7 is in 0.parquet too

@@ -43,6 +43,7 @@ from pruner.index import (
     DEFAULT_PROBABILITY,
     IndexFileWriter,
     ProgressCallback,
+    UpdatePlan,
     ZoneIndex,
 )
 from pruner.index.build import (
@@ -56,7 +57,14 @@ from pruner.index.build import (
     read_parquet_fragment,
 )
 
-__all__ = ["ZONE_ROWS_SCHEMA", "ZoneJob", "build_zone_index_spark", "fragment_rows", "run_job"]
+__all__ = [
+    "ZONE_ROWS_SCHEMA",
+    "ZoneJob",
+    "build_zone_index_spark",
+    "fragment_rows",
+    "index_fragments_spark",
+    "run_job",
+]
 
 ZONE_ROWS_SCHEMA = pa.schema(
     [
@@ -283,3 +291,29 @@ def build_zone_index_spark(
     index = assemble(column, items, probability, parts, sum(expected_rows), progress, sink)
     index.files = files
     return index
+
+
+def index_fragments_spark(
+    plan: UpdatePlan, fragment_ids: list[int], spark: Any = None
+) -> list[FragmentZoneRows]:
+    """The zone rows of the fragments an update indexes (:func:`pruner.index.update_index`
+    with ``engine="spark"``), one Spark task per fragment as a build's, in that order."""
+    num_bytes = sbbf.optimal_num_bytes(plan.items, plan.probability)
+    if plan.kind == "parquet":
+        assert plan.root is not None
+        root = plan.root.resolve()
+        by_id = {f.fragment_id: f for f in plan.files or []}
+        fragments = [(fid, str(root / by_id[fid].path)) for fid in fragment_ids]
+        expected_rows = [by_id[fid].rows for fid in fragment_ids]
+        version = None
+    else:
+        ds = plan.source
+        uri = ds.uri if "://" in ds.uri else os.path.abspath(ds.uri)
+        fragments = [(fid, uri) for fid in fragment_ids]
+        expected_rows = [ds.get_fragment(fid).count_rows() for fid in fragment_ids]
+        version = ds.version
+    if not fragments:
+        return []
+    job = ZoneJob(plan.column, plan.items, num_bytes, fragments, version)
+    table = run_job(spark or session(), job)
+    return fragment_rows(table, list(fragment_ids), expected_rows, num_bytes)

@@ -1,0 +1,334 @@
+"""Bring a stored index up to date without rebuilding it: index only what it does not cover.
+
+A fragment's zones describe rows that never change (a Lance fragment is immutable but for
+its deletion file; a Parquet file is matched by its identity), so an update keeps the zones
+of every fragment still there and unchanged, byte for byte, indexes the fragments the index
+does not cover (appended, compacted, changed, added), drops the zones of fragments that are
+gone, and writes the result the way a build does (atomically; a Lance index is committed
+as one segment covering every fragment, replacing the old segments).
+
+Deletions leave a fragment's zones supersets of its live rows, so they stay correct; a
+fragment is re-indexed when its deleted share passes ``deleted_share`` (its filters then
+hold fewer values and its zones fewer rows), unless its zones already skip those rows.
+
+:func:`plan_update` says what an update would do; :func:`pruner.index.update_index` does
+it, the fragments to index built here in threads (:func:`local_fragment_rows`) or by
+another engine, and merged with the kept zones in build order (:func:`merged_rows`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pruner import sbbf
+from pruner.errors import IndexFormatError, IndexNotFoundError
+from pruner.index.build import (
+    FragmentZoneRows,
+    index_in_threads,
+    lance_fragments,
+    parquet_fragments,
+    read_lance_fragment,
+    read_parquet_fragment,
+)
+from pruner.index.fileformat import read_index_file
+from pruner.index.lance import load_lance_index
+from pruner.index.model import FragmentFile, ZoneIndex
+from pruner.index.store import parquet_index_path
+from pruner.zones import lance_fragment_zones
+
+__all__ = [
+    "DEFAULT_DELETED_SHARE",
+    "UpdatePlan",
+    "fragment_rows_to_index",
+    "kept_rows",
+    "local_fragment_rows",
+    "merged_rows",
+    "plan_update",
+]
+
+DEFAULT_DELETED_SHARE = 0.1
+"""A fragment whose deleted rows pass this share of its rows is re-indexed by an update."""
+
+
+@dataclass
+class UpdatePlan:
+    """What an update of one index does, fragment by fragment (ids as the new index
+    numbers them; a Parquet file renamed keeps its zones under its new id).
+
+    Attributes:
+        keep: fragments whose zones are kept as they are.
+        add: fragments the index does not cover (new, compacted, or changed since the build).
+        rebuild: covered fragments indexed again (deleted share past the threshold, or
+            zones that fail their checksums).
+        drop: fragments of the index that are gone (their zones are dropped).
+        whole: why every fragment is indexed again ('' when not).
+    """
+
+    column: str
+    kind: str
+    items: int
+    probability: float
+    order: list[int] = field(default_factory=list)  # every live fragment, in build order
+    keep: dict[int, int] = field(default_factory=dict)  # new fragment id -> old one
+    add: list[int] = field(default_factory=list)
+    rebuild: list[int] = field(default_factory=list)
+    drop: list[int] = field(default_factory=list)
+    whole: str = ""
+    old: ZoneIndex | None = None
+    files: list[FragmentFile] | None = None  # Parquet: the files as the new index records them
+    source: Any = None  # the open Lance dataset, or the Parquet files opened by fragment id
+    root: Path | None = None  # Parquet: the directory
+
+    @property
+    def renamed(self) -> list[int]:
+        """Kept fragments under a new id (Parquet files renamed)."""
+        return [new for new, old in self.keep.items() if new != old]
+
+    @property
+    def current(self) -> bool:
+        return not (self.add or self.rebuild or self.drop or self.whole or self.renamed)
+
+    def to_index(self) -> list[int]:
+        """The fragments an update indexes, in build order."""
+        wanted = set(self.add) | set(self.rebuild)
+        return [f for f in self.order if f in wanted]
+
+    def summary(self) -> dict[str, object]:
+        return {
+            "fragments_to_add": len(self.add),
+            "fragments_to_rebuild": len(self.rebuild),
+            "fragments_to_drop": len(self.drop),
+            "fragments_kept": len(self.keep),
+            "fragments_renamed": len(self.renamed),
+            "rebuild_all": self.whole,
+        }
+
+
+def plan_update(
+    source: str | os.PathLike[str] | Any,
+    column: str,
+    *,
+    deleted_share: float = DEFAULT_DELETED_SHARE,
+) -> UpdatePlan:
+    """What :func:`pruner.index.update_index` would do to the index of ``column``.
+
+    Raises:
+        IndexNotFoundError: there is no index to update: build one.
+        InvalidParameterError: the column is not (or no longer) indexable.
+    """
+    from pruner.discover import is_lance_dataset
+    from pruner.index.lance import open_lance
+
+    if not isinstance(source, str | os.PathLike) or is_lance_dataset(Path(source)):
+        return _lance_plan(open_lance(source), column, deleted_share)
+    return _parquet_plan(Path(source), column)
+
+
+def _whole_reason(old: ZoneIndex) -> str:
+    """Why the zones of ``old`` cannot be kept beside freshly built ones ('' when they can)."""
+    if old.value_encoding == "parquet":
+        return "it was made from the Parquet files' own filters"
+    data = old.filter_data
+    width = sbbf.optimal_num_bytes(old.items, old.probability)
+    if not isinstance(data, np.ndarray) or (len(data) and data.shape[1] != width):
+        return (
+            f"its filters are not all {width:,} bytes, the size a build of {old.items:,} items "
+            f"at p={old.probability} gives"
+        )
+    return ""
+
+
+def _damaged_fragments(old: ZoneIndex) -> set[int]:
+    if old.damaged is None or not old.damaged.any():
+        return set()
+    return set(np.unique(old.fragment_id[old.damaged]).tolist())
+
+
+def _lance_plan(ds: Any, column: str, deleted_share: float) -> UpdatePlan:
+    ds, fragments = lance_fragments(ds, column)
+    old = load_lance_index(ds, column)
+    if old is None:
+        raise IndexNotFoundError(
+            f"no bloom index on column {column!r} in Lance dataset {ds.uri} to update; "
+            f"build one with `pruner index build {ds.uri} --column {column}`"
+        )
+    plan = UpdatePlan(column, "lance", old.items, old.probability, old=old, source=ds)
+    indexed = set(np.unique(old.fragment_id).tolist())
+    damaged = _damaged_fragments(old)
+    live = set()
+    for fragment in fragments:
+        fid = fragment.fragment_id
+        live.add(fid)
+        plan.order.append(fid)
+        if fid not in indexed:
+            plan.add.append(fid)
+        elif fid in damaged or _deletions_to_drop(fragment, old, plan.items, deleted_share):
+            plan.rebuild.append(fid)
+        else:
+            plan.keep[fid] = fid
+    plan.drop = sorted(indexed - live)
+    return _whole_if_changed(plan)
+
+
+def _deletions_to_drop(fragment: Any, old: ZoneIndex, items: int, deleted_share: float) -> bool:
+    """Whether a covered fragment has more deleted rows than ``deleted_share`` that its
+    zones still span (zones built after the deletions skip them: nothing to gain)."""
+    deletion = fragment.metadata.deletion_file
+    if deletion is None:
+        return False
+    physical = fragment.metadata.physical_rows
+    deleted = deletion.num_deleted_rows
+    if not physical or deleted is None or deleted / physical <= deleted_share:
+        return False
+    rows = fragment.to_table(columns=[], with_row_address=True)
+    offsets = (rows.column("_rowaddr").to_numpy() & np.uint64(0xFFFFFFFF)).astype(np.int64)
+    fresh = lance_fragment_zones(offsets, items)
+    mine = old.fragment_id == np.uint64(fragment.fragment_id)
+    return not (
+        np.array_equal(old.zone_start[mine], fresh.zone_start)
+        and np.array_equal(old.zone_length[mine], fresh.zone_length)
+    )
+
+
+def _parquet_plan(root: Path, column: str) -> UpdatePlan:
+    metas, files = parquet_fragments(root, column)
+    location = parquet_index_path(root, column)
+    if not location.exists():
+        raise IndexNotFoundError(
+            f"no bloom index on column {column!r} in Parquet directory {root} to update; "
+            f"build one with `pruner index build {root} --column {column}`"
+        )
+    old = read_index_file(location, column)
+    plan = UpdatePlan(
+        column, "parquet", old.items, old.probability, old=old, files=files, root=root
+    )
+    plan.source = dict(zip([f.fragment_id for f in files], metas, strict=True))
+    recorded = {entry.path: entry for entry in old.files or []}
+    present = {f.path for f in files}
+    indexed = set(np.unique(old.fragment_id).tolist())
+    damaged = _damaged_fragments(old)
+    # A file renamed (same size, time, rows and footer under a new path) keeps its zones.
+    moved = {
+        (e.identity.size, e.identity.mtime_ns, e.identity.footer, e.rows): e
+        for e in recorded.values()
+        if e.path not in present and e.identity.footer != 0
+    }
+    kept_old: set[int] = set()
+    for file in files:
+        plan.order.append(file.fragment_id)
+        entry = recorded.get(file.path)
+        if entry is None or not _same_file(file, entry):
+            entry = moved.pop(
+                (file.identity.size, file.identity.mtime_ns, file.identity.footer, file.rows),
+                None,
+            )
+        usable = (
+            entry is not None and entry.fragment_id in indexed and entry.fragment_id not in damaged
+        )
+        if usable and entry is not None:
+            plan.keep[file.fragment_id] = entry.fragment_id
+            kept_old.add(entry.fragment_id)
+        elif entry is not None and entry.fragment_id in damaged:
+            plan.rebuild.append(file.fragment_id)
+        else:
+            plan.add.append(file.fragment_id)
+    plan.drop = sorted(indexed - kept_old - {f.fragment_id for f in files if f.path in recorded})
+    return _whole_if_changed(plan)
+
+
+def _whole_if_changed(plan: UpdatePlan) -> UpdatePlan:
+    """When the index must change and its zones cannot be kept beside new ones, the plan
+    indexes every fragment again."""
+    assert plan.old is not None
+    if plan.current:
+        return plan
+    plan.whole = _whole_reason(plan.old)
+    if plan.whole:
+        plan.add, plan.rebuild, plan.keep = list(plan.order), [], {}
+    return plan
+
+
+def _same_file(file: FragmentFile, entry: FragmentFile) -> bool:
+    return file.rows == entry.rows and file.identity.matches(entry.identity)
+
+
+def kept_rows(plan: UpdatePlan) -> dict[int, FragmentZoneRows]:
+    """The zone rows of every kept fragment, from the old index, under their new ids."""
+    old = plan.old
+    assert old is not None
+    data = old.filter_data
+    assert isinstance(data, np.ndarray)
+    order = np.argsort(old.fragment_id, kind="stable")
+    ids, first = np.unique(old.fragment_id[order], return_index=True)
+    ends = [*first[1:].tolist(), len(order)]
+    bounds = {
+        fid: (start, end)
+        for fid, start, end in zip(ids.tolist(), first.tolist(), ends, strict=True)
+    }
+    found = {}
+    for new, previous in plan.keep.items():
+        start, end = bounds[previous]
+        zones = order[start:end]
+        nulls = (old.null_rows or {}).get(previous)
+        found[new] = FragmentZoneRows(
+            new,
+            np.full(len(zones), new, dtype=np.uint64),
+            old.zone_start[zones],
+            old.zone_length[zones],
+            old.has_null[zones],
+            data[zones],
+            nulls,
+            0,
+        )
+    return found
+
+
+def merged_rows(plan: UpdatePlan, built: Iterable[FragmentZoneRows]) -> Iterable[FragmentZoneRows]:
+    """Every live fragment's zone rows in build order: kept ones from the old index, the
+    others from ``built`` (in :meth:`UpdatePlan.to_index` order)."""
+    kept = kept_rows(plan)
+    fresh = iter(built)
+    pending = next(fresh, None)
+    for fid in plan.order:
+        if fid in kept:
+            yield kept[fid]
+        elif pending is not None and pending.fragment_id == fid:
+            yield pending  # a fragment with no live rows has no zones, and may not come
+            pending = next(fresh, None)
+    if pending is not None:
+        raise IndexFormatError(
+            f"the update built fragment {pending.fragment_id}, which it did not plan to index"
+        )
+
+
+def local_fragment_rows(
+    plan: UpdatePlan, fragment_ids: Sequence[int], threads: int | None = None
+) -> Iterator[FragmentZoneRows]:
+    """The zone rows of ``fragment_ids`` of the plan's source, built in threads here."""
+    num_bytes = sbbf.optimal_num_bytes(plan.items, plan.probability)
+    if plan.kind == "lance":
+        readers = [
+            partial(read_lance_fragment, plan.source, fid, plan.column, plan.items)
+            for fid in fragment_ids
+        ]
+    else:
+        readers = [
+            partial(read_parquet_fragment, plan.source[fid], fid, plan.column, plan.items)
+            for fid in fragment_ids
+        ]
+    return index_in_threads(readers, num_bytes, threads)
+
+
+def fragment_rows_to_index(plan: UpdatePlan, fragment_ids: Sequence[int]) -> int:
+    """The rows an update reads (what its progress counts up to)."""
+    if plan.kind == "lance":
+        return sum(plan.source.get_fragment(fid).count_rows() for fid in fragment_ids)
+    rows = {f.fragment_id: f.rows for f in plan.files or []}
+    return sum(rows[fid] for fid in fragment_ids)

@@ -1,0 +1,323 @@
+"""``pruner index update``: after the changes of tests/index/test_stale.py, an update covers
+every live row again, reads only the fragments it indexes, and gives the index a full
+rebuild gives (zones, filter bytes, metadata and buffers, decoded: Lance writes schema
+metadata in no fixed order, so two builds of one table differ in bytes). Answers equal the
+engine alone over the raw files (tests/support/changes.py ``check``) and prune again.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import lance
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from lance.file import LanceFileReader
+
+from pruner.cli import main
+from pruner.errors import IndexNotFoundError, InvalidParameterError
+from pruner.index import (
+    META_CHECKSUMS,
+    META_NULL_BITMAP,
+    build_index,
+    list_bloom_indexes,
+    load_index,
+    parquet_index_path,
+    plan_update,
+    update_index,
+)
+from pruner.index.native import write_parquet as write_parquet_with_filters
+from pruner.table import open_table
+from tests.support.changes import (
+    ITEMS,
+    PARQUET_SCENARIOS,
+    PER_FRAGMENT,
+    ROWS,
+    check,
+    data,
+    ids,
+    lance_table,
+    listed,
+    old_values,
+    parquet_table,
+    read_whole,
+)
+
+
+def _index_file(path: Path, column: str = "id") -> Path:
+    if (path / "_versions").is_dir():
+        [segment] = [s for s in list_bloom_indexes(path) if s.column == column]
+        return segment.path
+    return parquet_index_path(path, column)
+
+
+def _contents(file: Path) -> tuple[pa.Table, dict[bytes, bytes], dict[str, bytes]]:
+    """An index file decoded: its rows, its schema metadata and its global buffers."""
+    reader = LanceFileReader(str(file))
+    table = reader.read_all().to_table()
+    metadata = dict(table.schema.metadata or {})
+    buffers = {
+        name: bytes(reader.read_global_buffer(int(metadata[name.encode()])))
+        for name in (META_NULL_BITMAP, META_CHECKSUMS)
+        if name.encode() in metadata
+    }
+    return table.replace_schema_metadata(None), metadata, buffers
+
+
+def _assert_equals_a_rebuild(path: Path, tmp_path: Path) -> None:
+    copy = tmp_path / f"rebuilt-{path.name}"
+    shutil.copytree(path, copy, copy_function=shutil.copy2)  # keeps times: same identities
+    build_index(copy, "id", items=ITEMS)
+    updated, rebuilt = _contents(_index_file(path)), _contents(_index_file(copy))
+    assert updated[0].equals(rebuilt[0]), "zones and filter bytes"
+    assert updated[1] == rebuilt[1], "metadata"
+    assert updated[2] == rebuilt[2], "null bitmap and zone checksums"
+
+
+def _assert_covers_everything(path: Path) -> None:
+    status = listed(path)
+    assert status["state"] == "current", status
+    assert status["rows_indexed"] == status["rows_total"]
+    assert status["fragments_indexed"] == status["fragments_total"]
+    assert status["update"]["fragments_to_add"] == 0
+    assert status["update"]["fragments_to_rebuild"] == 0
+    assert status["update"]["fragments_to_drop"] == 0
+
+
+def _update(path: Path, **options: Any) -> tuple[Any, list[tuple[int, int]]]:
+    """Update; return the plan and every progress call (rows indexed, rows to index)."""
+    calls: list[tuple[int, int]] = []
+    _, plan = update_index(path, "id", progress=lambda d, t: calls.append((d, t)), **options)
+    return plan, calls
+
+
+# ---------------------------------------------------------------------------- Lance
+
+
+def test_lance_append_indexes_only_the_new_fragment(tmp_path: Path) -> None:
+    path = lance_table(tmp_path)
+    old = load_index(path, "id")
+    lance.write_dataset(data(np.arange(ROWS, ROWS + 500), "new"), str(path), mode="append")
+    plan, calls = _update(path)
+    assert (sorted(plan.keep), plan.add, plan.rebuild, plan.drop) == ([0, 1, 2], [3], [], [])
+    assert calls[-1] == (500, 500), "only the new fragment's rows were read"
+    new = load_index(path, "id")
+    kept = new.fragment_id < 3
+    assert np.array_equal(new.filter_data[kept], old.filter_data), "kept zones byte for byte"
+    _assert_covers_everything(path)
+    _assert_equals_a_rebuild(path, tmp_path)
+    table = check(path, [*old_values(), ROWS + 7])
+    assert read_whole(table, [*old_values(), ROWS + 7]) == set()
+
+
+def test_lance_deletes_below_the_share_keep_the_zones_and_above_it_rebuild_them(
+    tmp_path: Path,
+) -> None:
+    path = lance_table(tmp_path)
+    old = load_index(path, "id")
+    dataset = lance.dataset(str(path))
+    first = ids()[:PER_FRAGMENT]
+    # fragment 0 loses 5% of its rows, fragment 1 loses 40%
+    dataset.delete(f"id IN ({', '.join(map(str, first[:50].tolist()))})")
+    second = ids()[PER_FRAGMENT : 2 * PER_FRAGMENT]
+    lance.dataset(str(path)).delete(f"id IN ({', '.join(map(str, second[:400].tolist()))})")
+    plan = plan_update(path, "id")
+    assert (sorted(plan.keep), plan.rebuild) == ([0, 2], [1])
+    assert plan_update(path, "id", deleted_share=0.5).rebuild == []
+    assert plan_update(path, "id", deleted_share=0.0).rebuild == [0, 1]
+    _update(path)
+    new = load_index(path, "id")
+    assert np.array_equal(
+        new.filter_data[new.fragment_id != 1], old.filter_data[old.fragment_id != 1]
+    )
+    assert (new.fragment_id == 1).sum() == 6, "600 live rows in zones of 100"
+    _assert_covers_everything(path)
+    values = [int(second[500]), int(first[60]), int(ids()[2 * PER_FRAGMENT + 3])]
+    table = check(path, values)
+    assert read_whole(table, values) == set()
+    # Fragment 1 was re-indexed after its deletions: nothing more to do even at a share of 0.
+    assert plan_update(path, "id", deleted_share=0.0).rebuild == [0]
+    _update(path, deleted_share=0.0)
+    _assert_equals_a_rebuild(path, tmp_path)
+
+
+def test_lance_compaction_is_indexed_and_lance_uses_the_index_again(tmp_path: Path) -> None:
+    path = lance_table(tmp_path)
+    lance.dataset(str(path)).delete("id < 300")
+    lance.dataset(str(path)).optimize.compact_files(target_rows_per_fragment=5000)
+    compacted = lance.dataset(str(path))
+    values = [v for v in old_values() if v >= 300]
+    assert values, "rows still there"
+    sql_filter = f"id = {values[0]}"
+    assert "ScalarIndexQuery" not in compacted.scanner(filter=sql_filter).explain_plan()
+    plan, calls = _update(path)
+    assert (plan.keep, plan.add, plan.drop) == ({}, [3], [0, 1, 2])
+    assert calls[-1] == (ROWS - 300, ROWS - 300)
+    dataset = lance.dataset(str(path))
+    assert "ScalarIndexQuery" in dataset.scanner(filter=sql_filter).explain_plan()
+    for value in values:
+        own = dataset.to_table(filter=f"id = {value}")
+        plain = dataset.to_table(filter=f"id = {value}", use_scalar_index=False)
+        assert own.equals(plain) and own.num_rows == 1
+    _assert_covers_everything(path)
+    _assert_equals_a_rebuild(path, tmp_path)
+    table = check(path, values)
+    assert read_whole(table, values) == set()
+
+
+def test_lance_update_and_merge_insert_are_indexed(tmp_path: Path) -> None:
+    path = lance_table(tmp_path)
+    values = old_values()
+    lance.dataset(str(path)).update(
+        {"id": "id + 100000", "tag": "'updated'"}, where=f"id = {values[0]}"
+    )
+    source = data(np.array([values[1], 99_999]), "merged")
+    lance.dataset(str(path)).merge_insert(
+        "id"
+    ).when_matched_update_all().when_not_matched_insert_all().execute(source)
+    plan, _ = _update(path, deleted_share=0.0)  # a rebuild skips the deleted rows
+    assert plan.add and not plan.drop
+    _assert_covers_everything(path)
+    _assert_equals_a_rebuild(path, tmp_path)
+    wanted = [values[0] + 100_000, values[1], values[2], 99_999]
+    table = check(path, wanted)
+    one_zone = {f for f, rows in table.fragment_rows.items() if rows <= ITEMS}
+    assert len(one_zone) == 2, "the update's and the merge's new rows"
+    assert read_whole(table, wanted) == one_zone, "only fragments of one zone are whole"
+
+
+def test_lance_current_index_and_added_column_need_nothing(tmp_path: Path) -> None:
+    path = lance_table(tmp_path)
+    before = _index_file(path)
+    lance.dataset(str(path)).add_columns({"twice": "id * 2"})
+    plan, calls = _update(path)
+    assert plan.current and calls == []
+    assert _index_file(path) == before, "nothing committed"
+
+
+def test_lance_overwrite_leaves_nothing_to_update(tmp_path: Path) -> None:
+    path = lance_table(tmp_path)
+    lance.write_dataset(data(ids(800, seed=9), "over"), str(path), mode="overwrite")
+    with pytest.raises(IndexNotFoundError, match="build one with `pruner index build"):
+        update_index(path, "id")
+
+
+# -------------------------------------------------------------------------- Parquet
+
+
+@pytest.mark.parametrize("scenario", list(PARQUET_SCENARIOS))
+def test_parquet_changes_are_covered_by_an_update(scenario: str, tmp_path: Path) -> None:
+    path = parquet_table(tmp_path)
+    old = load_index(path, "id")
+    values, whole = PARQUET_SCENARIOS[scenario](path)
+    plan, calls = _update(path)
+    files = {f.fragment_id: f.path for f in plan.files or []}
+    assert {files[f] for f in plan.add} == (set() if scenario == "renamed" else whole)
+    indexed_rows = sum(f.rows for f in plan.files or [] if f.fragment_id in plan.add)
+    assert (calls[-1] if calls else (0, 0)) == (indexed_rows, indexed_rows)
+    if scenario == "renamed":
+        assert plan.keep[max(files)] == 1, "the renamed file keeps its zones under a new id"
+    new = load_index(path, "id")
+    for fragment, previous in plan.keep.items():
+        assert np.array_equal(
+            new.filter_data[new.fragment_id == fragment],
+            old.filter_data[old.fragment_id == previous],
+        )
+    _assert_covers_everything(path)
+    _assert_equals_a_rebuild(path, tmp_path)
+    table = check(path, values)
+    assert read_whole(table, values) == set()
+
+
+def test_parquet_index_from_the_files_filters_is_made_again_from_them(tmp_path: Path) -> None:
+    path = tmp_path / "native"
+    path.mkdir()
+    write_parquet_with_filters(data(ids()), path / "a.parquet", columns=["id"], items=500)
+    build_index(path, "id", from_parquet_filters=True)
+    write_parquet_with_filters(
+        data(np.arange(ROWS, ROWS + 200)), path / "b.parquet", columns=["id"], items=500
+    )
+    plan, _ = _update(path)
+    assert plan.whole == "it was made from the Parquet files' own filters"
+    _assert_covers_everything(path)
+    assert load_index(path, "id").value_encoding == "parquet"
+    check(path, [int(ids()[4]), ROWS + 3])
+
+
+# ---------------------------------------------------------------------- the interface
+
+
+def test_update_errors_say_what_to_do(tmp_path: Path) -> None:
+    directory = tmp_path / "plain"
+    directory.mkdir()
+    pq.write_table(data(ids(10)), directory / "a.parquet")
+    with pytest.raises(IndexNotFoundError, match=r"to update; build one with `pruner index build"):
+        update_index(directory, "id")
+    path = parquet_table(tmp_path)
+    with pytest.raises(InvalidParameterError, match="deleted_share must be between 0 and 1"):
+        update_index(path, "id", deleted_share=1.5)
+    with pytest.raises(InvalidParameterError, match="unknown index build engine 'dask'"):
+        update_index(path, "id", engine="dask")
+    with pytest.raises(InvalidParameterError, match=r"column 'nope' is not in .* its columns are"):
+        update_index(path, "nope")
+
+
+def test_cli_update_and_list_say_what_an_update_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = parquet_table(tmp_path)
+    PARQUET_SCENARIOS["added"](path)
+    PARQUET_SCENARIOS["removed"](path)
+    capsys.readouterr()
+    assert main(["index", "list", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "an update would add 1, drop 1 fragments; keep 2 as they are" in out
+    assert f"pruner index update {path} --column id" in out
+    assert main(["index", "list", str(path), "--json"]) == 0
+    [row] = json.loads(capsys.readouterr().out)
+    assert row["update"] == {
+        "fragments_to_add": 1,
+        "fragments_to_rebuild": 0,
+        "fragments_to_drop": 1,
+        "fragments_kept": 2,
+        "fragments_renamed": 0,
+        "rebuild_all": "",
+    }
+    assert main(["index", "update", str(path), "--column", "id"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("id: added 1, dropped 1 fragments; kept 2 as they were; 22 zones")
+    assert main(["index", "update", str(path), "--column", "id"]) == 0
+    assert capsys.readouterr().out.startswith("id: already current; 22 zones")
+    assert main(["index", "update", str(path), "--column", "id", "--deleted-share", "2"]) == 2
+    assert "deleted_share must be between 0 and 1" in capsys.readouterr().err
+
+
+def _append_both(path: Path) -> None:
+    if (path / "_versions").is_dir():
+        lance.write_dataset(data(np.arange(ROWS, ROWS + 500), "new"), str(path), mode="append")
+    else:
+        PARQUET_SCENARIOS["added"](path)
+        PARQUET_SCENARIOS["replaced"](path)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("make", [lance_table, parquet_table], ids=["lance", "parquet"])
+def test_spark_update_gives_the_local_update(
+    make: Callable[[Path], Path], tmp_path: Path, spark: Any
+) -> None:
+    path = make(tmp_path / "spark")
+    _append_both(path)
+    copy = tmp_path / "local"
+    shutil.copytree(path, copy, copy_function=shutil.copy2)
+    _, plan = update_index(path, "id", engine="spark", spark=spark)
+    update_index(copy, "id")
+    assert plan.add and plan.keep
+    updated, local = _contents(_index_file(path)), _contents(_index_file(copy))
+    assert updated[0].equals(local[0]) and updated[1] == local[1] and updated[2] == local[2]
+    assert open_table(path).index("id") is not None
