@@ -164,25 +164,20 @@ def _index_status(table: PrunerTable, column: str) -> dict[str, object]:
     if coverage["damaged_fragments"]:
         why.append(f"{coverage['damaged_fragments']:,} damaged {unit}s")
     update: dict[str, object] = {}
-    advice = ""
+    command = "build"
     try:
         plan = plan_update(table.path, column)
     except PrunerError as err:
         update = {"error": str(err)}
     else:
-        update = plan.summary()
+        update = {**plan.summary(), "words": _update_words(plan, done=False)}
         if not plan.current:
-            advice = (
-                f"an update would {_update_words(plan, done=False)}: "
-                f"pruner index update {table.path} --column {column}"
-            )
-    if why and not advice:
+            command = "update"
+    advice = ""
+    if why or command == "update":
         advice = (
-            f"those {unit}s are read whole; to cover them: "
-            f"pruner index build {table.path} --column {column}"
-        )
-    elif why:
-        advice = f"those {unit}s are read whole; {advice}"
+            f"those {unit}s are read whole; to cover them: " if why else "to bring it up to date: "
+        ) + f"pruner index {command} {table.path} --column {column}"
     return {
         **_summary(bound.index),
         **coverage,
@@ -239,6 +234,9 @@ def _cmd_index_list(args: argparse.Namespace) -> int:
         )
         if row["advice"]:
             advice.append(f"{row['column']}: {row['advice']}")
+            update = row["update"]
+            if isinstance(update, dict) and "words" in update:
+                advice.append(f"{row['column']}: an update would {update['words']}")
     console = Console() if Console().is_terminal else Console(width=160)  # piped: no wrapping
     console.print(shown)
     for line in advice:

@@ -288,6 +288,7 @@ def test_cli_update_and_list_say_what_an_update_does(
         "fragments_kept": 2,
         "fragments_renamed": 0,
         "rebuild_all": "",
+        "words": "add 1, drop 1 fragments; keep 2 as they are",
     }
     assert main(["index", "update", str(path), "--column", "id"]) == 0
     out = capsys.readouterr().out
