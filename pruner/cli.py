@@ -106,6 +106,8 @@ def _cmd_index_update(args: argparse.Namespace) -> int:
             )
         seconds = time.perf_counter() - started
         print(f"{column}: {_update_words(plan)}; {index.num_zones:,} zones, in {seconds:.2f} s")
+        if plan.hierarchy:
+            print(f"{column}: no hierarchy companion: {plan.hierarchy}")
     return 0
 
 

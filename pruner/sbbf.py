@@ -58,6 +58,7 @@ __all__ = [
     "min_log2_bytes",
     "optimal_num_bytes",
     "probe_positions",
+    "resize",
     "validate_filter_length",
 ]
 
@@ -190,6 +191,36 @@ def block_of(hashes: np.ndarray, num_blocks: int) -> np.ndarray:
     block = (hashes >> _U64(32)) * _U64(num_blocks)
     block >>= _U64(32)
     return block.astype(np.int64)
+
+
+def resize(filters: np.ndarray, num_bytes: int) -> np.ndarray:
+    """(n, B) filters as (n, ``num_bytes``) filters that hold every value they hold.
+
+    Filter sizes are powers of two, and a value's block is the top bits of its hash's high
+    word (:func:`block_of`): its block at twice the size is one of the two halves of its
+    block at this size. So doubling repeats every block, and halving ORs each pair of
+    blocks (which is inserting at half the size); a value's bits within its block come from
+    its hash's low word alone and do not move. A grown filter's false-positive rate stays
+    the old one's; a shrunk one holds its values in fewer bits (a higher rate). Neither
+    loses a value.
+
+    >>> f = insert(np.array([7 << 40], np.uint64), np.array([0, 1]), 64)
+    >>> [bool(check(resize(f, n), np.array([7 << 40], np.uint64))[0, 0]) for n in (32, 256)]
+    [True, True]
+    """
+    count, old_bytes = filters.shape
+    for size in (old_bytes, num_bytes):
+        if size < BLOCK_BYTES or size & (size - 1):
+            raise ValueError(f"only powers of two resize: {old_bytes} B to {num_bytes} B")
+    if old_bytes == num_bytes:
+        return filters.copy()
+    old_blocks, new_blocks = old_bytes // BLOCK_BYTES, num_bytes // BLOCK_BYTES
+    blocks = filters.reshape(count, old_blocks, BLOCK_BYTES)
+    if new_blocks > old_blocks:
+        grown = np.repeat(blocks, new_blocks // old_blocks, axis=1)
+        return np.ascontiguousarray(grown.reshape(count, num_bytes))
+    groups = blocks.reshape(count, new_blocks, old_blocks // new_blocks, BLOCK_BYTES)
+    return np.bitwise_or.reduce(groups, axis=2).reshape(count, num_bytes)
 
 
 def masks(hashes: np.ndarray) -> np.ndarray:

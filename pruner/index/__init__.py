@@ -21,7 +21,7 @@ from __future__ import annotations
 import importlib
 import os
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -53,6 +53,7 @@ from pruner.index.fileformat import (
 )
 from pruner.index.hierarchy import (
     COMPANION_NAME,
+    Coarse,
     Hierarchy,
     HierarchyUnusable,
     companion_path,
@@ -255,6 +256,7 @@ def update_index(
         built = local_fragment_rows(plan, wanted, threads)
     rows = merged_rows(plan, built)
     total = fragment_rows_to_index(plan, wanted)
+    previous = _previous_coarse(plan) if plan.keep else None
     if plan.kind == "lance":
         ds = plan.source
         index_uuid = str(uuid.uuid4())
@@ -262,7 +264,7 @@ def update_index(
         with IndexFileWriter(location) as sink:
             index = assemble(column, plan.items, plan.probability, rows, total, progress, sink)
             size = sink.finish(index)
-        _write_companion(location, index)
+        plan.hierarchy = _write_companion(location, index, previous, plan.keep)
         commit_index_file(ds, index, index_uuid, size, None)
         return index, plan
     location = parquet_index_path(source, column)
@@ -270,7 +272,7 @@ def update_index(
         index = assemble(column, plan.items, plan.probability, rows, total, progress, sink)
         index.files = plan.files
         sink.finish(index)
-    _write_companion(location, index)
+    plan.hierarchy = _write_companion(location, index, previous, plan.keep)
     return index, plan
 
 
@@ -292,9 +294,35 @@ def _build_from_parquet_filters(path: Path, column: str, engine: str) -> ZoneInd
     return index
 
 
-def _write_companion(index_file: Path, index: ZoneIndex) -> None:
+def _write_companion(
+    index_file: Path,
+    index: ZoneIndex,
+    previous: Coarse | None = None,
+    kept: Mapping[int, int] | None = None,
+) -> str:
     """The hierarchy companion beside ``index_file``, when the build kept the values'
-    distinct hashes; else any old one is removed (it would be stale, and unused)."""
+    distinct hashes (or an update can carry the kept fragments' over from ``previous``);
+    else any old one is removed (it would be stale, and unused) and the reason returned."""
     distinct, index.build_distinct = index.build_distinct, None
-    if distinct is None or write_hierarchy_of(index_file, index, distinct) is None:
+    written = write_hierarchy_of(index_file, index, distinct or {}, previous, kept)
+    if isinstance(written, str):
         companion_path(index_file).unlink(missing_ok=True)
+        return written
+    return ""
+
+
+def _previous_coarse(plan: UpdatePlan) -> Coarse | None:
+    """The coarse filters of the companion of the index an update replaces, when it has a
+    usable one (a Lance index of one segment, or a Parquet directory's)."""
+    if plan.kind == "lance":
+        segments = [s for s in list_bloom_indexes(plan.source) if s.column == plan.column]
+        if len(segments) != 1:
+            return None
+        index_file = segments[0].path
+    else:
+        assert plan.root is not None
+        index_file = parquet_index_path(plan.root, plan.column)
+    try:
+        return Hierarchy(index_file).coarse()
+    except HierarchyUnusable:
+        return None

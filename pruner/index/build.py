@@ -196,10 +196,10 @@ def assemble(
     )
 
 
-def _distinct(results: list[FragmentZoneRows]) -> dict[int, np.ndarray] | None:
-    """Per fragment, its distinct hashes; None unless every fragment kept them."""
-    found = {r.fragment_id: r.distinct for r in results if r.distinct is not None}
-    return found if len(found) == len(results) else None
+def _distinct(results: list[FragmentZoneRows]) -> dict[int, np.ndarray]:
+    """Per fragment whose build kept them (a local build's, not a Spark build's, nor the
+    zones an update kept), its distinct hashes."""
+    return {r.fragment_id: r.distinct for r in results if r.distinct is not None}
 
 
 def _column_type(schema: pa.Schema, column: str, where: str, lance: bool) -> pa.DataType:

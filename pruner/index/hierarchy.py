@@ -58,6 +58,7 @@ from pruner.index.model import FragmentFile, ZoneIndex
 
 __all__ = [
     "COMPANION_NAME",
+    "Coarse",
     "Hierarchy",
     "HierarchyUnusable",
     "Probe",
@@ -112,6 +113,73 @@ def _block_major(filters: np.ndarray) -> np.ndarray:
     )
 
 
+@dataclass(frozen=True)
+class Coarse:
+    """A companion's coarse filters, by fragment id, and the distinct counts they were
+    sized from: what an update carries over for the fragments whose zones it keeps."""
+
+    counts: dict[int, int]
+    fragment_filters: dict[int, np.ndarray]  # (fragment bytes,) uint8 each
+    dataset_filter: np.ndarray  # (dataset bytes,) uint8
+
+    @property
+    def fragment_bytes(self) -> int:
+        return len(next(iter(self.fragment_filters.values()), b""))
+
+
+def _coarse_filters(
+    fragments: np.ndarray,
+    distinct: Mapping[int, np.ndarray],
+    probability: float,
+    previous: Coarse | None,
+    kept: Mapping[int, int],
+) -> tuple[np.ndarray, np.ndarray, list[int]] | str:
+    """The fragment filters (one row per fragment), the dataset filter and the distinct
+    counts of a companion, or why there can be none.
+
+    A fragment's values come from ``distinct`` (just indexed) or, for a fragment whose
+    zones an update kept (``kept``: new id -> old id), its filter and count from
+    ``previous``; the dataset filter is then the old one with the new values added. Sizes
+    are a full build's (from the counts); old filters of another size are resized
+    (:func:`pruner.sbbf.resize`, which keeps every value). When the sizes are unchanged and
+    no fragment was dropped or re-indexed, the result is a full build's, bit for bit; else
+    a superset of it (values of dropped fragments stay in the dataset filter).
+    """
+    ids = [int(f) for f in fragments]
+    carried = [f for f in ids if f not in distinct]
+    if any(f not in kept for f in carried):
+        return "fragments were indexed without their distinct values (a Spark build)"
+    if carried and (previous is None or any(kept[f] not in previous.counts for f in carried)):
+        return "the index it updated had no usable hierarchy companion"
+    assert previous is not None or not carried
+    counts = [
+        len(distinct[f]) if f in distinct else previous.counts[kept[f]]  # type: ignore[union-attr]
+        for f in ids
+    ]
+    fragment_bytes = sbbf.optimal_num_bytes(max(counts, default=1) or 1, probability)
+    dataset_bytes = sbbf.optimal_num_bytes(sum(counts) or 1, probability)
+    fresh = [f for f in ids if f in distinct]
+    by_fragment = [np.asarray(distinct[f], np.uint64) for f in fresh]
+    bounds = np.concatenate(([0], np.cumsum([len(h) for h in by_fragment]))).astype(np.int64)
+    everything = (np.concatenate(by_fragment) if by_fragment else np.zeros(0, np.uint64)).astype(
+        np.uint64
+    )
+    built = sbbf.insert(everything, bounds, fragment_bytes)
+    dataset_filter = sbbf.insert(everything, np.array([0, len(everything)]), dataset_bytes)[0]
+    fragment_filters = np.empty((len(ids), fragment_bytes), np.uint8)
+    row = {f: i for i, f in enumerate(fresh)}
+    for position, f in enumerate(ids):
+        if f in row:
+            fragment_filters[position] = built[row[f]]
+        else:
+            assert previous is not None
+            old = previous.fragment_filters[kept[f]]
+            fragment_filters[position] = sbbf.resize(old[None, :], fragment_bytes)[0]
+    if carried and previous is not None:
+        dataset_filter |= sbbf.resize(previous.dataset_filter[None, :], dataset_bytes)[0]
+    return fragment_filters, dataset_filter, counts
+
+
 def write_hierarchy(
     index_file: str | os.PathLike[str],
     *,
@@ -125,12 +193,17 @@ def write_hierarchy(
     filters: np.ndarray,
     distinct: Mapping[int, np.ndarray],
     files: list[FragmentFile] | None = None,
-) -> Path:
-    """Write the companion of ``index_file`` (already written) atomically beside it.
+    previous: Coarse | None = None,
+    kept: Mapping[int, int] | None = None,
+) -> Path | str:
+    """Write the companion of ``index_file`` (already written) atomically beside it; or
+    say why it can have none.
 
     Args:
         filters: (zones, bytes) uint8, every zone's filter, one size, in file order.
         distinct: per fragment id, the distinct hashes of its non-null values.
+        previous, kept: an update's old companion's coarse filters, and which fragments
+            (new id -> old id) take theirs from it: the ones missing from ``distinct``.
     """
     target = companion_path(index_file)
     fragment_id = np.asarray(fragment_id, np.uint64)
@@ -139,16 +212,12 @@ def write_hierarchy(
     fragments = fragment_id[first_zone]
     if len(np.unique(fragments)) != len(fragments):
         raise ValueError("a fragment's zones must be next to each other")
-    counts = [len(distinct.get(int(f), ())) for f in fragments]
-    fragment_bytes = sbbf.optimal_num_bytes(max(counts, default=1) or 1, probability)
-    dataset_bytes = sbbf.optimal_num_bytes(sum(counts) or 1, probability)
-    by_fragment = [np.asarray(distinct.get(int(f), np.zeros(0, np.uint64))) for f in fragments]
-    bounds = np.concatenate(([0], np.cumsum([len(h) for h in by_fragment]))).astype(np.int64)
-    everything = (np.concatenate(by_fragment) if by_fragment else np.zeros(0, np.uint64)).astype(
-        np.uint64
-    )
-    fragment_filters = sbbf.insert(everything, bounds, fragment_bytes)
-    dataset_filter = sbbf.insert(everything, np.array([0, len(everything)]), dataset_bytes)[0]
+    coarse = _coarse_filters(fragments, distinct, probability, previous, kept or {})
+    if isinstance(coarse, str):
+        return coarse
+    fragment_filters, dataset_filter, counts = coarse
+    fragment_bytes = fragment_filters.shape[1]
+    dataset_bytes = len(dataset_filter)
 
     zone_rows = _block_major(filters)
     fragment_rows = _block_major(fragment_filters)
@@ -190,6 +259,7 @@ def write_hierarchy(
         "zone_bytes": int(filters.shape[1]) if filters.ndim == 2 else 0,
         "fragment_bytes": fragment_bytes,
         "dataset_bytes": dataset_bytes,
+        "fragment_distinct": counts,
         "zones_checksum": xxhash.xxh64_intdigest(meta.tobytes()),
         "files": None if files is None else encode_files(files),
     }
@@ -293,6 +363,8 @@ class Hierarchy:
             fingerprint = (int(header["index_file_size"]), str(header["index_file_tail"]))
             zones_checksum = int(header["zones_checksum"])
             files_text = header.get("files")
+            counts = header.get("fragment_distinct")
+            self._counts = None if counts is None else [int(c) for c in counts]
             self.column = str(header["column"])
             self.items = int(header["items"])
             self.probability = float(header["probability"])
@@ -326,6 +398,50 @@ class Hierarchy:
             raise HierarchyUnusable(f"{self.path}: damaged header (fragment zones)")
         if size < offsets["zone_sums"] + 8 * len(self.fragments) * (self.zone_bytes // _BLOCK):
             raise HierarchyUnusable(f"hierarchy companion {self.path} is truncated")
+
+    def coarse(self) -> Coarse:
+        """The coarse filters, whole and checked, with the counts they were sized from.
+
+        Raises:
+            HierarchyUnusable: written before companions recorded the counts, or a piece
+                is truncated or fails its checksum.
+        """
+        count = len(self.fragments)
+        if self._counts is None or len(self._counts) != count:
+            raise HierarchyUnusable(f"{self.path} records no distinct counts (an older pruner)")
+        rows = self.fragment_bytes // _BLOCK
+        chunk = min(self.dataset_bytes, _DATASET_CHUNK)
+        pieces = {
+            "fragment": (
+                self._offsets["fragments"],
+                self._offsets["fragment_sums"],
+                rows,
+                count * _BLOCK,
+            ),
+            "dataset": (
+                self._offsets["dataset"],
+                self._offsets["dataset_sums"],
+                self.dataset_bytes // chunk,
+                chunk,
+            ),
+        }
+        read = {}
+        for what, (offset, sums, number, width) in pieces.items():
+            data = np.frombuffer(self._read(offset, number * width), np.uint8).reshape(
+                number, width
+            )
+            stored = np.frombuffer(self._read(sums, 8 * number), "<u8")
+            if not np.array_equal(_row_checksums(data), stored):
+                raise HierarchyUnusable(f"{self.path}: a {what} block fails its checksum")
+            read[what] = data
+        blocks = read["fragment"].reshape(rows, count, _BLOCK)
+        by_fragment = blocks.transpose(1, 0, 2).reshape(count, rows * _BLOCK)
+        ids = [int(f) for f in self.fragments]
+        return Coarse(
+            counts=dict(zip(ids, self._counts, strict=True)),
+            fragment_filters={f: by_fragment[i].copy() for i, f in enumerate(ids)},
+            dataset_filter=read["dataset"].reshape(-1).copy(),
+        )
 
     def __del__(self) -> None:
         fd, self._fd = getattr(self, "_fd", -1), -1
@@ -410,12 +526,16 @@ class Hierarchy:
 
 
 def write_hierarchy_of(
-    index_file: str | os.PathLike[str], index: ZoneIndex, distinct: Mapping[int, np.ndarray]
-) -> Path | None:
-    """The companion of ``index`` (just written to ``index_file``), or None when the index
-    cannot have one (filters of several sizes)."""
+    index_file: str | os.PathLike[str],
+    index: ZoneIndex,
+    distinct: Mapping[int, np.ndarray],
+    previous: Coarse | None = None,
+    kept: Mapping[int, int] | None = None,
+) -> Path | str:
+    """The companion of ``index`` (just written to ``index_file``), or why the index cannot
+    have one (filters of several sizes; fragments whose values are unknown)."""
     if not isinstance(index.filter_data, np.ndarray):
-        return None
+        return "its zone filters are not all one size"
     return write_hierarchy(
         index_file,
         column=index.column,
@@ -428,6 +548,8 @@ def write_hierarchy_of(
         filters=index.filter_data,
         distinct=distinct,
         files=index.files,
+        previous=previous,
+        kept=kept,
     )
 
 

@@ -85,6 +85,7 @@ class UpdatePlan:
     files: list[FragmentFile] | None = None  # Parquet: the files as the new index records them
     source: Any = None  # the open Lance dataset, or the Parquet files opened by fragment id
     root: Path | None = None  # Parquet: the directory
+    hierarchy: str = ""  # after the update: why the index has no hierarchy companion ('')
 
     @property
     def renamed(self) -> list[int]:

@@ -266,3 +266,37 @@ def test_zone_index_builds_the_sliced_layout_when_direct_probes_have_cost_as_muc
     assert np.array_equal(fresh.zone_mask(hashes), index.zone_mask(hashes))
     assert sorted(fresh.sliced_groups()) == [0, 1]
     assert np.array_equal(fresh.might_contain(hashes[:1]), direct)
+
+
+@pytest.mark.parametrize("num_bytes", [32, 1024, 8192])
+def test_resize_keeps_every_value_and_halving_is_a_build_at_half_size(num_bytes: int) -> None:
+    rng = np.random.default_rng(num_bytes)
+    hashes = rng.integers(0, 2**64 - 1, size=3 * num_bytes // 32 * 4, dtype=np.uint64)
+    bounds = np.array([0, len(hashes) // 3, len(hashes)])
+    filters = sbbf.insert(hashes, bounds, num_bytes)
+    assert np.array_equal(sbbf.resize(filters, num_bytes), filters)
+    for size in (32, num_bytes // 2, num_bytes * 2, num_bytes * 8):
+        if size < 32:
+            continue
+        resized = sbbf.resize(filters, size)
+        assert resized.shape == (2, size)
+        hits = sbbf.check(resized, hashes)
+        assert hits[: bounds[1], 0].all() and hits[bounds[1] :, 1].all(), size
+        fresh = sbbf.insert(hashes, bounds, size)
+        if size <= num_bytes:
+            # A value's block at half the size is its block here, halved: ORing each pair
+            # of blocks is inserting at half the size.
+            assert np.array_equal(resized, fresh), size
+        else:
+            # Growing repeats blocks: it holds the bits a build at that size sets, and more.
+            assert np.array_equal(resized & fresh, fresh), size
+            assert (resized != fresh).any(), size
+
+
+def test_resize_refuses_sizes_that_are_not_powers_of_two() -> None:
+    with pytest.raises(ValueError, match="only powers of two"):
+        sbbf.resize(np.zeros((1, 96), np.uint8), 64)
+    with pytest.raises(ValueError, match="only powers of two"):
+        sbbf.resize(np.zeros((1, 64), np.uint8), 48)
+    with pytest.raises(ValueError, match="only powers of two"):
+        sbbf.resize(np.zeros((1, 64), np.uint8), 16)

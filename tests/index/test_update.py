@@ -22,16 +22,20 @@ from lance.file import LanceFileReader
 
 from pruner.cli import main
 from pruner.errors import IndexNotFoundError, InvalidParameterError
+from pruner.hashing import hash_array
 from pruner.index import (
     META_CHECKSUMS,
     META_NULL_BITMAP,
+    Hierarchy,
     build_index,
     list_bloom_indexes,
     load_index,
     parquet_index_path,
     plan_update,
+    read_index_file,
     update_index,
 )
+from pruner.index.hierarchy import Coarse
 from pruner.index.native import write_parquet as write_parquet_with_filters
 from pruner.table import open_table
 from tests.support.changes import (
@@ -319,6 +323,82 @@ def test_spark_update_gives_the_local_update(
     _, plan = update_index(path, "id", engine="spark", spark=spark)
     update_index(copy, "id")
     assert plan.add and plan.keep
+    assert plan.hierarchy == "fragments were indexed without their distinct values (a Spark build)"
     updated, local = _contents(_index_file(path)), _contents(_index_file(copy))
     assert updated[0].equals(local[0]) and updated[1] == local[1] and updated[2] == local[2]
     assert open_table(path).index("id") is not None
+
+
+# ------------------------------------------------------------------ the hierarchy companion
+
+
+def _coarse(path: Path) -> Coarse:
+    return Hierarchy(_index_file(path)).coarse()
+
+
+def test_an_append_within_the_coarse_sizes_gives_a_full_builds_companion(tmp_path: Path) -> None:
+    path = parquet_table(tmp_path)
+    PARQUET_SCENARIOS["added"](path)  # 200 rows more: the coarse filters keep their sizes
+    before = _coarse(path)
+    _, plan = update_index(path, "id")
+    assert plan.keep and plan.hierarchy == ""
+    copy = tmp_path / "rebuilt"
+    shutil.copytree(path, copy, copy_function=shutil.copy2)
+    build_index(copy, "id", items=ITEMS)
+    updated, rebuilt = _coarse(path), _coarse(copy)
+    assert len(updated.dataset_filter) == len(before.dataset_filter)
+    assert updated.counts == rebuilt.counts
+    assert np.array_equal(updated.dataset_filter, rebuilt.dataset_filter)
+    assert updated.fragment_filters.keys() == rebuilt.fragment_filters.keys()
+    for fragment, bits in updated.fragment_filters.items():
+        assert np.array_equal(bits, rebuilt.fragment_filters[fragment]), fragment
+
+
+@pytest.mark.parametrize("make", [lance_table, parquet_table], ids=["lance", "parquet"])
+def test_an_update_that_resizes_the_coarse_filters_keeps_every_value(
+    make: Callable[[Path], Path], tmp_path: Path
+) -> None:
+    path = make(tmp_path)
+    before = _coarse(path)
+    extra = np.arange(ROWS, ROWS + 2 * PER_FRAGMENT)  # the dataset filter doubles
+    if (path / "_versions").is_dir():
+        lance.write_dataset(data(extra, "new"), str(path), mode="append")
+        gone = ids()[: PER_FRAGMENT // 10]  # from fragment 0, which is re-indexed
+        lance.dataset(str(path)).delete(f"id IN ({', '.join(map(str, gone.tolist()))})")
+    else:
+        pq.write_table(data(extra, "new"), path / "part-9.parquet", row_group_size=500)
+        (path / "part-2.parquet").unlink()
+    _, plan = update_index(path, "id", deleted_share=0.0)
+    assert plan.keep and plan.hierarchy == ""
+    assert len(_coarse(path).dataset_filter) > len(before.dataset_filter)
+    index = open_table(path).index("id")
+    assert index is not None and index.index.hierarchy is not None, "the companion is used"
+    plain = read_index_file(_index_file(path), "id")
+    values, fragment, offset = _live_ids(path)
+    hashes, _ = hash_array(values)
+    for i in range(0, len(values), 7):
+        one = hashes[i : i + 1]
+        probe = index.index.hierarchy.probe(one)
+        zone_filters = plain.zone_mask(one)
+        home = (
+            (plain.fragment_id == fragment[i])
+            & (plain.zone_start <= offset[i])
+            & (offset[i] < plain.zone_start + plain.zone_length)
+        )
+        assert home.sum() == 1 and probe.mask[home].all(), "the value's own zone is selected"
+        assert not (probe.mask & ~zone_filters).any(), "and nothing its zone filters rule out"
+
+
+def _live_ids(path: Path) -> tuple[pa.Array, np.ndarray, np.ndarray]:
+    """Every live id, with the fragment id and offset of its row."""
+    if (path / "_versions").is_dir():
+        table = lance.dataset(str(path)).to_table(columns=["id"], with_row_address=True)
+        address = table.column("_rowaddr").to_numpy()
+        return table.column("id").combine_chunks(), address >> 32, address & 0xFFFFFFFF
+    parts, fragments, offsets = [], [], []
+    for entry in load_index(path, "id").files or []:
+        column = pq.read_table(path / entry.path, columns=["id"]).column("id")
+        parts.append(column.combine_chunks())
+        fragments.append(np.full(len(column), entry.fragment_id, np.uint64))
+        offsets.append(np.arange(len(column), dtype=np.uint64))
+    return pa.concat_arrays(parts), np.concatenate(fragments), np.concatenate(offsets)
