@@ -31,7 +31,11 @@ Layout (all integers little-endian)::
     at the header's offsets
 
 The header is checksummed like every other piece: a digit changed in it (a filter's size
-or an offset, still plausible) would make every later read look in the wrong place.
+or an offset, still plausible) would make every later read look in the wrong place. It
+also records each fragment's distinct count (``fragment_distinct``): an update
+(:mod:`pruner.index.update`) sizes the coarse filters from it and carries the kept
+fragments' filters over (:meth:`Hierarchy.coarse`); a companion without it is used for
+probes but not carried over.
 
     zones      u64 fragment_id[Z] | u64 zone_start[Z] | u64 zone_length[Z] | u8 has_null[Z]
     dataset    the dataset filter                          checksums: one per KiB
