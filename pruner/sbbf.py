@@ -111,6 +111,11 @@ _WORD_BITS = np.arange(WORDS_PER_BLOCK, dtype=np.int64) * 32
 # Bits of the per-batch bit image, one byte per bit: 512 KiB stays in the L2 cache, where the
 # scattered writes of insert are cheap (measured: 4 MiB images were 1.5x slower).
 _INSERT_BATCH_BITS = 1 << 19
+_SPARSE_INSERT_BYTES = 16
+"""A filter of at least this many bytes per value inserted sets its bits word by word
+(``bitwise_or.at``) instead of through a bit image of the whole filter: a hierarchy's
+dataset filter of 32 MiB takes a few thousand new values in an update (the image costs
+256 MiB of writes whatever the count)."""
 
 _U64 = np.uint64
 
@@ -194,7 +199,8 @@ def block_of(hashes: np.ndarray, num_blocks: int) -> np.ndarray:
 
 
 def resize(filters: np.ndarray, num_bytes: int) -> np.ndarray:
-    """(n, B) filters as (n, ``num_bytes``) filters that hold every value they hold.
+    """(n, B) filters as (n, ``num_bytes``) filters that hold every value they hold
+    (``filters`` itself when B is ``num_bytes``).
 
     Filter sizes are powers of two, and a value's block is the top bits of its hash's high
     word (:func:`block_of`): its block at twice the size is one of the two halves of its
@@ -213,7 +219,7 @@ def resize(filters: np.ndarray, num_bytes: int) -> np.ndarray:
         if size < BLOCK_BYTES or size & (size - 1):
             raise ValueError(f"only powers of two resize: {old_bytes} B to {num_bytes} B")
     if old_bytes == num_bytes:
-        return filters.copy()
+        return filters
     old_blocks, new_blocks = old_bytes // BLOCK_BYTES, num_bytes // BLOCK_BYTES
     blocks = filters.reshape(count, old_blocks, BLOCK_BYTES)
     if new_blocks > old_blocks:
@@ -268,6 +274,9 @@ def insert(hashes: np.ndarray, zone_bounds: np.ndarray, num_bytes: int) -> np.nd
         if lo == hi:
             continue
         batch_hashes = hashes[lo:hi]
+        if batch_zones == 1 and (hi - lo) * _SPARSE_INSERT_BYTES <= num_bytes:
+            _insert_sparse(filters[first_zone], batch_hashes, num_blocks)
+            continue
         # Bit number in the batch image of word 0 of each value's block.
         block_bit = block_of(batch_hashes, num_blocks)
         for zone in range(1, batch_zones):
@@ -292,6 +301,14 @@ def insert(hashes: np.ndarray, zone_bounds: np.ndarray, num_bytes: int) -> np.nd
             batch_image, bitorder="little"
         ).reshape(batch_zones, num_bytes)
     return filters
+
+
+def _insert_sparse(filter_bytes: np.ndarray, hashes: np.ndarray, num_blocks: int) -> None:
+    """Set the bits of ``hashes`` in one filter, in place, word by word."""
+    words = filter_bytes.view("<u4")
+    first_word = block_of(hashes, num_blocks) * WORDS_PER_BLOCK
+    word_index = first_word[None, :] + np.arange(WORDS_PER_BLOCK, dtype=np.int64)[:, None]
+    np.bitwise_or.at(words, word_index.ravel(), masks(hashes).T.ravel())
 
 
 def check(filters: np.ndarray, hashes: np.ndarray) -> np.ndarray:

@@ -443,8 +443,8 @@ class Hierarchy:
         ids = [int(f) for f in self.fragments]
         return Coarse(
             counts=dict(zip(ids, self._counts, strict=True)),
-            fragment_filters={f: by_fragment[i].copy() for i, f in enumerate(ids)},
-            dataset_filter=read["dataset"].reshape(-1).copy(),
+            fragment_filters={f: by_fragment[i] for i, f in enumerate(ids)},
+            dataset_filter=read["dataset"].reshape(-1),
         )
 
     def __del__(self) -> None:

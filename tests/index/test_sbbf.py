@@ -300,3 +300,17 @@ def test_resize_refuses_sizes_that_are_not_powers_of_two() -> None:
         sbbf.resize(np.zeros((1, 64), np.uint8), 48)
     with pytest.raises(ValueError, match="only powers of two"):
         sbbf.resize(np.zeros((1, 64), np.uint8), 16)
+
+
+@pytest.mark.parametrize("count", [1, 100, 4096])
+def test_sparse_insert_into_a_big_filter_equals_the_bit_image(
+    count: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hashes = np.random.default_rng(count).integers(0, 2**64 - 1, size=count, dtype=np.uint64)
+    bounds = np.array([0, count])
+    num_bytes = 1 << 20  # 16 bytes per value or more: set word by word
+    sparse = sbbf.insert(hashes, bounds, num_bytes)
+    monkeypatch.setattr(sbbf, "_SPARSE_INSERT_BYTES", 1 << 40)  # never sparse
+    image = sbbf.insert(hashes, bounds, num_bytes)
+    assert np.array_equal(sparse, image)
+    assert sbbf.check(sparse, hashes).all()
