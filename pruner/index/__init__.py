@@ -323,6 +323,6 @@ def _previous_coarse(plan: UpdatePlan) -> Coarse | None:
         assert plan.root is not None
         index_file = parquet_index_path(plan.root, plan.column)
     try:
-        return Hierarchy(index_file).coarse()
+        return Hierarchy(index_file).coarse(plan.keep.values())
     except HierarchyUnusable:
         return None

@@ -48,7 +48,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -123,12 +123,9 @@ class Coarse:
     sized from: what an update carries over for the fragments whose zones it keeps."""
 
     counts: dict[int, int]
-    fragment_filters: dict[int, np.ndarray]  # (fragment bytes,) uint8 each
+    fragment_filters: dict[int, np.ndarray]  # (fragment_bytes,) uint8 each
     dataset_filter: np.ndarray  # (dataset bytes,) uint8
-
-    @property
-    def fragment_bytes(self) -> int:
-        return len(next(iter(self.fragment_filters.values()), b""))
+    fragment_bytes: int
 
 
 def _coarse_filters(
@@ -403,8 +400,9 @@ class Hierarchy:
         if size < offsets["zone_sums"] + 8 * len(self.fragments) * (self.zone_bytes // _BLOCK):
             raise HierarchyUnusable(f"hierarchy companion {self.path} is truncated")
 
-    def coarse(self) -> Coarse:
-        """The coarse filters, whole and checked, with the counts they were sized from.
+    def coarse(self, fragments: Iterable[int] | None = None) -> Coarse:
+        """The coarse filters, checked, with the counts they were sized from: the dataset
+        filter and the filters of ``fragments`` (default: all of them).
 
         Raises:
             HierarchyUnusable: written before companions recorded the counts, or a piece
@@ -438,12 +436,16 @@ class Hierarchy:
             if not np.array_equal(_row_checksums(data), stored):
                 raise HierarchyUnusable(f"{self.path}: a {what} block fails its checksum")
             read[what] = data
-        blocks = read["fragment"].reshape(rows, count, _BLOCK)
-        by_fragment = blocks.transpose(1, 0, 2).reshape(count, rows * _BLOCK)
         ids = [int(f) for f in self.fragments]
+        position = {f: i for i, f in enumerate(ids)}
+        wanted = [f for f in (ids if fragments is None else fragments) if f in position]
+        blocks = read["fragment"].reshape(rows, count, _BLOCK)
+        picked = blocks[:, [position[f] for f in wanted], :]  # only these are copied
+        by_fragment = picked.transpose(1, 0, 2).reshape(len(wanted), rows * _BLOCK)
         return Coarse(
+            fragment_bytes=self.fragment_bytes,
             counts=dict(zip(ids, self._counts, strict=True)),
-            fragment_filters={f: by_fragment[i] for i, f in enumerate(ids)},
+            fragment_filters={f: by_fragment[i] for i, f in enumerate(wanted)},
             dataset_filter=read["dataset"].reshape(-1),
         )
 
