@@ -43,15 +43,22 @@ def is_lance_dataset(path: Path) -> bool:
 
 
 def parquet_files(directory: Path) -> list[Path]:
-    """Every ``*.parquet`` under ``directory``, skipping ``_`` and ``.`` folders and files."""
+    """Every ``*.parquet`` under ``directory``, skipping ``_`` and ``.`` folders and files
+    (never looked into: an index build's staging folders come and go there)."""
+    return [directory / name for name in _visible_files(directory) if name.endswith(".parquet")]
+
+
+def _visible_files(directory: Path, hidden: tuple[str, ...] = ("_", ".")) -> list[str]:
+    """Paths (``/``-separated, relative, sorted) of the files under ``directory`` outside
+    folders whose names start with ``hidden`` and not named so themselves."""
     found = []
-    for path in directory.rglob("*.parquet"):
-        parts = path.relative_to(directory).parts
-        if any(p.startswith(("_", ".")) for p in parts):
-            continue
-        if path.is_file():
-            found.append(path)
-    return sorted(found, key=lambda p: p.relative_to(directory).as_posix())
+    for folder, folders, files in os.walk(directory):
+        folders[:] = [f for f in folders if not f.startswith(hidden)]
+        relative = Path(folder).relative_to(directory)
+        for name in files:
+            if not name.startswith(hidden):
+                found.append((relative / name).as_posix())
+    return sorted(found)
 
 
 def hive_partitioned(folders: Iterable[Sequence[str]]) -> bool:
@@ -196,7 +203,8 @@ def signature(path: Path) -> tuple[object, ...] | None:
         paths = parquet_files(path)
         index_dir = path / "_pruner"
         if index_dir.is_dir():
-            paths += sorted(p for p in index_dir.rglob("*") if p.is_file())
+            # every column's folder (a column may start with _), not staging folders
+            paths += [index_dir / name for name in _visible_files(index_dir, hidden=(".",))]
     else:
         return None
     now = time.time_ns()

@@ -48,6 +48,7 @@ from pruner.index.fileformat import (
     IndexFileWriter,
     format_probability,
     read_index_file,
+    remove_leftovers,
     write_index_file,
     zone_checksums,
 )
@@ -190,6 +191,7 @@ def build_index(
         build = build_lance_index if lance_source else build_parquet_index
     if lance_source:
         ds = open_lance(path)
+        _remove_lance_leftovers(ds)
         index_uuid = str(uuid.uuid4())
         with IndexFileWriter(lance_index_path(ds, index_uuid)) as sink:
             index = build(
@@ -259,6 +261,7 @@ def update_index(
     previous = _previous_coarse(plan) if plan.keep else None
     if plan.kind == "lance":
         ds = plan.source
+        _remove_lance_leftovers(ds)
         index_uuid = str(uuid.uuid4())
         location = lance_index_path(ds, index_uuid)
         with IndexFileWriter(location) as sink:
@@ -309,6 +312,17 @@ def _write_companion(
         companion_path(index_file).unlink(missing_ok=True)
         return written
     return ""
+
+
+def _remove_lance_leftovers(ds: Any) -> None:
+    """Temporary files that builds killed mid-write left in the dataset's index folders
+    (each build writes in a folder of its own, so its own writer never sees them)."""
+    folder = Path(ds.uri) / "_indices"
+    if not folder.is_dir():
+        return
+    for entry in folder.iterdir():
+        for name in (INDEX_FILE_NAME, COMPANION_NAME):
+            remove_leftovers(entry / name)
 
 
 def _previous_coarse(plan: UpdatePlan) -> Coarse | None:

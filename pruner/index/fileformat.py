@@ -31,6 +31,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
+import socket
 import struct
 import uuid
 from collections.abc import Sequence
@@ -58,6 +60,8 @@ __all__ = [
     "IndexFileWriter",
     "format_probability",
     "read_index_file",
+    "remove_leftovers",
+    "temporary_path",
     "write_index_file",
     "zone_checksums",
 ]
@@ -150,12 +154,60 @@ def _binary_array(filters: np.ndarray) -> pa.Array:
     )
 
 
+def temporary_path(target: Path) -> Path:
+    """Where a file (or a staging folder) bound for ``target`` is written first: beside it,
+    named after it, this host and this process (``.<name>.<host>.<pid>.<random>.tmp``), so
+    that a later run can tell a leftover of a killed writer from the file of one still
+    writing (:func:`remove_leftovers`)."""
+    host = socket.gethostname().replace("/", "_")
+    return target.with_name(f".{target.name}.{host}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
+
+
+def remove_leftovers(target: Path) -> list[Path]:
+    """Remove the temporary files and staging folders of ``target`` left by writers on this
+    host that are no longer running (killed mid-write); return what was removed. A writer
+    elsewhere, or one still running, keeps its own."""
+    prefix, host = f".{target.name}.", socket.gethostname().replace("/", "_")
+    removed: list[Path] = []
+    try:
+        names = os.listdir(target.parent)
+    except OSError:
+        return removed
+    for name in names:
+        if not (name.startswith(prefix) and name.endswith(".tmp")):
+            continue
+        parts = name[len(prefix) : -len(".tmp")].rsplit(".", 2)
+        if len(parts) != 3 or parts[0] != host or not parts[1].isdigit():
+            continue
+        if _running(int(parts[1])):
+            continue
+        leftover = target.parent / name
+        if leftover.is_dir():
+            shutil.rmtree(leftover, ignore_errors=True)
+        else:
+            leftover.unlink(missing_ok=True)
+        removed.append(leftover)
+    return removed
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's
+    return True
+
+
 class IndexFileWriter:
     """Streams zone rows into a ``bloomfilter.lance``, renamed into place by :meth:`finish`.
 
     A build hands each fragment's zones over as soon as they are ready, so writing overlaps
-    building. Until ``finish`` the file exists only under a temporary name beside the
-    target, so readers see the old index or the new one, never a partial file.
+    building. Until ``finish`` the file exists only in a staging folder beside the target
+    (:func:`temporary_path`; pylance's writer keeps its own temporary file there too), so
+    readers see the old index or the new one, never a partial file, and what a killed
+    writer leaves is removed by the next one (:func:`remove_leftovers`).
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
@@ -164,7 +216,10 @@ class IndexFileWriter:
         self.target = Path(path)
         self._created_parent = not self.target.parent.exists()
         self.target.parent.mkdir(parents=True, exist_ok=True)
-        self._temporary = self.target.with_name(f".{self.target.name}.{uuid.uuid4().hex}.tmp")
+        remove_leftovers(self.target)
+        self._staging = temporary_path(self.target)
+        self._staging.mkdir(parents=True)  # a parent another writer took away again
+        self._temporary = self._staging / self.target.name
         self._writer: Any = LanceFileWriter(str(self._temporary), INDEX_SCHEMA)
         self._checksums: list[np.ndarray] = []
 
@@ -232,9 +287,8 @@ class IndexFileWriter:
 
     def abort(self) -> None:
         """Forget a write that will not finish (the target is untouched)."""
-        # Dropping pylance's writer removes the staging file it keeps beside the target.
         self._writer = None
-        self._temporary.unlink(missing_ok=True)
+        shutil.rmtree(self._staging, ignore_errors=True)
         if self._created_parent and not self.target.exists():
             with contextlib.suppress(OSError):
                 self.target.parent.rmdir()

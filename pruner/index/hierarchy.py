@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,7 +56,13 @@ import xxhash
 
 from pruner import sbbf
 from pruner.errors import PrunerError
-from pruner.index.fileformat import decode_files, encode_files, read_index_file
+from pruner.index.fileformat import (
+    decode_files,
+    encode_files,
+    read_index_file,
+    remove_leftovers,
+    temporary_path,
+)
 from pruner.index.model import FragmentFile, ZoneIndex
 
 __all__ = [
@@ -279,10 +284,10 @@ def write_hierarchy(
             break
         padding *= 2
     text = text.ljust(offsets["zones"] - _PREFIX, b" ")
-    handle, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    temporary = Path(name)
+    remove_leftovers(target)
+    temporary = temporary_path(target)
     try:
-        with os.fdopen(handle, "wb") as out:
+        with open(temporary, "xb") as out:
             checksum = xxhash.xxh64_intdigest(text).to_bytes(8, "little")
             out.write(MAGIC + len(text).to_bytes(4, "little") + checksum + text)
             for data in sections.values():
