@@ -6,6 +6,7 @@
 17241709254077376921
 """
 
+from pruner.append import append
 from pruner.engines import explain, query
 from pruner.errors import (
     IndexFormatError,
@@ -34,6 +35,7 @@ __all__ = [
     "Table",
     "UnsupportedTypeError",
     "ZoneIndex",
+    "append",
     "build_index",
     "explain",
     "load_index",

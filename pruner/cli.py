@@ -5,6 +5,8 @@
 ``pruner index update PATH --column COL``  index only what changed since the build
 ``pruner index list PATH [--json]``        the bloom indexes of a dataset, and what an
                                            update would do
+``pruner write PATH INPUT``                 append a Parquet/CSV/Arrow file's rows, then
+                                           update the table's indexes
 ``pruner explain "SQL" --table NAME=PATH``  what each table scan would read, and why
 ``pruner query "SQL" --table NAME=PATH``    run it on an engine, reading only what may match
 ``pruner demo``                            generate events data, index it, run the examples
@@ -108,6 +110,21 @@ def _cmd_index_update(args: argparse.Namespace) -> int:
         print(f"{column}: {_update_words(plan)}; {index.num_zones:,} zones, in {seconds:.2f} s")
         if plan.hierarchy:
             print(f"{column}: no hierarchy companion: {plan.hierarchy}")
+    return 0
+
+
+def _cmd_write(args: argparse.Namespace) -> int:
+    from pruner.append import append, read_input
+
+    rows = read_input(args.input, args.format)
+    started = time.perf_counter()
+    plans = append(args.path, rows, engine=args.engine)
+    seconds = time.perf_counter() - started
+    print(f"appended {rows.num_rows:,} rows to {args.path} in {seconds:.2f} s")
+    for column, plan in plans.items():
+        print(f"{column}: {_update_words(plan)}")
+    if not plans:
+        print("no bloom indexes to update (build one with `pruner index build`)")
     return 0
 
 
@@ -427,6 +444,17 @@ def _parser() -> argparse.ArgumentParser:
     listing.add_argument("path")
     listing.add_argument("--json", action="store_true")
     listing.set_defaults(run=_cmd_index_list)
+
+    write = commands.add_parser(
+        "write", help="append rows to a Lance dataset or Parquet directory and update its indexes"
+    )
+    write.add_argument("path", help="a Lance dataset or a directory of Parquet files")
+    write.add_argument("input", help="a Parquet, CSV or Arrow IPC file of rows to append")
+    write.add_argument(
+        "--format", default="auto", choices=["auto", "parquet", "csv", "arrow"], help="of INPUT"
+    )
+    write.add_argument("--engine", default="local", choices=ENGINES, help="the index updates'")
+    write.set_defaults(run=_cmd_write)
 
     explain = commands.add_parser("explain", help="what each table scan of a query would read")
     _query_arguments(explain, "the query")

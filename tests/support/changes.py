@@ -108,7 +108,8 @@ def read_whole(table: Table, values: list[int]) -> set[int]:
     }
 
 
-def listed(path: Path) -> dict[str, Any]:
+def listed(path: Path, column: str | None = None) -> dict[str, Any]:
+    """``pruner index list --json`` (in a new process): the one index, or ``column``'s."""
     result = subprocess.run(
         [sys.executable, "-m", "pruner.cli", "index", "list", str(path), "--json"],
         capture_output=True,
@@ -116,7 +117,11 @@ def listed(path: Path) -> dict[str, Any]:
         timeout=120,
     )
     assert result.returncode == 0, result.stderr
-    (row,) = json.loads(result.stdout)
+    rows = json.loads(result.stdout)
+    if column is None:
+        (row,) = rows
+    else:
+        (row,) = [r for r in rows if r["column"] == column]
     return dict(row)
 
 

@@ -1,0 +1,132 @@
+"""Appends that index themselves: new rows into a Lance dataset or a Parquet directory, then
+every pruner index of the table brought up to date (:func:`pruner.index.update_index`).
+
+Between the write and the index update a reader sees the new rows in fragments (files) the
+index does not cover, which are read whole: never a wrong answer, only less pruning until
+the update commits. A Parquet file is written under a temporary name and renamed into place,
+so a reader never sees half of it.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pruner.discover import is_lance_dataset, parquet_files
+from pruner.errors import InvalidParameterError
+from pruner.index import DEFAULT_DELETED_SHARE, UpdatePlan, update_index
+from pruner.index.fileformat import temporary_path
+from pruner.table import open_table
+
+__all__ = ["append", "read_input"]
+
+
+def append(
+    path: str | os.PathLike[str],
+    data: Any,
+    *,
+    engine: str = "local",
+    spark: Any = None,
+    deleted_share: float = DEFAULT_DELETED_SHARE,
+) -> dict[str, UpdatePlan]:
+    """Append ``data`` (a pyarrow Table or anything ``pyarrow.table`` takes) to the Lance
+    dataset or Parquet directory at ``path``, then update each of its pruner indexes;
+    return what each update did, by column.
+
+    Raises:
+        InvalidParameterError: ``path`` is not a table, or ``data`` does not fit its schema.
+    """
+    root = Path(path)
+    table = data if isinstance(data, pa.Table) else pa.table(data)
+    if is_lance_dataset(root):
+        _append_lance(root, table)
+    elif root.is_dir() and parquet_files(root):
+        _append_parquet(root, table)
+    else:
+        raise InvalidParameterError(
+            f"{root} is not a Lance dataset or a directory of Parquet files; create the table "
+            "first (lance.write_dataset, or a Parquet file in a directory), then append"
+        )
+    updates = {}
+    for column in open_table(root).indexed_columns():
+        _, updates[column] = update_index(
+            root, column, engine=engine, spark=spark, deleted_share=deleted_share
+        )
+    return updates
+
+
+def _append_lance(root: Path, table: pa.Table) -> None:
+    import lance
+
+    dataset = lance.dataset(str(root))
+    if not _fits(table.schema, dataset.schema):
+        raise InvalidParameterError(
+            _mismatch(table.schema, dataset.schema, f"Lance dataset {root}")
+        )
+    lance.write_dataset(table.select(dataset.schema.names), str(root), mode="append")
+
+
+def _append_parquet(root: Path, table: pa.Table) -> None:
+    existing = pq.read_schema(parquet_files(root)[0])
+    if not _fits(table.schema, existing):
+        raise InvalidParameterError(_mismatch(table.schema, existing, f"Parquet directory {root}"))
+    target = root / f"part-{uuid.uuid4().hex}.parquet"
+    temporary = temporary_path(target)
+    try:
+        pq.write_table(table.select(existing.names).cast(existing), temporary)
+        os.replace(temporary, target)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def _fits(new: pa.Schema, existing: pa.Schema) -> bool:
+    """The new rows have the table's columns, each of the same type (any order)."""
+    if sorted(new.names) != sorted(existing.names):
+        return False
+    return all(new.field(name).type == existing.field(name).type for name in existing.names)
+
+
+def _mismatch(new: pa.Schema, existing: pa.Schema, where: str) -> str:
+    def shown(schema: pa.Schema) -> str:
+        return ", ".join(f"{f.name}: {f.type}" for f in schema)
+
+    return (
+        f"the new rows ({shown(new)}) do not fit {where} ({shown(existing)}): give the same "
+        "columns with the same types"
+    )
+
+
+def read_input(path: str | os.PathLike[str], form: str = "auto") -> pa.Table:
+    """The rows of a Parquet, CSV or Arrow IPC file (``form`` 'auto': by its suffix)."""
+    source = Path(path)
+    if form == "auto":
+        suffix = source.suffix.lower()
+        form = {".parquet": "parquet", ".csv": "csv", ".arrow": "arrow", ".ipc": "arrow"}.get(
+            suffix, ""
+        )
+        if not form:
+            raise InvalidParameterError(
+                f"cannot tell the format of {source} from its suffix; pass --format "
+                "parquet, csv or arrow"
+            )
+    if not source.is_file():
+        raise InvalidParameterError(f"{source} is not a file")
+    if form == "parquet":
+        return pq.read_table(source)
+    if form == "csv":
+        import pyarrow.csv as csv
+
+        return csv.read_csv(source)
+    import pyarrow.ipc as ipc
+
+    with pa.memory_map(str(source)) as stream:
+        try:
+            return ipc.open_file(stream).read_all()
+        except pa.ArrowInvalid:
+            stream.seek(0)
+            return ipc.open_stream(stream).read_all()
