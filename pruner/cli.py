@@ -200,11 +200,25 @@ def _index_status(table: PrunerTable, column: str) -> dict[str, object]:
     return {
         **_summary(bound.index),
         **coverage,
+        "rows_deleted": _deleted_rows(table, bound.index),
         "state": state,
         "why": "; ".join(why),
         "advice": advice,
         "update": update,
     }
+
+
+def _deleted_rows(table: PrunerTable, index: ZoneIndex) -> int:
+    """Rows deleted from the fragments the index covers (their zones still span them; an
+    update re-indexes a fragment once its deleted share passes --deleted-share)."""
+    if table.kind != "lance":
+        return 0
+    indexed = set(np.unique(index.fragment_id).tolist())
+    return sum(
+        int(f.metadata.deletion_file.num_deleted_rows or 0)
+        for f in table.lance_fragments()
+        if f.fragment_id in indexed and f.metadata.deletion_file is not None
+    )
 
 
 def _index_file_damage(index: ZoneIndex) -> str:
@@ -247,7 +261,8 @@ def _cmd_index_list(args: argparse.Namespace) -> int:
             state,
             f"{row['zones']:,}",
             f"{row['fragments_indexed']:,} / {row['fragments_total']:,}",
-            f"{row['rows_indexed']:,} / {row['rows_total']:,}",
+            f"{row['rows_indexed']:,} / {row['rows_total']:,}"
+            + (f" ({row['rows_deleted']:,} deleted)" if row["rows_deleted"] else ""),
             f"{row['filter_bytes']:,} B, {row['items']:,} items, p={row['probability']}",
             str(row["hierarchy"]),
         )

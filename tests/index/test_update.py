@@ -131,11 +131,13 @@ def test_lance_deletes_below_the_share_keep_the_zones_and_above_it_rebuild_them(
     dataset.delete(f"id IN ({', '.join(map(str, first[:50].tolist()))})")
     second = ids()[PER_FRAGMENT : 2 * PER_FRAGMENT]
     lance.dataset(str(path)).delete(f"id IN ({', '.join(map(str, second[:400].tolist()))})")
+    assert listed(path)["rows_deleted"] == 450
     plan = plan_update(path, "id")
     assert (sorted(plan.keep), plan.rebuild) == ([0, 2], [1])
     assert plan_update(path, "id", deleted_share=0.5).rebuild == []
     assert plan_update(path, "id", deleted_share=0.0).rebuild == [0, 1]
     _update(path)
+    assert listed(path)["rows_deleted"] == 450, "deleted rows stay in fragments 0 and 1"
     new = load_index(path, "id")
     assert np.array_equal(
         new.filter_data[new.fragment_id != 1], old.filter_data[old.fragment_id != 1]
