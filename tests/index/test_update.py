@@ -7,6 +7,7 @@ engine alone over the raw files (tests/support/changes.py ``check``) and prune a
 
 from __future__ import annotations
 
+import datetime
 import json
 import shutil
 from collections.abc import Callable
@@ -404,3 +405,31 @@ def _live_ids(path: Path) -> tuple[pa.Array, np.ndarray, np.ndarray]:
         fragments.append(np.full(len(column), entry.fragment_id, np.uint64))
         offsets.append(np.arange(len(column), dtype=np.uint64))
     return pa.concat_arrays(parts), np.concatenate(fragments), np.concatenate(offsets)
+
+
+def test_lance_operations_after_an_update(tmp_path: Path) -> None:
+    """Lance's cleanup, its own index optimisation (a delta segment) and another update."""
+    path = lance_table(tmp_path)
+    lance.write_dataset(data(np.arange(ROWS, ROWS + 500), "new"), str(path), mode="append")
+    update_index(path, "id")
+    dataset = lance.dataset(str(path))
+    dataset.cleanup_old_versions(older_than=datetime.timedelta(0), delete_unverified=True)
+    assert [p.name for p in (path / "_indices").iterdir()] == [_index_file(path).parent.name]
+    index = open_table(path).index("id")
+    assert index is not None and index.index.hierarchy is not None
+    lance.write_dataset(data(np.arange(ROWS + 500, ROWS + 900), "more"), str(path), mode="append")
+    lance.dataset(str(path)).optimize.optimize_indices()
+    _assert_covers_everything(path)  # Lance indexed the new fragment itself
+    _, plan = update_index(path, "id")
+    assert plan.current, "nothing to index"
+    lance.write_dataset(data(np.arange(ROWS + 900, ROWS + 950), "last"), str(path), mode="append")
+    _, plan = update_index(path, "id")
+    assert plan.add == [5] and len(plan.keep) == 5
+    # Lance rewrote the index without pruner's companion: none to carry over.
+    assert plan.hierarchy == "the index it updated had no usable hierarchy companion"
+    assert len([s for s in list_bloom_indexes(path) if s.column == "id"]) == 1, "one segment"
+    _assert_covers_everything(path)
+    _assert_equals_a_rebuild(path, tmp_path)
+    values = [*old_values(), ROWS + 7, ROWS + 600, ROWS + 920]
+    table = check(path, values)
+    assert read_whole(table, values) <= {5}, "only the last 50-row fragment, one zone"
