@@ -60,7 +60,7 @@ import pyarrow.parquet as pq
 from hypothesis import strategies as st
 
 import pruner
-from pruner.index import build_index
+from pruner.index import build_index, update_index
 from pruner.table import Table, open_table
 from tests.support.engine_check import multiset
 
@@ -180,7 +180,8 @@ class TableSpec:
     the late fragment; ``stable_row_ids``; ``compact``: compacted at the end. Parquet: one
     file per entry of ``fragments``, row groups of ``row_group_rows``. Both: ``late``, the
     last fragment or file is written after the indexes (no index covers it); ``items``,
-    the zone size of each indexed column.
+    the zone size of each indexed column; ``updated``: when not None, every index is brought
+    up to date at the end (``pruner index update``, with that ``deleted_share``).
     """
 
     layout: str  # "lance" or "parquet"
@@ -197,6 +198,7 @@ class TableSpec:
     # Parquet: columns the files carry their own bloom filters for (pyarrow's writer), which
     # pruner probes where it has no index of its own (pruner.index.native)
     native: tuple[str, ...] = ()
+    updated: float | None = None
 
     def folder(self, number: int) -> str:
         """The folder of Parquet file ``number``: none (``flat``), plain folders
@@ -236,6 +238,7 @@ class TableSpec:
                 self._delete(path)
             if self.compact:
                 lance.dataset(str(path)).optimize.compact_files(target_rows_per_fragment=1 << 20)
+            self._update(path)
             return path
         path.mkdir()
         for number, part in enumerate(parts):
@@ -244,6 +247,7 @@ class TableSpec:
         if late is not None:
             number = len(parts)
             self._write_file(late, path / f"{self.folder(number)}part-{number:02d}.parquet")
+        self._update(path)
         return path
 
     def _write_file(self, part: pa.Table, file: Path) -> None:
@@ -263,6 +267,12 @@ class TableSpec:
     def _index(self, path: Path) -> None:
         for column, items in self.items.items():
             build_index(path, column, items=items)
+
+    def _update(self, path: Path) -> None:
+        if self.updated is None:
+            return
+        for column in self.items:
+            update_index(path, column, deleted_share=self.updated)
 
     def python(self, indent: str = "") -> str:
         """The spec as Python source (``import datetime, math; import pyarrow as pa``)."""
@@ -344,6 +354,7 @@ def table_specs(draw: st.DrawFn, columns: Sequence[str], layout: str) -> TableSp
     }
     late = len(fragments) > 1 and draw(st.booleans())
     spec = TableSpec(layout, pa.table(data), fragments, items, late=late)
+    spec.updated = draw(st.sampled_from([None, None, 0.0, 0.1]))
     if layout == "parquet":
         spec.row_group_rows = draw(st.integers(1, 8))
         spec.folders = draw(st.sampled_from(["flat", "flat", "nested", "hive", "mixed"]))
