@@ -75,7 +75,7 @@ MUTANTS ?= 'pruner.binding.*' 'pruner.selection.*' 'pruner.evaluate.*' \
 	'pruner.analysis.scopes.*' 'pruner.analysis.conditions.*' \
 	'pruner.literals.*' 'pruner.table.*_fit__mutmut_*' 'pruner.table.*_parquet_ids__mutmut_*' \
 	'pruner.table.*_unexplained_gaps__mutmut_*' 'pruner.discover.*FileIdentity*matches__mutmut_*' \
-	'pruner.index.hierarchy.*' 'pruner.index.native.*'
+	'pruner.index.hierarchy.*' 'pruner.index.native.*' 'pruner.index.update.*'
 MUTATE_CHILDREN ?= 2
 mutate: $(STAMP)
 	$(VENV)/bin/mutmut run --max-children $(MUTATE_CHILDREN) $(MUTANTS)
