@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 from lance.file import LanceFileReader
 
+import pruner
 from pruner.cli import main
 from pruner.errors import IndexNotFoundError, InvalidParameterError
 from pruner.hashing import hash_array
@@ -433,3 +434,16 @@ def test_lance_operations_after_an_update(tmp_path: Path) -> None:
     values = [*old_values(), ROWS + 7, ROWS + 600, ROWS + 920]
     table = check(path, values)
     assert read_whole(table, values) <= {5}, "only the last 50-row fragment, one zone"
+
+
+def test_an_older_version_keeps_its_own_index_after_an_update(tmp_path: Path) -> None:
+    path = lance_table(tmp_path)
+    lance.write_dataset(data(np.arange(ROWS, ROWS + 500), "new"), str(path), mode="append")
+    before = lance.dataset(str(path)).version
+    update_index(path, "id")
+    old = open_table(path, version=before)
+    assert read_whole(old, [ROWS + 7]) == {3}, "that version's index does not cover fragment 3"
+    assert read_whole(open_table(path), [ROWS + 7]) == set()
+    for table in (old, open_table(path)):
+        got = pruner.query(f"SELECT id FROM t WHERE id = {ROWS + 7}", {"t": table})
+        assert got.column("id").to_pylist() == [ROWS + 7]
