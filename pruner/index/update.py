@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from pruner import sbbf
+from pruner.discover import is_lance_dataset
 from pruner.errors import IndexFormatError, IndexNotFoundError
 from pruner.index.build import (
     FragmentZoneRows,
@@ -38,7 +39,7 @@ from pruner.index.build import (
     read_parquet_fragment,
 )
 from pruner.index.fileformat import read_index_file
-from pruner.index.lance import load_lance_index
+from pruner.index.lance import load_lance_index, open_lance
 from pruner.index.model import FragmentFile, ZoneIndex
 from pruner.index.store import parquet_index_path
 from pruner.zones import lance_fragment_zones
@@ -124,9 +125,6 @@ def plan_update(
         IndexNotFoundError: there is no index to update: build one.
         InvalidParameterError: the column is not (or no longer) indexable.
     """
-    from pruner.discover import is_lance_dataset
-    from pruner.index.lance import open_lance
-
     if not isinstance(source, str | os.PathLike) or is_lance_dataset(Path(source)):
         return _lance_plan(open_lance(source), column, deleted_share)
     return _parquet_plan(Path(source), column)
