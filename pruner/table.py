@@ -70,6 +70,7 @@ class TableIndex:
     def coverage(self, fragment_rows: dict[int, int]) -> dict[str, int]:
         """Fragments and rows the index proves something about, of the table's total."""
         covered = set(np.unique(self.zone_starts[self.valid] >> FRAGMENT_SHIFT).tolist())
+        covered |= {f for f, rows in fragment_rows.items() if rows == 0}  # nothing to cover
         return {
             "fragments_indexed": len(covered),
             "fragments_total": len(fragment_rows),

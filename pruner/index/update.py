@@ -229,7 +229,9 @@ def _parquet_plan(root: Path, column: str) -> UpdatePlan:
                 None,
             )
         usable = (
-            entry is not None and entry.fragment_id in indexed and entry.fragment_id not in damaged
+            entry is not None
+            and (entry.fragment_id in indexed or file.rows == 0)  # an empty file has no zones
+            and entry.fragment_id not in damaged
         )
         if usable and entry is not None:
             plan.keep[file.fragment_id] = entry.fragment_id
@@ -266,14 +268,14 @@ def kept_rows(plan: UpdatePlan) -> dict[int, FragmentZoneRows]:
     assert isinstance(data, np.ndarray)
     order = np.argsort(old.fragment_id, kind="stable")
     ids, first = np.unique(old.fragment_id[order], return_index=True)
-    ends = [*first[1:].tolist(), len(order)]
+    ends = [*first[1:].tolist(), len(order)] if len(first) else []
     bounds = {
         fid: (start, end)
         for fid, start, end in zip(ids.tolist(), first.tolist(), ends, strict=True)
     }
     found = {}
     for new, previous in plan.keep.items():
-        start, end = bounds[previous]
+        start, end = bounds.get(previous, (0, 0))
         zones = order[start:end]
         nulls = (old.null_rows or {}).get(previous)
         found[new] = FragmentZoneRows(

@@ -447,3 +447,19 @@ def test_an_older_version_keeps_its_own_index_after_an_update(tmp_path: Path) ->
     for table in (old, open_table(path)):
         got = pruner.query(f"SELECT id FROM t WHERE id = {ROWS + 7}", {"t": table})
         assert got.column("id").to_pylist() == [ROWS + 7]
+
+
+def test_an_index_of_no_zones_is_updated(tmp_path: Path) -> None:
+    """Found by make fuzz: an index built over an empty file has no zones to keep."""
+    path = tmp_path / "t"
+    path.mkdir()
+    empty = data(np.arange(0, dtype=np.int64)).cast(data(ids(1)).schema)
+    pq.write_table(empty, path / "part-0.parquet")
+    build_index(path, "id", items=ITEMS)
+    pq.write_table(data(np.arange(ROWS, ROWS + 200), "new"), path / "part-1.parquet")
+    plan, _ = _update(path)
+    assert (plan.keep, plan.add) == ({0: 0}, [1]), "an empty file has no zones to keep"
+    _assert_covers_everything(path)
+    _assert_equals_a_rebuild(path, tmp_path)
+    table = check(path, [ROWS + 3])
+    assert read_whole(table, [ROWS + 3]) == set()
