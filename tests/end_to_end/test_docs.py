@@ -1,6 +1,7 @@
 """Every code block of the README and docs/ runs, as a reader would run it.
 
 In a fresh directory holding the tables the docs name (``orders.lance``, ``orders_pq/``,
+``new_orders.parquet``,
 ``events.lance``), each file's blocks run in order:
 
 - ```python blocks run in one namespace per file; a ```text block is output, and each of its
@@ -58,6 +59,9 @@ def _tables(directory: Path) -> None:
     for number in range(4):
         part = data.slice(number * 5_000, 5_000)
         pq.write_table(part, folder / f"part-{number}.parquet", row_group_size=2_500)
+    new = data.slice(0, 100)
+    new = new.set_column(0, "user_id", pa.array(np.arange(20_000, 20_100, dtype=np.int64)))
+    pq.write_table(new, directory / "new_orders.parquet")  # rows to append
 
 
 def _blocks(path: Path) -> list[tuple[str, str]]:
