@@ -137,6 +137,7 @@ def test_lance_deletes_below_the_share_keep_the_zones_and_above_it_rebuild_them(
     plan = plan_update(path, "id")
     assert (sorted(plan.keep), plan.rebuild) == ([0, 2], [1])
     assert plan_update(path, "id", deleted_share=0.5).rebuild == []
+    assert plan_update(path, "id", deleted_share=0.4).rebuild == [], "a share must pass it"
     assert plan_update(path, "id", deleted_share=0.0).rebuild == [0, 1]
     _update(path)
     assert listed(path)["rows_deleted"] == 450, "deleted rows stay in fragments 0 and 1"
@@ -152,6 +153,18 @@ def test_lance_deletes_below_the_share_keep_the_zones_and_above_it_rebuild_them(
     # Fragment 1 was re-indexed after its deletions: nothing more to do even at a share of 0.
     assert plan_update(path, "id", deleted_share=0.0).rebuild == [0]
     _update(path, deleted_share=0.0)
+    _assert_equals_a_rebuild(path, tmp_path)
+
+
+def test_deleting_a_fragments_last_rows_shortens_its_last_zone(tmp_path: Path) -> None:
+    """Zones that start where a rebuild's would but span deleted rows are re-indexed."""
+    path = lance_table(tmp_path)
+    last = ids()[PER_FRAGMENT - 50 : PER_FRAGMENT]  # fragment 0's last 50 rows
+    lance.dataset(str(path)).delete(f"id IN ({', '.join(map(str, last.tolist()))})")
+    assert plan_update(path, "id", deleted_share=0.0).rebuild == [0]
+    _update(path, deleted_share=0.0)
+    new = load_index(path, "id")
+    assert new.zone_length[new.fragment_id == 0].tolist() == [100] * 9 + [50]
     _assert_equals_a_rebuild(path, tmp_path)
 
 
