@@ -222,17 +222,21 @@ def _deleted_rows(table: PrunerTable, index: ZoneIndex) -> int:
 
 
 def _index_file_damage(index: ZoneIndex) -> str:
-    """When queries read an index through its hierarchy companion, whether the index file
-    itself (which Lance's scanner reads) is damaged: '' when it is whole."""
+    """When queries read an index through hierarchy companions, whether the index files
+    themselves (which Lance's scanner reads) are damaged: '' when they are whole."""
     if index.hierarchy is None:
         return ""
-    try:
-        plain = read_index_file(index.hierarchy.index_file, index.column)
-    except IndexFormatError as err:
-        return f"the index file is unreadable ({err}); pruner answers from its companion"
-    if plain.damaged is not None and plain.damaged.any():
+    damaged = 0
+    for index_file in getattr(index.hierarchy, "index_files", []):
+        try:
+            plain = read_index_file(index_file, index.column)
+        except IndexFormatError as err:
+            return f"the index file is unreadable ({err}); pruner answers from its companion"
+        if plain.damaged is not None:
+            damaged += int(plain.damaged.sum())
+    if damaged:
         return (
-            f"{int(plain.damaged.sum()):,} zones of the index file fail their checksums "
+            f"{damaged:,} zones of the index file fail their checksums "
             "(pruner answers from its companion; Lance's scanner reads the file)"
         )
     return ""

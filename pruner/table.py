@@ -179,7 +179,7 @@ class Table:
         if column in self.mixed_types:
             return None
         if self.kind == "lance":
-            index = load_lance_index(self.dataset, column, companion=True)
+            index = load_lance_index(self.dataset, column, open_part=open_index)
             return None if index is None else self._fit(index, self._lance_ids(index))
         location = parquet_index_path(self.path, column)
         if not location.exists():

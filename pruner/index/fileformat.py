@@ -60,6 +60,7 @@ __all__ = [
     "IndexFileWriter",
     "format_probability",
     "read_index_file",
+    "read_index_zones",
     "remove_leftovers",
     "temporary_path",
     "write_index_file",
@@ -510,6 +511,44 @@ def _read_index_file_once(target: Path, column: str) -> ZoneIndex:
         damaged=damaged,
         value_type=value_type,
         value_encoding=_text(metadata.get(META_VALUE_ENCODING.encode())),
+    )
+
+
+_ZONE_COLUMNS = ["fragment_id", "zone_start", "zone_length", "has_null"]
+
+
+def read_index_zones(path: str | os.PathLike[str], column: str = "") -> ZoneIndex:
+    """The zones of a Lance BLOOMFILTER index file without their filters (a few KiB read, not
+    the file), for planning an update. Nothing else is checked: the filters, null rows and
+    checksums load and are checked on first use (``plain``: :func:`read_index_file`).
+
+    Raises:
+        IndexFormatError: the file cannot be read, or holds no zones of this shape.
+    """
+    from lance.file import LanceFileReader
+
+    target = Path(path)
+    where = f"bloom index file {target}"
+    try:
+        table = LanceFileReader(str(target), columns=_ZONE_COLUMNS).read_all().to_table()
+    except BaseException as err:
+        if not _is_lance_failure(err) and not isinstance(err, OSError):
+            raise
+        raise IndexFormatError(f"{where} cannot be read ({err}); rebuild the index") from err
+    items, probability = _parse_metadata(dict(table.schema.metadata or {}), where)
+    expected = [(f.name, f.type) for f in INDEX_SCHEMA if f.name in _ZONE_COLUMNS]
+    if [(f.name, f.type) for f in table.schema] != expected:
+        raise IndexFormatError(f"{where} has other zone columns than a bloom filter index")
+    return ZoneIndex(
+        column=column,
+        items=items,
+        probability=probability,
+        fragment_id=table.column("fragment_id").to_numpy(),
+        zone_start=table.column("zone_start").to_numpy(),
+        zone_length=table.column("zone_length").to_numpy(),
+        has_null=table.column("has_null").to_numpy(zero_copy_only=False),
+        filter_data=None,
+        plain=lambda: read_index_file(target, column),
     )
 
 

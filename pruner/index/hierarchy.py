@@ -332,6 +332,11 @@ class Hierarchy:
             os.close(fd)
             raise
 
+    @property
+    def index_files(self) -> list[Path]:
+        """The index file this companion derives from (a list, as for several segments)."""
+        return [self.index_file]
+
     def _read(self, offset: int, length: int) -> bytes:
         data = os.pread(self._fd, length, offset)
         self.bytes_read += len(data)

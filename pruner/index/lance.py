@@ -9,6 +9,7 @@ commits.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,12 +17,13 @@ from typing import Any
 import numpy as np
 
 from pruner.index.fileformat import INDEX_FILE_NAME, read_index_file, write_index_file
-from pruner.index.hierarchy import open_index
+from pruner.index.hierarchy import Probe
 from pruner.index.model import ZoneIndex
 
 __all__ = [
     "BLOOM_INDEX_DETAILS",
     "BloomIndexInfo",
+    "Segments",
     "commit_index_file",
     "commit_lance_index",
     "lance_index_path",
@@ -160,25 +162,104 @@ def _commit_once(ds: Any, index: ZoneIndex, index_uuid: str, size: int, name: st
     )
 
 
-def load_lance_index(dataset: object, column: str, *, companion: bool = False) -> ZoneIndex | None:
+def load_lance_index(
+    dataset: object, column: str, *, open_part: Callable[..., ZoneIndex] = read_index_file
+) -> ZoneIndex | None:
     """Every segment of the bloom index on ``column`` of a Lance dataset (a path or an open
-    dataset) as one index, or None when there is none. ``companion``: an index of one segment
-    covering all its zones is opened through its hierarchy companion when it has one."""
+    dataset) as one index, or None when there is none.
+
+    ``open_part`` opens each segment's file: :func:`read_index_file` (all of it, checked),
+    :func:`~pruner.index.hierarchy.open_index` (through its hierarchy companion when it has
+    one) or :func:`~pruner.index.fileformat.read_index_zones` (the zones only). An index
+    whose segments are not all read whole probes each segment its own way
+    (:class:`Segments`) and loads the filters when something needs them.
+    """
     segments = [info for info in list_bloom_indexes(dataset) if info.column == column]
     if not segments:
         return None
-    parts = []
+    parts: list[tuple[ZoneIndex, np.ndarray | None]] = []
     for info in segments:
-        if companion and len(segments) == 1:
-            part = open_index(info.path, column)
-        else:
-            part = read_index_file(info.path, column)
+        part = open_part(info.path, column)
         # Lance's manifest says which fragments a segment covers: zones of others (e.g. of a
         # fragment whose column data Lance rewrote) describe data that is no longer there.
         covered = np.isin(part.fragment_id, np.fromiter(info.fragment_ids, np.uint64))
-        if not covered.all():
-            if part.hierarchy is not None:  # a subset is of the index file's own zones
-                part = read_index_file(info.path, column)
-            part = part.subset(covered)
-        parts.append(part)
-    return ZoneIndex.concat(parts)
+        parts.append((part, None if covered.all() else np.flatnonzero(covered)))
+    if len(parts) == 1 and parts[0][1] is None:
+        return parts[0][0]
+    if all(part.filter_data is not None for part, _ in parts):
+        return ZoneIndex.concat([_picked(part, zones) for part, zones in parts])
+    return _stacked(parts)
+
+
+def _picked(part: ZoneIndex, zones: np.ndarray | None) -> ZoneIndex:
+    return part if zones is None else part.subset(zones)
+
+
+def _stacked(parts: list[tuple[ZoneIndex, np.ndarray | None]]) -> ZoneIndex:
+    """One index over segments not read whole: their zones' metadata here, each probed
+    its own way, the filters loaded from every segment's file when something needs them."""
+
+    def field(name: str) -> np.ndarray:
+        arrays = [getattr(part, name) for part, _ in parts]
+        return np.concatenate(
+            [a if z is None else a[z] for a, (_, z) in zip(arrays, parts, strict=True)]
+        )
+
+    first = parts[0][0]
+    notes = {part.hierarchy_note for part, _ in parts if part.hierarchy_note}
+    probed = [part for part, _ in parts if part.hierarchy is not None]
+    return ZoneIndex(
+        column=first.column,
+        items=first.items,
+        probability=first.probability,
+        fragment_id=field("fragment_id"),
+        zone_start=field("zone_start"),
+        zone_length=field("zone_length"),
+        has_null=field("has_null"),
+        filter_data=None,
+        hierarchy=Segments(parts) if probed else None,
+        plain=lambda: ZoneIndex.concat(
+            [_picked(part.plain() if part.plain else part, zones) for part, zones in parts]
+        ),
+        hierarchy_note="; ".join(sorted(notes)) or None,
+    )
+
+
+class Segments:
+    """The probing of an index of several segments (each update that only adds fragments
+    adds one; so does Lance's ``optimize_indices``): every segment probed its own way
+    (through its hierarchy companion, or its filters), the masks side by side.
+
+    Attributes mirror :class:`~pruner.index.hierarchy.Hierarchy`'s where they can.
+    """
+
+    def __init__(self, parts: list[tuple[ZoneIndex, np.ndarray | None]]) -> None:
+        self.parts = parts
+
+    @property
+    def bytes_read(self) -> int:
+        return sum(
+            getattr(part.hierarchy, "bytes_read", 0)
+            for part, _ in self.parts
+            if part.hierarchy is not None
+        )
+
+    @property
+    def index_files(self) -> list[Path]:
+        return [part.hierarchy.index_file for part, _ in self.parts if part.hierarchy is not None]
+
+    @property
+    def zone_bytes(self) -> int:
+        part = self.parts[0][0]
+        if part.hierarchy is not None:
+            return int(part.hierarchy.zone_bytes)
+        return len(part.filter_bytes(0)) if part.num_zones else 0
+
+    def probe(self, hashes: np.ndarray) -> Probe:
+        masks, said = [], []
+        count = len(self.parts)
+        for number, (part, zones) in enumerate(self.parts, 1):
+            mask, decided = part.zone_mask_explained(hashes)
+            masks.append(mask if zones is None else mask[zones])
+            said.append(f"segment {number} of {count}: {decided or 'zone filters'}")
+        return Probe(np.concatenate(masks), "; ".join(said))

@@ -399,8 +399,39 @@ def test_lance_maintenance_neither_breaks_nor_reuses_a_stale_companion(tmp_path:
     bound = opened.index("id")
     if bound is not None and bound.index.hierarchy is not None:
         # A companion still in use must describe the index Lance lists now.
-        (info,) = list_bloom_indexes(path)
-        assert bound.index.hierarchy.index_file == Path(info.path)
+        listed = {Path(info.path) for info in list_bloom_indexes(path)}
+        assert set(bound.index.hierarchy.index_files) <= listed
+
+
+def test_segments_each_probe_their_own_way(tmp_path: Path) -> None:
+    """An index of two segments (pruner's, with a companion, and the delta Lance's
+    optimize_indices adds for appended rows, without one) probes the first through its
+    companion and the second through its filters, and selects what reading both whole does."""
+    path = tmp_path / "t.lance"
+    ids = np.random.default_rng(5).permutation(20_000).astype(np.int64)
+    lance.write_dataset(pa.table({"id": ids}), str(path), max_rows_per_file=5_000)
+    build_index(path, "id", items=1024)
+    extra = np.arange(20_000, 23_000, dtype=np.int64)
+    lance.write_dataset(pa.table({"id": extra}), str(path), mode="append")
+    lance.dataset(str(path)).optimize.optimize_indices(num_indices_to_merge=0)
+    assert len(list_bloom_indexes(path)) == 2
+    opened = open_table(path)
+    bound = opened.index("id")
+    assert bound is not None and type(bound.index.hierarchy).__name__ == "Segments"
+    plain = pruner.index.load_lance_index(path, "id")
+    assert plain is not None and plain.num_zones == bound.index.num_zones
+    for value in (7, 19_999, 21_234, -3):
+        hashes = _hashes([value], pa.int64())
+        mask, decided = bound.index.zone_mask_explained(hashes)
+        assert np.array_equal(mask, plain.zone_mask(hashes)), value
+        assert decided is not None and "segment 2 of 2: zone filters" in decided, decided
+    assert bound.index.filter_data is None, "no probe loaded the companion's segment whole"
+    assert 0 < bound.index.hierarchy.bytes_read < 64 * 1024
+    reason, zones, _ = _explained(path, "SELECT id FROM t WHERE id = 21234")
+    assert "segment 1 of 2: dataset filter: absent" in reason and zones == 1, reason
+    sql = "SELECT id FROM t WHERE id IN (7, 21234, -3) ORDER BY id"
+    expected = engine_alone("duckdb", sql, {"t": path}).column("id").to_pylist()
+    assert pruner.query(sql, {"t": path}).column("id").to_pylist() == expected == [7, 21234]
 
 
 def _listed(table: Path) -> dict[str, Any]:
