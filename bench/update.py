@@ -104,7 +104,7 @@ def append(rows: int, fragments: int, share: float, repeat: int) -> None:
     plan = plan_update(path, "id")
     print(
         f"append: {rows:,} rows in {fragments} fragments + {added:,} rows; the update "
-        f"indexes {len(plan.add)} fragment(s) and keeps {len(plan.keep)}"
+        f"indexes {len(plan.add)} fragment(s) and keeps {len(plan.kept)}"
     )
     timings = {
         "pruner update": _best(lambda: update_index(path, "id"), reset, repeat),
@@ -143,7 +143,7 @@ def compaction(rows: int, fragments: int, small: int, share: float, repeat: int)
     print(
         f"compaction: {rows:,} rows in {fragments} fragments and {added:,} in {small} small "
         f"ones ({before} fragments) compacted into {len(ds.get_fragments())}; the update "
-        f"indexes {len(plan.add)}, drops {len(plan.drop)}, keeps {len(plan.keep)}"
+        f"indexes {len(plan.add)}, drops {len(plan.drop)}, keeps {len(plan.kept)}"
     )
     compacted = plan.to_index()
 

@@ -149,7 +149,10 @@ def _update_words(plan: UpdatePlan, done: bool = True) -> str:
     ]
     kept = "kept" if done else "keep"
     were = "were" if done else "are"
-    return f"{', '.join(parts)} fragments; {kept} {len(plan.keep):,} as they {were}"
+    words = f"{', '.join(parts)} fragments; {kept} {len(plan.kept):,} as they {were}"
+    if plan.segment:
+        words += " (the new ones in a segment of their own)"
+    return words
 
 
 def _index_status(table: PrunerTable, column: str) -> dict[str, object]:

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import importlib
 import os
+import shutil
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from pruner.errors import InvalidParameterError
 from pruner.index.build import (
     DEFAULT_ITEMS,
     DEFAULT_PROBABILITY,
+    FragmentZoneRows,
     ProgressCallback,
     assemble,
     build_lance_index,
@@ -48,6 +50,7 @@ from pruner.index.fileformat import (
     IndexFileWriter,
     format_probability,
     read_index_file,
+    read_index_zones,
     remove_leftovers,
     write_index_file,
     zone_checksums,
@@ -66,6 +69,7 @@ from pruner.index.lance import (
     BloomIndexInfo,
     commit_index_file,
     commit_lance_index,
+    commit_segment,
     lance_index_path,
     list_bloom_indexes,
     load_lance_index,
@@ -112,6 +116,7 @@ __all__ = [
     "build_lance_index",
     "build_parquet_index",
     "commit_lance_index",
+    "commit_segment",
     "companion_path",
     "format_probability",
     "list_bloom_indexes",
@@ -228,9 +233,11 @@ def update_index(
     and fragments whose deleted share passed ``deleted_share`` are read and indexed, on
     ``engine`` as :func:`build_index` does; every other fragment keeps its zones byte for
     byte, and zones of fragments that are gone are dropped. The result is stored like a
-    build's, atomically (a Lance index is committed as one segment over every fragment). An
-    index that is current is left as it is. An index made from Parquet's own filters is
-    made again from them (that reads no data).
+    build's, atomically: a Lance index that only gains fragments gains a segment for them
+    (``plan.segment``; the old segments' files are not read, but for the newest while it is
+    small, which the new segment replaces), else it is committed as one segment over every
+    fragment. An index that is current is left as it is. An index made from Parquet's own
+    filters is made again from them (that reads no data).
 
     Raises:
         IndexNotFoundError: there is no index to update; build one.
@@ -256,8 +263,10 @@ def update_index(
         built = _engine_build(engine, UPDATE_ENGINES)(plan, wanted, spark=spark)
     else:
         built = local_fragment_rows(plan, wanted, threads)
-    rows = merged_rows(plan, built)
     total = fragment_rows_to_index(plan, wanted)
+    if plan.segment:
+        return _add_segment(plan, built, total, progress), plan
+    rows = merged_rows(plan, built)
     previous = _previous_coarse(plan) if plan.keep else None
     if plan.kind == "lance":
         ds = plan.source
@@ -277,6 +286,32 @@ def update_index(
         sink.finish(index)
     plan.hierarchy = _write_companion(location, index, previous, plan.keep)
     return index, plan
+
+
+def _add_segment(
+    plan: UpdatePlan,
+    built: Iterable[FragmentZoneRows],
+    total: int,
+    progress: ProgressCallback | None,
+) -> ZoneIndex:
+    """Commit the zones of the fragments a Lance update indexed, with those of the segment
+    it replaces, as one segment with its own companion; return the whole index as queries
+    now load it."""
+    ds = plan.source
+    _remove_lance_leftovers(ds)
+    index_uuid = str(uuid.uuid4())
+    location = lance_index_path(ds, index_uuid)
+    rows = merged_rows(plan, built) if plan.keep else built
+    previous = _previous_coarse(plan) if plan.keep else None
+    with IndexFileWriter(location) as sink:
+        index = assemble(plan.column, plan.items, plan.probability, rows, total, progress, sink)
+        size = sink.finish(index)
+    plan.hierarchy = _write_companion(location, index, previous, plan.keep)
+    if not commit_segment(ds, plan.column, index_uuid, size, plan.order, plan.replaces):
+        shutil.rmtree(location.parent, ignore_errors=True)  # another update got there first
+    updated = load_lance_index(ds.uri, plan.column, open_part=read_index_zones)
+    assert updated is not None
+    return updated
 
 
 def _build_from_parquet_filters(path: Path, column: str, engine: str) -> ZoneIndex:
@@ -326,17 +361,21 @@ def _remove_lance_leftovers(ds: Any) -> None:
 
 
 def _previous_coarse(plan: UpdatePlan) -> Coarse | None:
-    """The coarse filters of the companion of the index an update replaces, when it has a
-    usable one (a Lance index of one segment, or a Parquet directory's)."""
+    """The coarse filters of the companions of the index an update replaces (of every
+    segment of a Lance index), when each has a usable one."""
+    kept = set(plan.keep.values())
     if plan.kind == "lance":
-        segments = [s for s in list_bloom_indexes(plan.source) if s.column == plan.column]
-        if len(segments) != 1:
-            return None
-        index_file = segments[0].path
+        files = [
+            (s.path, [f for f in s.fragment_ids if f in kept])
+            for s in list_bloom_indexes(plan.source)
+            if s.column == plan.column and s.fragment_ids & kept
+        ]
     else:
         assert plan.root is not None
-        index_file = parquet_index_path(plan.root, plan.column)
+        files = [(parquet_index_path(plan.root, plan.column), list(kept))]
+    if not files:
+        return None
     try:
-        return Hierarchy(index_file).coarse(plan.keep.values())
+        return Coarse.merged([Hierarchy(path).coarse(fragments) for path, fragments in files])
     except HierarchyUnusable:
         return None

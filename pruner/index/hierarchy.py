@@ -132,6 +132,24 @@ class Coarse:
     dataset_filter: np.ndarray  # (dataset bytes,) uint8
     fragment_bytes: int
 
+    @classmethod
+    def merged(cls, parts: list[Coarse]) -> Coarse:
+        """The coarse filters of several segments (of disjoint fragments) as one: each
+        fragment's as it is, the dataset filters ORed at the largest one's size (resizing
+        keeps every value, :func:`pruner.sbbf.resize`)."""
+        if len(parts) == 1:
+            return parts[0]
+        size = max(len(part.dataset_filter) for part in parts)
+        dataset_filter = np.zeros(size, np.uint8)
+        for part in parts:
+            dataset_filter |= sbbf.resize(part.dataset_filter[None, :], size)[0]
+        return cls(
+            counts={f: c for part in parts for f, c in part.counts.items()},
+            fragment_filters={f: b for part in parts for f, b in part.fragment_filters.items()},
+            dataset_filter=dataset_filter,
+            fragment_bytes=max(part.fragment_bytes for part in parts),
+        )
+
 
 def _coarse_filters(
     fragments: np.ndarray,

@@ -9,7 +9,7 @@ commits.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,7 @@ __all__ = [
     "Segments",
     "commit_index_file",
     "commit_lance_index",
+    "commit_segment",
     "lance_index_path",
     "list_bloom_indexes",
     "load_lance_index",
@@ -128,14 +129,14 @@ def commit_index_file(
             ds = open_lance(ds.uri)
 
 
-def _commit_once(ds: Any, index: ZoneIndex, index_uuid: str, size: int, name: str | None) -> None:
+def _entry(info: BloomIndexInfo, fragment_ids: Iterable[int] | None = None) -> Any:
+    """The manifest entry of a segment listed in the dataset: as it is (to remove it), or
+    covering ``fragment_ids`` instead (to commit it again, its file unchanged)."""
     from lance.bitmap import Bitmap
-    from lance.dataset import Index, IndexFile, LanceDataset, LanceOperation
+    from lance.dataset import Index, IndexFile
 
-    field_id = ds.lance_schema.field(index.column).id()
-    old = [info for info in list_bloom_indexes(ds) if info.column == index.column]
-    removed = [
-        Index(
+    if fragment_ids is None:
+        return Index(
             uuid=info.uuid,
             name=info.name,
             fields=[info.field_id],
@@ -143,23 +144,106 @@ def _commit_once(ds: Any, index: ZoneIndex, index_uuid: str, size: int, name: st
             fragment_ids=Bitmap(sorted(info.fragment_ids)),
             index_version=0,
         )
-        for info in old
-    ]
-    new = Index(
+    return Index(
+        uuid=info.uuid,
+        name=info.name,
+        fields=[info.field_id],
+        dataset_version=info.dataset_version,
+        fragment_ids=Bitmap(sorted(fragment_ids)),
+        index_version=0,
+        files=[IndexFile(path=INDEX_FILE_NAME, size_bytes=info.path.stat().st_size)],
+        index_details=(BLOOM_INDEX_DETAILS, b""),
+    )
+
+
+def _new_entry(
+    ds: Any, column: str, index_uuid: str, size: int, name: str, fragment_ids: Iterable[int]
+) -> Any:
+    from lance.bitmap import Bitmap
+    from lance.dataset import Index, IndexFile
+
+    return Index(
         uuid=index_uuid,
-        name=name or (old[0].name if old else f"{index.column}_idx"),
-        fields=[field_id],
+        name=name,
+        fields=[ds.lance_schema.field(column).id()],
         dataset_version=ds.version,
-        fragment_ids=Bitmap(np.unique(index.fragment_id).tolist()),
+        fragment_ids=Bitmap(sorted(fragment_ids)),
         index_version=0,
         files=[IndexFile(path=INDEX_FILE_NAME, size_bytes=size)],
         index_details=(BLOOM_INDEX_DETAILS, b""),
     )
+
+
+def _commit_once(ds: Any, index: ZoneIndex, index_uuid: str, size: int, name: str | None) -> None:
+    from lance.dataset import LanceDataset, LanceOperation
+
+    old = [info for info in list_bloom_indexes(ds) if info.column == index.column]
+    new = _new_entry(
+        ds,
+        index.column,
+        index_uuid,
+        size,
+        name or (old[0].name if old else f"{index.column}_idx"),
+        np.unique(index.fragment_id).tolist(),
+    )
     LanceDataset.commit(
         ds.uri,
-        LanceOperation.CreateIndex(new_indices=[new], removed_indices=removed),
+        LanceOperation.CreateIndex(
+            new_indices=[new], removed_indices=[_entry(info) for info in old]
+        ),
         read_version=ds.version,
     )
+
+
+def commit_segment(
+    ds: Any,
+    column: str,
+    index_uuid: str,
+    size: int,
+    fragment_ids: Iterable[int],
+    replaces: Iterable[str] = (),
+) -> bool:
+    """Commit the already written ``_indices/<uuid>/bloomfilter.lance`` as a segment of the
+    bloom index on ``column`` covering ``fragment_ids``, in place of the segments
+    ``replaces`` (uuids); in the same commit, every other segment is narrowed to the
+    fragments still in the dataset (Lance keeps listing fragments that compaction removed),
+    and one left with none is removed.
+
+    Returns False, committing nothing, when another writer has meanwhile covered some of
+    ``fragment_ids`` or replaced a segment of ``replaces`` (a concurrent update).
+    """
+    from lance.commit import CommitConflictError
+    from lance.dataset import LanceDataset, LanceOperation
+
+    wanted = frozenset(int(f) for f in fragment_ids)
+    replaced = set(replaces)
+    for attempt in range(_COMMIT_ATTEMPTS):
+        old = [info for info in list_bloom_indexes(ds) if info.column == column]
+        others = [info for info in old if info.uuid not in replaced]
+        if len(old) - len(others) != len(replaced) or not old:
+            return False
+        if any(info.fragment_ids & wanted for info in others):
+            return False
+        live = {f.fragment_id for f in ds.get_fragments()}
+        narrowed = [info for info in others if info.fragment_ids - live]
+        renewed = [_entry(i, i.fragment_ids & live) for i in narrowed if i.fragment_ids & live]
+        removed = [info for info in old if info.uuid in replaced] + narrowed
+        new = _new_entry(ds, column, index_uuid, size, old[0].name, wanted)
+        try:
+            LanceDataset.commit(
+                ds.uri,
+                LanceOperation.CreateIndex(
+                    new_indices=[*renewed, new],
+                    removed_indices=[_entry(info) for info in removed],
+                ),
+                read_version=ds.version,
+            )
+            return True
+        except CommitConflictError:
+            if attempt == _COMMIT_ATTEMPTS - 1:
+                raise
+            ds = open_lance(ds.uri)
+    return False
 
 
 def load_lance_index(

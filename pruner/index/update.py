@@ -4,8 +4,17 @@ A fragment's zones describe rows that never change (a Lance fragment is immutabl
 its deletion file; a Parquet file is matched by its identity), so an update keeps the zones
 of every fragment still there and unchanged, byte for byte, indexes the fragments the index
 does not cover (appended, compacted, changed, added), drops the zones of fragments that are
-gone, and writes the result the way a build does (atomically; a Lance index is committed
-as one segment covering every fragment, replacing the old segments).
+gone, and writes the result the way a build does, atomically.
+
+A Lance index that only gains fragments gains a segment: the new fragments' zones in a file
+of their own, committed beside the old segments (which Lance's manifest then narrows to the
+fragments still there), so the update reads and writes nothing of the old zones, as
+Lance's own ``optimize_indices`` does. Lance compacts only fragments that the same segments
+cover, so the newest segment, while it is small beside the others (``TAIL_SHARE``), is
+rewritten with the new fragments into one segment: hourly appends gather in one segment
+whose fragments compaction can merge. Otherwise (re-indexed fragments, too many segments,
+or mostly dead zones), and always for Parquet, the update writes one index over every
+fragment: the kept zones' bytes, checked against their checksums, and the new ones.
 
 Deletions leave a fragment's zones supersets of its live rows, so they stay correct; a
 fragment is re-indexed when its deleted share passes ``deleted_share`` (its filters then
@@ -38,14 +47,16 @@ from pruner.index.build import (
     read_lance_fragment,
     read_parquet_fragment,
 )
-from pruner.index.fileformat import read_index_file
-from pruner.index.lance import load_lance_index, open_lance
+from pruner.index.fileformat import read_index_file, read_index_zones
+from pruner.index.lance import list_bloom_indexes, load_lance_index, open_lance
 from pruner.index.model import FragmentFile, ZoneIndex
 from pruner.index.store import parquet_index_path
 from pruner.zones import lance_fragment_zones
 
 __all__ = [
     "DEFAULT_DELETED_SHARE",
+    "MAX_DEAD_SHARE",
+    "MAX_SEGMENTS",
     "UpdatePlan",
     "fragment_rows_to_index",
     "kept_rows",
@@ -56,6 +67,19 @@ __all__ = [
 
 DEFAULT_DELETED_SHARE = 0.1
 """A fragment whose deleted rows pass this share of its rows is re-indexed by an update."""
+
+MAX_SEGMENTS = 8
+"""A Lance index with this many segments is rewritten as one by its next update (each
+segment is one more file to open and probe)."""
+
+TAIL_SHARE = 0.25
+"""The newest segment of a Lance index is rewritten with an update's new fragments while its
+live zones are at most this share of the other segments' (else the new fragments get a
+segment of their own, and it stays as it is)."""
+
+MAX_DEAD_SHARE = 0.5
+"""A Lance index whose segments' zones describe fragments that are gone (compacted away)
+more than this share is rewritten as one segment by its next update."""
 
 
 @dataclass
@@ -70,6 +94,12 @@ class UpdatePlan:
             zones that fail their checksums).
         drop: fragments of the index that are gone (their zones are dropped).
         whole: why every fragment is indexed again ('' when not).
+        segment: a Lance update that only adds fragments, committed as a segment of their
+            own beside the old ones (planned from the old segments' zones alone, without
+            reading their filters); False: the index is rewritten as one segment. The new
+            segment holds ``order``: the fragments added and those kept from the segment
+            it replaces (``replaces``: the newest one, while it is small, or none).
+        others: fragments of segments an update adding a segment leaves as they are.
     """
 
     column: str
@@ -87,6 +117,15 @@ class UpdatePlan:
     source: Any = None  # the open Lance dataset, or the Parquet files opened by fragment id
     root: Path | None = None  # Parquet: the directory
     hierarchy: str = ""  # after the update: why the index has no hierarchy companion ('')
+    segment: bool = False
+    replaces: list[str] = field(default_factory=list)  # uuids of segments rewritten
+    others: list[int] = field(default_factory=list)
+
+    @property
+    def kept(self) -> list[int]:
+        """Every fragment whose zones stay as they are: rewritten from the old index
+        (``keep``) or left in a segment the update does not touch (``others``)."""
+        return sorted([*self.keep, *self.others])
 
     @property
     def renamed(self) -> list[int]:
@@ -107,9 +146,10 @@ class UpdatePlan:
             "fragments_to_add": len(self.add),
             "fragments_to_rebuild": len(self.rebuild),
             "fragments_to_drop": len(self.drop),
-            "fragments_kept": len(self.keep),
+            "fragments_kept": len(self.kept),
             "fragments_renamed": len(self.renamed),
             "rebuild_all": self.whole,
+            "adds_segment": self.segment,
         }
 
 
@@ -152,15 +192,61 @@ def _damaged_fragments(old: ZoneIndex) -> set[int]:
 
 def _lance_plan(ds: Any, column: str, deleted_share: float) -> UpdatePlan:
     ds, fragments = lance_fragments(ds, column)
-    old = load_lance_index(ds, column)
-    if old is None:
+    segments = [info for info in list_bloom_indexes(ds) if info.column == column]
+    if not segments:
         raise IndexNotFoundError(
             f"no bloom index on column {column!r} in Lance dataset {ds.uri} to update; "
             f"build one with `pruner index build {ds.uri} --column {column}`"
         )
-    plan = UpdatePlan(column, "lance", old.items, old.probability, old=old, source=ds)
+    if len(segments) < MAX_SEGMENTS:
+        try:
+            zones = load_lance_index(ds, column, open_part=read_index_zones)
+        except IndexFormatError:
+            zones = None  # a damaged segment: the whole read below says which zones
+        if zones is not None:
+            plan = _plan_fragments(ds, fragments, zones, deleted_share, set())
+            dead = np.isin(zones.fragment_id, np.array(plan.drop, np.uint64)).sum()
+            if plan.add and not plan.rebuild and dead <= MAX_DEAD_SHARE * zones.num_zones:
+                return _segment_plan(plan, zones, segments)
+    old = load_lance_index(ds, column)
+    assert old is not None
+    plan = _plan_fragments(ds, fragments, old, deleted_share, _damaged_fragments(old))
+    return _whole_if_changed(plan)
+
+
+def _segment_plan(plan: UpdatePlan, zones: ZoneIndex, segments: list[Any]) -> UpdatePlan:
+    """The plan of an update that adds a segment: the newest segment joins it while small
+    (its zones read whole, checksums checked: a damaged fragment's are built again)."""
+    plan.segment = True
+    newest = max(segments, key=lambda info: info.dataset_version)
+    live = set(plan.order)
+    mine = np.isin(zones.fragment_id, np.fromiter(newest.fragment_ids & live, np.uint64))
+    live_zones = np.isin(zones.fragment_id, np.fromiter(live, np.uint64))
+    tail, rest = int(mine.sum()), int((live_zones & ~mine).sum())
+    joined: set[int] = set()
+    if len(segments) > 1 and tail <= TAIL_SHARE * rest:
+        old = read_index_file(newest.path, plan.column)
+        if not _whole_reason(old):
+            plan.old = old
+            plan.replaces = [newest.uuid]
+            damaged = _damaged_fragments(old)
+            for fid in sorted(newest.fragment_ids & live):
+                if fid in damaged:
+                    plan.rebuild.append(fid)
+                elif fid in plan.keep:
+                    joined.add(fid)
+    plan.others = [f for f in plan.order if f in plan.keep and f not in joined]
+    plan.keep = {f: f for f in joined}
+    wanted = joined | set(plan.add) | set(plan.rebuild)
+    plan.order = [f for f in plan.order if f in wanted]
+    return plan
+
+
+def _plan_fragments(
+    ds: Any, fragments: Sequence[Any], old: ZoneIndex, deleted_share: float, damaged: set[int]
+) -> UpdatePlan:
+    plan = UpdatePlan(old.column, "lance", old.items, old.probability, old=old, source=ds)
     indexed = set(np.unique(old.fragment_id).tolist())
-    damaged = _damaged_fragments(old)
     live = set()
     for fragment in fragments:
         fid = fragment.fragment_id
@@ -173,7 +259,7 @@ def _lance_plan(ds: Any, column: str, deleted_share: float) -> UpdatePlan:
         else:
             plan.keep[fid] = fid
     plan.drop = sorted(indexed - live)
-    return _whole_if_changed(plan)
+    return plan
 
 
 def _deletions_to_drop(fragment: Any, old: ZoneIndex, items: int, deleted_share: float) -> bool:

@@ -37,7 +37,7 @@ def test_append_indexes_the_new_rows(make: Callable[[Path], Path], tmp_path: Pat
     new = data(np.arange(ROWS, ROWS + 700), "new")
     plans = pruner.append(path, new)
     assert sorted(plans) == ["id", "tag"]
-    assert all(len(plan.add) == 1 and len(plan.keep) == 3 for plan in plans.values())
+    assert all(len(plan.add) == 1 and len(plan.kept) == 3 for plan in plans.values())
     status = listed(path, column="id")
     assert status["state"] == "current" and status["rows_total"] == ROWS + 700
     assert status["rows_indexed"] == status["rows_total"]

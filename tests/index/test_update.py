@@ -30,6 +30,7 @@ from pruner.index import (
     META_NULL_BITMAP,
     Hierarchy,
     build_index,
+    commit_segment,
     list_bloom_indexes,
     load_index,
     parquet_index_path,
@@ -76,14 +77,45 @@ def _contents(file: Path) -> tuple[pa.Table, dict[bytes, bytes], dict[str, bytes
     return table.replace_schema_metadata(None), metadata, buffers
 
 
+def _segments_contents(path: Path) -> tuple[pa.Table, list[dict[bytes, bytes]], dict]:
+    """A Lance index of one or more segments as queries load it: the zones of the fragments
+    each segment covers, in segment order; each segment's metadata; the null rows by
+    fragment. Each segment's stored zone checksums (Lance writes none) must be its zones'."""
+    tables, metadata, null_rows = [], [], {}
+    for info in [s for s in list_bloom_indexes(path) if s.column == "id"]:
+        table, meta, buffers = _contents(info.path)
+        whole = read_index_file(info.path)
+        assert whole.damaged is None or not whole.damaged.any()
+        assert (META_CHECKSUMS in buffers) == (whole.damaged is not None)
+        covered = np.isin(table.column("fragment_id").to_numpy(), list(info.fragment_ids))
+        tables.append(table.filter(pa.array(covered)))
+        metadata.append(
+            {
+                k: v
+                for k, v in meta.items()
+                if k not in (META_NULL_BITMAP.encode(), META_CHECKSUMS.encode())
+            }
+        )
+        null_rows.update({k: v.tolist() for k, v in (whole.null_rows or {}).items()})
+    return pa.concat_tables(tables), metadata, null_rows
+
+
 def _assert_equals_a_rebuild(path: Path, tmp_path: Path) -> None:
+    """The updated index equals a full rebuild's: zones, filter bytes, metadata, null rows
+    and checksums (a Lance index of several segments: their covered zones together)."""
     copy = tmp_path / f"rebuilt-{path.name}"
     shutil.copytree(path, copy, copy_function=shutil.copy2)  # keeps times: same identities
     build_index(copy, "id", items=ITEMS)
-    updated, rebuilt = _contents(_index_file(path)), _contents(_index_file(copy))
-    assert updated[0].equals(rebuilt[0]), "zones and filter bytes"
-    assert updated[1] == rebuilt[1], "metadata"
-    assert updated[2] == rebuilt[2], "null bitmap and zone checksums"
+    if (path / "_versions").is_dir():
+        updated, rebuilt = _segments_contents(path), _segments_contents(copy)
+        assert updated[0].equals(rebuilt[0]), "zones and filter bytes"
+        assert all(meta == rebuilt[1][0] for meta in updated[1]), "metadata"
+        assert updated[2] == rebuilt[2], "null rows"
+        return
+    updated_file, rebuilt_file = _contents(_index_file(path)), _contents(_index_file(copy))
+    assert updated_file[0].equals(rebuilt_file[0]), "zones and filter bytes"
+    assert updated_file[1] == rebuilt_file[1], "metadata"
+    assert updated_file[2] == rebuilt_file[2], "null bitmap and zone checksums"
 
 
 def _assert_covers_everything(path: Path) -> None:
@@ -111,7 +143,8 @@ def test_lance_append_indexes_only_the_new_fragment(tmp_path: Path) -> None:
     old = load_index(path, "id")
     lance.write_dataset(data(np.arange(ROWS, ROWS + 500), "new"), str(path), mode="append")
     plan, calls = _update(path)
-    assert (sorted(plan.keep), plan.add, plan.rebuild, plan.drop) == ([0, 1, 2], [3], [], [])
+    assert (plan.others, plan.add, plan.rebuild, plan.drop) == ([0, 1, 2], [3], [], [])
+    assert plan.segment and plan.keep == {}, "a segment of its own"
     assert calls[-1] == (500, 500), "only the new fragment's rows were read"
     new = load_index(path, "id")
     kept = new.fragment_id < 3
@@ -190,6 +223,86 @@ def test_lance_compaction_is_indexed_and_lance_uses_the_index_again(tmp_path: Pa
     _assert_equals_a_rebuild(path, tmp_path)
     table = check(path, values)
     assert read_whole(table, values) == set()
+
+
+def test_lance_compaction_of_small_fragments_adds_a_segment(tmp_path: Path) -> None:
+    """Small appends compacted into one fragment: the update indexes that one as a segment of
+    its own and narrows the old segments to the fragments still there (Lance lists the gone
+    ones); queries, Lance's scanner and a rebuild agree."""
+    path = lance_table(tmp_path)
+    for number in range(4):  # four small fragments, each indexed as a segment
+        extra = np.arange(ROWS + 100 * number, ROWS + 100 * (number + 1))
+        lance.write_dataset(data(extra, "small"), str(path), mode="append")
+        _, plan = update_index(path, "id")
+        assert plan.segment and plan.add == [3 + number]
+    assert [sorted(s.fragment_ids) for s in list_bloom_indexes(path)] == [[0, 1, 2], [3, 4, 5, 6]]
+    lance.dataset(str(path)).optimize.compact_files(target_rows_per_fragment=PER_FRAGMENT)
+    assert {f.fragment_id for f in lance.dataset(str(path)).get_fragments()} == {0, 1, 2, 7}
+    plan, calls = _update(path)
+    assert (plan.others, plan.add, plan.drop) == ([0, 1, 2], [7], [3, 4, 5, 6])
+    assert plan.segment and calls[-1] == (400, 400), "only the compacted rows were read"
+    segments = list_bloom_indexes(path)
+    assert [sorted(s.fragment_ids) for s in segments] == [[0, 1, 2], [7]], "narrowed"
+    dataset = lance.dataset(str(path))
+    assert dataset.stats.index_stats("id_idx")["num_unindexed_rows"] == 0
+    for value in (ROWS + 5, ROWS + 399, *old_values()):
+        own = dataset.to_table(filter=f"id = {value}")
+        assert own.equals(dataset.to_table(filter=f"id = {value}", use_scalar_index=False))
+        assert own.num_rows == 1
+    _assert_covers_everything(path)
+    _assert_equals_a_rebuild(path, tmp_path)
+    table = check(path, [ROWS + 5, ROWS + 399, *old_values()])
+    assert read_whole(table, [ROWS + 5, ROWS + 399]) == set()
+
+
+def test_lance_appends_gather_in_one_small_segment(tmp_path: Path) -> None:
+    """Each update after an append rewrites the newest segment while it is small, so Lance
+    (which compacts only fragments the same segments cover) can compact the appends."""
+    path = lance_table(tmp_path)
+    for number in range(3):
+        extra = np.arange(ROWS + 100 * number, ROWS + 100 * (number + 1))
+        lance.write_dataset(data(extra, "small"), str(path), mode="append")
+        newest = list_bloom_indexes(path)[-1].uuid
+        _, plan = update_index(path, "id")
+        assert plan.segment and plan.add == [3 + number] and plan.others == [0, 1, 2]
+        assert plan.replaces == ([] if number == 0 else [newest])
+    segments = list_bloom_indexes(path)
+    assert [sorted(s.fragment_ids) for s in segments] == [[0, 1, 2], [3, 4, 5]]
+    assert plan.keep == {3: 3, 4: 4} and plan.hierarchy == "", "its companion carried over"
+    _assert_equals_a_rebuild(path, tmp_path)
+
+
+def test_lance_segments_are_rewritten_as_one_past_the_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pruner.index.update, "TAIL_SHARE", 0.0)  # every append a segment
+    monkeypatch.setattr(pruner.index.update, "MAX_SEGMENTS", 4)
+    path = lance_table(tmp_path)
+    for number in range(4):
+        extra = np.arange(ROWS + 50 * number, ROWS + 50 * (number + 1))
+        lance.write_dataset(data(extra, "small"), str(path), mode="append")
+        _, plan = update_index(path, "id")
+        assert plan.segment == (number < 3), number
+        assert len(list_bloom_indexes(path)) == (number + 2 if plan.segment else 1)
+    assert plan.hierarchy == "", "the companions of the segments are carried over"
+    _assert_covers_everything(path)
+    _assert_equals_a_rebuild(path, tmp_path)
+    table = check(path, [ROWS + 3, ROWS + 199, *old_values()])
+    assert read_whole(table, [ROWS + 3]) == {3}, "a fragment of one zone"
+
+
+def test_a_segment_for_fragments_another_update_covered_is_not_committed(
+    tmp_path: Path,
+) -> None:
+    path = lance_table(tmp_path)
+    lance.write_dataset(data(np.arange(ROWS, ROWS + 500), "new"), str(path), mode="append")
+    _, plan = update_index(path, "id")
+    before = list_bloom_indexes(path)
+    dataset = lance.dataset(str(path))
+    version = dataset.version
+    assert not commit_segment(dataset, "id", "0" * 32, 1, plan.add)
+    assert not commit_segment(dataset, "id", "0" * 32, 1, [99], replaces=["gone"])
+    assert lance.dataset(str(path)).version == version and list_bloom_indexes(path) == before
 
 
 def test_lance_update_and_merge_insert_are_indexed(tmp_path: Path) -> None:
@@ -309,6 +422,7 @@ def test_cli_update_and_list_say_what_an_update_does(
         "fragments_kept": 2,
         "fragments_renamed": 0,
         "rebuild_all": "",
+        "adds_segment": False,
         "words": "add 1, drop 1 fragments; keep 2 as they are",
     }
     assert main(["index", "update", str(path), "--column", "id"]) == 0
@@ -339,10 +453,15 @@ def test_spark_update_gives_the_local_update(
     shutil.copytree(path, copy, copy_function=shutil.copy2)
     _, plan = update_index(path, "id", engine="spark", spark=spark)
     update_index(copy, "id")
-    assert plan.add and plan.keep
+    assert plan.add and plan.kept
     assert plan.hierarchy == "fragments were indexed without their distinct values (a Spark build)"
-    updated, local = _contents(_index_file(path)), _contents(_index_file(copy))
-    assert updated[0].equals(local[0]) and updated[1] == local[1] and updated[2] == local[2]
+    if plan.kind == "lance":
+        assert plan.segment
+        updated, local = _segments_contents(path), _segments_contents(copy)
+        assert updated[0].equals(local[0]) and updated[1:] == local[1:]
+    else:
+        updated, local = _contents(_index_file(path)), _contents(_index_file(copy))
+        assert updated[0].equals(local[0]) and updated[1] == local[1] and updated[2] == local[2]
     assert open_table(path).index("id") is not None
 
 
@@ -425,10 +544,12 @@ def test_lance_operations_after_an_update(tmp_path: Path) -> None:
     """Lance's cleanup, its own index optimisation (a delta segment) and another update."""
     path = lance_table(tmp_path)
     lance.write_dataset(data(np.arange(ROWS, ROWS + 500), "new"), str(path), mode="append")
-    update_index(path, "id")
+    _, plan = update_index(path, "id")
+    assert plan.segment and plan.hierarchy == ""
     dataset = lance.dataset(str(path))
     dataset.cleanup_old_versions(older_than=datetime.timedelta(0), delete_unverified=True)
-    assert [p.name for p in (path / "_indices").iterdir()] == [_index_file(path).parent.name]
+    segments = {s.path.parent.name for s in list_bloom_indexes(path)}
+    assert {p.name for p in (path / "_indices").iterdir()} == segments and len(segments) == 2
     index = open_table(path).index("id")
     assert index is not None and index.index.hierarchy is not None
     lance.write_dataset(data(np.arange(ROWS + 500, ROWS + 900), "more"), str(path), mode="append")
@@ -438,10 +559,21 @@ def test_lance_operations_after_an_update(tmp_path: Path) -> None:
     assert plan.current, "nothing to index"
     lance.write_dataset(data(np.arange(ROWS + 900, ROWS + 950), "last"), str(path), mode="append")
     _, plan = update_index(path, "id")
-    assert plan.add == [5] and len(plan.keep) == 5
-    # Lance rewrote the index without pruner's companion: none to carry over.
-    assert plan.hierarchy == "the index it updated had no usable hierarchy companion"
-    assert len([s for s in list_bloom_indexes(path) if s.column == "id"]) == 1, "one segment"
+    assert plan.add == [5] and len(plan.kept) == 5
+    # Lance's optimize_indices added a delta segment of its own, without a companion: it is
+    # probed through its filters, the others through their companions.
+    assert plan.segment and plan.hierarchy == ""
+    assert len([s for s in list_bloom_indexes(path) if s.column == "id"]) == 3, "segments"
+    bound = open_table(path).index("id")
+    assert bound is not None
+    _, decided = bound.index.zone_mask_explained(hash_array(pa.array([ROWS + 920]))[0])
+    assert decided == (
+        "segment 1 of 3: dataset filter: absent; segment 2 of 3: zone filters (no hierarchy "
+        "companion (pruner index build writes one)); segment 3 of 3: fragment filters: 1 of 1 "
+        "fragments; zone filters: 1 zones"
+    )
+    _, plan = update_index(path, "id", deleted_share=0.0)  # nothing to do: stays as it is
+    assert plan.current
     _assert_covers_everything(path)
     _assert_equals_a_rebuild(path, tmp_path)
     values = [*old_values(), ROWS + 7, ROWS + 600, ROWS + 920]
