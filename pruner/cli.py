@@ -18,6 +18,7 @@ traceback.
 from __future__ import annotations
 
 import argparse
+import errno
 import io
 import json
 import sys
@@ -514,6 +515,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
 
+_STORAGE_ERRORS = {
+    errno.EACCES: "pruner reads the table and writes in its index folders: check their permissions",
+    errno.EPERM: "pruner reads the table and writes in its index folders: check their permissions",
+    errno.EROFS: "the file system is read-only: build or update the index where it can write",
+    errno.ENOSPC: "free some space and run again",
+    errno.EDQUOT: "the disk quota is used up: free some space and run again",
+    errno.EFBIG: "a file would pass the size limit (ulimit -f): raise it and run again",
+}
+"""Errors of the storage under a table, and what to do about each."""
+
+
 def _one_line(err: Exception) -> str:
     """An error as one line: pruner's own as they are (they say what to do); a missing
     engine extra with the install command; anything else with its type, and how to see
@@ -522,6 +534,12 @@ def _one_line(err: Exception) -> str:
         return str(err)
     if isinstance(err, ImportError):
         return f"{err} (a missing extra: pip install the extra the message names)"
+    if isinstance(err, OSError) and err.errno in _STORAGE_ERRORS:
+        where = f" ({err.filename})" if err.filename else ""
+        return (
+            f"{err.strerror}{where}: {_STORAGE_ERRORS[err.errno]}; an index is replaced "
+            "only after its new files are written, so the old one is still in use"
+        )
     first = str(err).strip().splitlines()[0] if str(err).strip() else ""
     return f"{type(err).__name__}: {first} (run with --debug for the traceback)"
 

@@ -11,6 +11,7 @@ commits, always among them).
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import subprocess
@@ -188,3 +189,43 @@ sys.exit(main(["index", "update", {str(path)!r}, "--column", "id"]))
     assert line.startswith("pruner: error: ") and "File too large" in line, line
     assert _state(path) == old
     assert _leftovers(path) == []
+
+
+def _without_write(path: Path, writable: bool) -> None:
+    """Take the write bits off (or put them back on) every file and folder of ``path``."""
+    for item in [path, *path.rglob("*")]:
+        mode = item.stat().st_mode
+        item.chmod(mode | 0o200 if writable else mode & ~0o222)
+
+
+@pytest.mark.parametrize("make", [_changed_lance, _changed_parquet], ids=["lance", "parquet"])
+def test_a_read_only_table_fails_with_one_error_and_keeps_the_old_index(
+    make: Callable[[Path], Path], tmp_path: Path
+) -> None:
+    """``pruner index update`` on a table whose folders are read-only (as root, the test runs
+    it without the capabilities that let root write anyway)."""
+    path = make(tmp_path)
+    old, values = _state(path), [int(ids()[5]), ROWS + 7]
+    command = [sys.executable, "-m", "pruner.cli", "index", "update", str(path), "--column", "id"]
+    if os.geteuid() == 0:
+        setpriv = shutil.which("setpriv")
+        assert setpriv, "setpriv (util-linux) drops root's right to write anywhere"
+        command = [setpriv, "--bounding-set=-dac_override,-dac_read_search", *command]
+    _without_write(path, writable=False)
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=ROOT)
+    finally:
+        _without_write(path, writable=True)
+    assert result.returncode == 2, result.stderr
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith("pruner: error: Permission denied ("), line
+    assert "check their permissions" in line and "the old one is still in use" in line, line
+    assert _state(path) == old
+    assert _leftovers(path) == []
+    from pruner.explain import explain
+
+    sql = f"SELECT id FROM t WHERE id IN ({values[0]}, {values[1]})"
+    selection = explain(sql, {"t": open_table(path)}).scans[0].selection
+    rows = np.array(sorted(_rows_of(path, values)), np.int64)
+    assert len(rows) >= len(values), "rows of the old data and appended ones"
+    assert selection.contains(rows >> 32, rows & 0xFFFFFFFF).all()
