@@ -7,7 +7,7 @@
 """
 
 from pruner.append import append
-from pruner.engines import explain, query
+from pruner.engines import explain, find, query
 from pruner.errors import (
     IndexFormatError,
     IndexNotFoundError,
@@ -19,6 +19,7 @@ from pruner.errors import (
 from pruner.explain import Explanation
 from pruner.index import ZoneIndex, build_index, load_index
 from pruner.index.native import write_parquet
+from pruner.lookup import Lookup, lookup
 from pruner.plan import Plan, plan
 from pruner.selection import Selection
 from pruner.table import Table, open_table, open_tables
@@ -28,6 +29,7 @@ __all__ = [
     "IndexFormatError",
     "IndexNotFoundError",
     "InvalidParameterError",
+    "Lookup",
     "Plan",
     "PrunerError",
     "Selection",
@@ -38,7 +40,9 @@ __all__ = [
     "append",
     "build_index",
     "explain",
+    "find",
     "load_index",
+    "lookup",
     "open_table",
     "open_tables",
     "plan",

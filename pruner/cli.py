@@ -114,6 +114,55 @@ def _cmd_index_update(args: argparse.Namespace) -> int:
     return 0
 
 
+def _typed_keys(texts: list[str], arrow_type: Any) -> list[Any]:
+    """Keys given as text, as the values a user meant: numbers on a numeric column (text
+    that is not one stays text, which matches no number), text on any other."""
+    import pyarrow as pa
+
+    convert: Any = None
+    if pa.types.is_integer(arrow_type):
+        convert = int
+    elif pa.types.is_floating(arrow_type):
+        convert = float
+    keys: list[Any] = []
+    for text in texts:
+        try:
+            keys.append(convert(text) if convert is not None else text)
+        except ValueError:
+            keys.append(text)
+    return keys
+
+
+def _cmd_lookup(args: argparse.Namespace) -> int:
+    from pruner.lookup import lookup
+
+    texts = list(args.keys)
+    if args.keys_file:
+        with open(args.keys_file, encoding="utf-8") as handle:
+            texts += [line.rstrip("\r\n") for line in handle if line.strip()]
+    if not texts:
+        raise InvalidParameterError("give the keys to look up: KEY ... or --keys-file FILE")
+    table = open_table(args.path)
+    if args.column not in table.schema.names:
+        raise InvalidParameterError(
+            f"column {args.column!r} is not in {args.path}; its columns are "
+            f"{', '.join(table.schema.names)}"
+        )
+    found = lookup(table, args.column, _typed_keys(texts, table.schema.field(args.column).type))
+    if args.json:
+        print(json.dumps(found.to_json()))
+        return 0
+    for position, key in enumerate(found.keys):
+        ranges = found.ranges(position)
+        if not ranges:
+            print(f"{key}: no rows")
+            continue
+        rows = sum(length for _, _, length in ranges)
+        fragments = len({fragment for fragment, _, _ in ranges})
+        print(f"{key}: {len(ranges):,} ranges, {rows:,} rows in {fragments:,} fragments")
+    return 0
+
+
 def _cmd_write(args: argparse.Namespace) -> int:
     from pruner.append import append, read_input
 
@@ -479,6 +528,18 @@ def _parser() -> argparse.ArgumentParser:
     write.add_argument("--engine", default="local", choices=ENGINES, help="the index updates'")
     write.set_defaults(run=_cmd_write)
 
+    look = commands.add_parser(
+        "lookup", help="the fragments and row ranges that may hold each of many keys"
+    )
+    look.add_argument("path", help="a Lance dataset or a directory of Parquet files")
+    look.add_argument("keys", nargs="*", metavar="KEY", help="keys to look up")
+    look.add_argument("--column", required=True, help="an indexed column")
+    look.add_argument("--keys-file", help="a text file of keys, one per line")
+    look.add_argument(
+        "--json", action="store_true", help='[{"key": ..., "ranges": [[fragment, start, length]]}]'
+    )
+    look.set_defaults(run=_cmd_lookup)
+
     explain = commands.add_parser("explain", help="what each table scan of a query would read")
     _query_arguments(explain, "the query")
     explain.add_argument("--dialect", default="duckdb", choices=["duckdb", "spark", "datafusion"])
@@ -502,7 +563,13 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``pruner`` command; returns the exit status."""
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        # KEY ... of `lookup` may follow its options (argparse gives them out as extras)
+        if getattr(args, "run", None) is not _cmd_lookup or any(e.startswith("--") for e in extra):
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        args.keys = [*args.keys, *extra]
     if getattr(args, "path", None) is not None and not Path(args.path).exists():
         print(f"pruner: error: {args.path} does not exist", file=sys.stderr)
         return 2

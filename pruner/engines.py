@@ -12,21 +12,27 @@
 from __future__ import annotations
 
 import importlib
+import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from pruner.errors import InvalidParameterError
+from pruner.evaluate import RowKeys
 from pruner.explain import Explanation
 from pruner.explain import explain as explain_selections
+from pruner.lookup import lookup
 from pruner.parameters import Parameters
 from pruner.plan import Plan, plan
-from pruner.table import TableSource
+from pruner.table import TableSource, as_table, open_table
 
-__all__ = ["ENGINES", "TimedQuery", "adapter", "explain", "query", "timed_query"]
+__all__ = ["ENGINES", "TimedQuery", "adapter", "explain", "find", "query", "timed_query"]
 
 ENGINES = ("duckdb", "datafusion", "spark")
 """Engine names; each runs SQL of the dialect of the same name."""
@@ -132,3 +138,50 @@ def explain(
         schemas = {s.scan.table: s.table.schema for s in explanation.scans if s.table is not None}
         module.check_sql(sql, schemas, parameters)
     return explanation
+
+
+def find(
+    source: TableSource,
+    column: str,
+    keys: Iterable[Any],
+    *,
+    engine: str = "duckdb",
+) -> pa.Table:
+    """The rows of ``source`` whose ``column`` equals one of ``keys`` (the seed's
+    ``findByIds``), as ``engine`` answers ``SELECT * FROM t WHERE column IN (SELECT key FROM
+    keys)``, reading only the ranges :func:`pruner.lookup.lookup` gives the keys.
+
+    The keys are coerced to the column's type as a query's literals are; a key no value of
+    the column can equal is left out.
+
+    Raises:
+        InvalidParameterError: a key pruner cannot compare exactly with the column (write
+            the query in SQL instead), or an unknown column or engine.
+        IndexNotFoundError: the column has no index.
+    """
+    table = as_table(source)
+    found = lookup(table, column, keys)
+    if len(found.unknown):
+        key = found.keys[int(found.unknown[0])]
+        raise InvalidParameterError(
+            f"key {key!r} cannot be compared exactly with column {column!r} "
+            f"({table.schema.field(column).type}); run the query as SQL instead"
+        )
+    quote = "`" if engine == "spark" else '"'
+    name = quote + column.replace(quote, quote * 2) + quote
+    sql = f"SELECT * FROM t WHERE {name} IN (SELECT k FROM k)"
+    with tempfile.TemporaryDirectory(prefix="pruner-keys-") as scratch:
+        folder = Path(scratch)
+        pq.write_table(pa.table({"k": found.values}), folder / "keys.parquet")
+        keys_table = open_table(folder)
+        # Every row the query keeps holds a key some range may hold: a reader may drop the
+        # other rows of the ranges (Lance: read the key column, then take the matches).
+        column_type = table.schema.field(column).type
+        exact = pa.types.is_integer(column_type) or pa.types.is_string(column_type)
+        candidates = frozenset(found.candidate_values().to_pylist())
+        prepared = Plan(
+            {"t": table, "k": keys_table},
+            {"t": found.selection(), "k": None},
+            row_keys={"t": RowKeys(column, candidates)} if exact else {},
+        )
+        return query(sql, prepared.tables, engine=engine, prepared=prepared)

@@ -29,12 +29,15 @@ class Plan:
     tables: dict[str, Table]
     selections: dict[str, Selection | None]
     explanation: Explanation | None = field(default=None)
+    row_keys: dict[str, RowKeys] = field(default_factory=dict)  # known without an analysis
 
     def keys(self, name: str) -> RowKeys | None:
         """The keys every row the query keeps of table ``name`` holds, when pruner knows
         them and the table is pruned (a reader may drop the other rows of its selection)."""
-        if self.explanation is None or self.selections.get(name) is None:
+        if self.selections.get(name) is None:
             return None
+        if self.explanation is None:
+            return self.row_keys.get(name)
         return self.explanation.keys().get(name)
 
     def zones(self) -> tuple[int, int]:

@@ -86,6 +86,10 @@ footer: the offsets of every column page and global buffer, which move with the 
 
 _PREFIX = len(MAGIC) + 4 + 8  # magic, header length, header checksum
 _BLOCK = sbbf.BLOCK_BYTES
+_BULK_VALUES = 256
+"""A probe of more distinct values than this per value reads each level's section whole."""
+_BULK_PAIRS = 1 << 20
+"""(value, fragment) pairs checked at once by a bulk probe."""
 _DATASET_CHUNK = 1024
 """The dataset filter is checksummed (and read) in chunks of this many bytes: a checksum
 per 32-byte block cost the build more than the rest of the companion."""
@@ -498,8 +502,131 @@ class Hierarchy:
         """
         hashes = np.unique(np.asarray(hashes, np.uint64))
         mask = np.zeros(self.num_zones, bool)
-        if not len(hashes) or not self.num_zones:
+        hits = self._walk(hashes)
+        if hits is None:
             return Probe(mask, "dataset filter: absent")
+        touched, found = hits
+        for lo, _, zones in found:
+            mask[lo : lo + zones.shape[1]] |= zones.any(axis=0)
+        return Probe(
+            mask,
+            f"fragment filters: {touched} of {len(self.fragments)} fragments; "
+            f"zone filters: {int(mask.sum())} zones",
+        )
+
+    def probe_each(self, hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per hashed value, the zones that may hold it: ``(positions, zones)``, two int64
+        arrays of the (position in ``hashes``, zone) pairs, read level by level as
+        :meth:`probe` reads (an absent value costs one block of the dataset filter).
+
+        Raises:
+            HierarchyUnusable: a piece read is truncated or fails its checksum.
+        """
+        distinct, back = np.unique(np.asarray(hashes, np.uint64), return_inverse=True)
+        if len(distinct) > _BULK_VALUES:
+            value, zone = self._pairs_bulk(distinct)
+        else:
+            hits = self._walk(distinct)
+            values, zones = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+            for lo, which, found in [] if hits is None else hits[1]:
+                rows, columns = np.nonzero(found)
+                values.append(which[rows])
+                zones.append(columns + lo)
+            value, zone = np.concatenate(values), np.concatenate(zones)
+        if not len(value):
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        # Back from distinct hashes to every position holding one.
+        order = np.argsort(back, kind="stable")
+        first = np.searchsorted(back[order], np.arange(len(distinct)))
+        count = np.bincount(back, minlength=len(distinct))
+        repeat = count[value]
+        pair = np.repeat(np.arange(len(value)), repeat)
+        step = np.arange(len(pair)) - np.repeat(np.cumsum(repeat) - repeat, repeat)
+        positions = order[first[value[pair]] + step]
+        return positions.astype(np.int64), zone[pair].astype(np.int64)
+
+    def _section(
+        self, name: str, sums: str, units: int, width: int, per_unit: int = 1
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """A whole section, (units, width) uint8, and its stored checksums, ``per_unit``
+        per unit (not checked here)."""
+        data = np.frombuffer(self._read(self._offsets[name], units * width), np.uint8)
+        stored = np.frombuffer(self._read(self._offsets[sums], 8 * units * per_unit), "<u8")
+        return data.reshape(units, width), stored
+
+    def _pairs_bulk(self, hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`probe_each` of many distinct hashes: each level's section read whole once
+        and probed for all of them together; only the pieces used are checksummed."""
+        empty = np.zeros(0, np.int64), np.zeros(0, np.int64)
+        if not self.num_zones:
+            return empty
+        count = len(self.fragments)
+        # Dataset level.
+        chunk = min(self.dataset_bytes, _DATASET_CHUNK)
+        data, stored = self._section("dataset", "dataset_sums", self.dataset_bytes // chunk, chunk)
+        blocks = sbbf.block_of(hashes, self.dataset_bytes // _BLOCK)
+        used = np.unique(blocks // (chunk // _BLOCK))
+        if not np.array_equal(_row_checksums(data[used]), stored[used]):
+            raise HierarchyUnusable(f"{self.path}: a dataset block fails its checksum")
+        present = sbbf.check_blocks(data.reshape(-1, _BLOCK)[blocks], hashes)
+        kept = np.flatnonzero(present)
+        hashes = hashes[kept]
+        if not len(hashes):
+            return empty
+        # Fragment level: (value, fragment) pairs, a chunk of values at a time.
+        rows = self.fragment_bytes // _BLOCK
+        data, stored = self._section("fragments", "fragment_sums", rows, count * _BLOCK)
+        blocks = sbbf.block_of(hashes, rows)
+        used = np.unique(blocks)
+        if not np.array_equal(_row_checksums(data[used]), stored[used]):
+            raise HierarchyUnusable(f"{self.path}: a fragment block fails its checksum")
+        by_fragment = data.reshape(rows, count, _BLOCK)
+        step = max(1, _BULK_PAIRS // count)
+        candidates = np.empty((len(hashes), count), bool)
+        for first in range(0, len(hashes), step):
+            these = slice(first, first + step)
+            gathered = by_fragment[blocks[these]].reshape(-1, _BLOCK)
+            repeated = np.repeat(hashes[these], count)
+            candidates[these] = sbbf.check_blocks(gathered, repeated).reshape(-1, count)
+        value, fragment = np.nonzero(candidates)
+        if not len(value):
+            return empty
+        # Zone level: every zone of each candidate fragment, at the value's block row; only
+        # those pieces (a fragment's zones in one block row) are read, into a zeroed image
+        # of the section (pages never written are never allocated).
+        zone_rows = self.zone_bytes // _BLOCK
+        row_bytes = self.num_zones * _BLOCK
+        blocks = sbbf.block_of(hashes, zone_rows)
+        edges = np.array([*self._first_zone, self.num_zones], np.int64)
+        data = np.zeros((zone_rows, row_bytes), np.uint8)
+        pieces = np.unique(blocks[value] * count + fragment)
+        sums = np.frombuffer(self._read(self._offsets["zone_sums"], 8 * zone_rows * count), "<u8")
+        for piece in pieces.tolist():
+            block, f = divmod(piece, count)
+            lo, hi = int(edges[f]) * _BLOCK, int(edges[f + 1]) * _BLOCK
+            target = memoryview(data[block, lo:hi])  # type: ignore[arg-type]
+            got = os.preadv(self._fd, [target], self._offsets["zone_rows"] + block * row_bytes + lo)
+            self.bytes_read += got
+            if got != hi - lo:
+                raise HierarchyUnusable(f"hierarchy companion {self.path} is truncated")
+            if xxhash.xxh64_intdigest(target) != sums[piece]:
+                raise HierarchyUnusable(f"{self.path}: a zone block fails its checksum")
+        sizes = edges[fragment + 1] - edges[fragment]
+        pair = np.repeat(np.arange(len(value)), sizes)
+        zone = np.arange(len(pair)) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+        zone += edges[fragment][pair]
+        by_zone = data.reshape(zone_rows, self.num_zones, _BLOCK)
+        hits = sbbf.check_blocks(by_zone[blocks[value][pair], zone], hashes[value][pair])
+        return kept[value[pair[hits]]].astype(np.int64), zone[hits].astype(np.int64)
+
+    def _walk(
+        self, hashes: np.ndarray
+    ) -> tuple[int, list[tuple[int, np.ndarray, np.ndarray]]] | None:
+        """The levels of a probe of distinct ``hashes``: None when the dataset filter rules
+        every one out; else the number of fragments touched and, per (fragment, block
+        number) read, ``(first zone, positions in hashes, (n, fragment's zones) bool)``."""
+        if not len(hashes) or not self.num_zones:
+            return None
         # Dataset level: one block per distinct block number.
         chunk = min(self.dataset_bytes, _DATASET_CHUNK)
         blocks = sbbf.block_of(hashes, self.dataset_bytes // _BLOCK)
@@ -516,9 +643,10 @@ class Hierarchy:
             inside = blocks[these] - number * (chunk // _BLOCK)
             rows = np.frombuffer(data, np.uint8).reshape(-1, _BLOCK)[inside]
             present[these] = sbbf.check_blocks(rows, hashes[these])
-        hashes = hashes[present]
+        kept = np.flatnonzero(present)
+        hashes = hashes[kept]
         if not len(hashes):
-            return Probe(mask, "dataset filter: absent")
+            return None
         # Fragment level: one row of every fragment's block per distinct block number.
         count = len(self.fragments)
         blocks = sbbf.block_of(hashes, self.fragment_bytes // _BLOCK)
@@ -538,7 +666,9 @@ class Hierarchy:
         row_bytes = self.num_zones * _BLOCK
         blocks = sbbf.block_of(hashes, zone_blocks)
         edges = [*self._first_zone, self.num_zones]
-        for f in np.flatnonzero(candidates.any(axis=0)).tolist():
+        found = []
+        touched = np.flatnonzero(candidates.any(axis=0)).tolist()
+        for f in touched:
             lo, hi = edges[f], edges[f + 1]
             wanted = candidates[:, f]
             for block in np.unique(blocks[wanted]).tolist():
@@ -548,15 +678,10 @@ class Hierarchy:
                     self._offsets["zone_sums"] + 8 * (block * count + f),
                     "zone",
                 )
-                these = wanted & (blocks == block)
+                these = np.flatnonzero(wanted & (blocks == block))
                 rows = np.frombuffer(data, np.uint8).reshape(hi - lo, _BLOCK)
-                mask[lo:hi] |= sbbf.check(rows, hashes[these]).any(axis=0)
-        touched = int(candidates.any(axis=0).sum())
-        return Probe(
-            mask,
-            f"fragment filters: {touched} of {count} fragments; "
-            f"zone filters: {int(mask.sum())} zones",
-        )
+                found.append((lo, kept[these], sbbf.check(rows, hashes[these])))
+        return len(touched), found
 
 
 def write_hierarchy_of(

@@ -339,6 +339,22 @@ class Segments:
             return int(part.hierarchy.zone_bytes)
         return len(part.filter_bytes(0)) if part.num_zones else 0
 
+    def probe_each(self, hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per hashed value, the zones that may hold it (see
+        :meth:`~pruner.index.hierarchy.Hierarchy.probe_each`), every segment asked."""
+        values, zones, offset = [], [], 0
+        for part, picked in self.parts:
+            found, zone = part.candidates(hashes)
+            if picked is not None:  # the segment's zones this index keeps, renumbered
+                number = np.full(part.num_zones, -1, np.int64)
+                number[picked] = np.arange(len(picked))
+                zone = number[zone]
+                found, zone = found[zone >= 0], zone[zone >= 0]
+            values.append(found)
+            zones.append(zone + offset)
+            offset += part.num_zones if picked is None else len(picked)
+        return np.concatenate(values), np.concatenate(zones)
+
     def probe(self, hashes: np.ndarray) -> Probe:
         masks, said = [], []
         count = len(self.parts)

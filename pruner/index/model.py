@@ -284,6 +284,42 @@ class ZoneIndex:
                 return np.ones(self.num_zones, bool), f"{note}; index file unreadable ({err})"
         return self._zone_mask(hashes), None if note is None else f"zone filters ({note})"
 
+    _PAIRS_CHUNK = 1 << 22
+    """(value, zone) pairs checked at once by :meth:`candidates` on filters in memory."""
+
+    def candidates(self, hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per hashed value, the zones that may hold it: ``(positions, zones)``, the int64
+        (position in ``hashes``, zone) pairs, for every value at once.
+
+        Through the hierarchy when it can say per value (an absent value then costs a block
+        of the dataset filter), else with the filters in memory, a chunk of values at a
+        time; Parquet's own filters say per value only one value at a time. A hierarchy
+        that fails is dropped as in :meth:`zone_mask_explained`; filters that cannot be read
+        give every zone to every value.
+        """
+        hashes = np.asarray(hashes, np.uint64)
+        if self.hierarchy is not None:
+            each = getattr(self.hierarchy, "probe_each", None)
+            try:
+                if each is not None:
+                    return each(hashes)
+                return _one_at_a_time(self.hierarchy, hashes)
+            except PrunerError as err:
+                self.hierarchy = None
+                self.hierarchy_note = f"hierarchy companion dropped ({err})"
+        try:
+            self._filters()
+        except PrunerError:
+            positions = np.repeat(np.arange(len(hashes)), self.num_zones)
+            return positions, np.tile(np.arange(self.num_zones), len(hashes))
+        step = max(1, self._PAIRS_CHUNK // max(self.num_zones, 1))
+        values, zones = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+        for first in range(0, len(hashes), step):
+            rows, columns = np.nonzero(self.might_contain(hashes[first : first + step]))
+            values.append(rows + first)
+            zones.append(columns)
+        return np.concatenate(values).astype(np.int64), np.concatenate(zones).astype(np.int64)
+
     def _zone_mask(self, hashes: np.ndarray) -> np.ndarray:
         mask = np.zeros(self.num_zones, dtype=bool)
         for group, (zones, filters) in enumerate(self.filter_groups()):
@@ -293,3 +329,12 @@ class ZoneIndex:
             else:
                 mask[zones] = sliced.may_contain_any(hashes)
         return mask
+
+
+def _one_at_a_time(hierarchy: Any, hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:meth:`ZoneIndex.candidates` through a hierarchy that only says which zones may hold
+    any of several values (Parquet's own filters): one probe per distinct value."""
+    distinct, back = np.unique(hashes, return_inverse=True)
+    masks = np.array([hierarchy.probe(distinct[i : i + 1]).mask for i in range(len(distinct))])
+    rows, zones = np.nonzero(masks.reshape(len(distinct), -1)[back])
+    return rows.astype(np.int64), zones.astype(np.int64)

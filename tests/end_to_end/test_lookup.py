@@ -1,0 +1,171 @@
+"""Batch key lookup (``pruner.lookup``, ``pruner lookup``) and ``pruner.find``.
+
+``lookup`` must give every key exactly the ranges a query's point lookup selects (pruner's
+explain, one query per key), which hold every row of the key (the engine alone says which);
+``find`` must return what the engine alone returns for the semi-join.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import lance
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import pruner
+from pruner.cli import main
+from pruner.errors import IndexNotFoundError, InvalidParameterError
+from pruner.explain import explain
+from pruner.index import build_index, update_index
+from pruner.index.hierarchy import _BULK_VALUES
+from pruner.selection import Selection
+from pruner.table import open_table
+from tests.support.engine_check import engine_alone
+
+pytestmark = pytest.mark.filterwarnings("ignore:.*fork-safe")
+
+ROWS = 6_000
+
+
+def _data(ids: np.ndarray) -> pa.Table:
+    return pa.table({"id": pa.array(ids, pa.int64()), "tag": [f"t{i % 7}" for i in ids]})
+
+
+@pytest.fixture(scope="module", params=["lance", "parquet"])
+def table(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Ids 0..ROWS shuffled (and 17 twice), indexed; then rows appended and indexed as a
+    segment of their own (Lance), and rows appended the index does not cover."""
+    ids = np.random.default_rng(3).permutation(ROWS)
+    ids = np.append(ids, 17)
+    directory = tmp_path_factory.mktemp(request.param)
+    if request.param == "lance":
+        path = directory / "t.lance"
+        lance.write_dataset(_data(ids), str(path), max_rows_per_file=2_000)
+        build_index(path, "id", items=256)
+        lance.write_dataset(_data(np.arange(ROWS, ROWS + 500)), str(path), mode="append")
+        update_index(path, "id")
+        lance.write_dataset(_data(np.arange(ROWS + 500, ROWS + 600)), str(path), mode="append")
+        return path
+    path = directory / "t"
+    path.mkdir()
+    for number, start in enumerate(range(0, len(ids), 2_000)):
+        pq.write_table(_data(ids[start : start + 2_000]), path / f"p{number}.parquet")
+    build_index(path, "id", items=256)
+    pq.write_table(_data(np.arange(ROWS, ROWS + 500)), path / "p8.parquet")
+    update_index(path, "id")
+    pq.write_table(_data(np.arange(ROWS + 500, ROWS + 600)), path / "p9.parquet")
+    return path
+
+
+def _explained(table: Any, key: Any) -> Selection:
+    literal = "NULL" if key is None else repr(key)
+    sql = f"SELECT * FROM t WHERE id = {literal}"
+    selection = explain(sql, {"t": table}).scans[0].selection
+    assert selection is not None
+    return selection
+
+
+def _rows(path: Path, keys: list[int]) -> np.ndarray:
+    """Row addresses (fragment << 32 | offset) of rows holding ``keys``, read without pruner."""
+    if path.suffix == ".lance":
+        read = lance.dataset(str(path)).to_table(columns=["id"], with_row_address=True)
+        keep = np.isin(read.column("id").to_numpy(), keys)
+        return read.column("_rowaddr").to_numpy()[keep].astype(np.int64)
+    opened = open_table(path)
+    found = []
+    for fid, file in (opened.files or {}).items():
+        column = pq.read_table(file.path, columns=["id"]).column("id").to_numpy()
+        found.extend((fid << 32) | int(i) for i in np.flatnonzero(np.isin(column, keys)))
+    return np.array(found, np.int64)
+
+
+def test_each_key_gets_what_its_point_lookup_selects(table: Path) -> None:
+    opened = open_table(table)
+    keys: list[Any] = [5, 17, ROWS + 3, ROWS + 550, -1, 10**12, None, 4.0, 2.5]
+    found = pruner.lookup(opened, "id", keys)
+    for position, key in enumerate(keys):
+        got = Selection.from_ranges(found.ranges(position))
+        assert got == _explained(opened, key), key
+    assert found.found().tolist() == [True, True, True, True, True, True, False, True, False]
+    present = [5, 17, ROWS + 3, ROWS + 550]
+    rows = _rows(table, present)
+    assert len(rows) == 5, "17 is there twice"
+    assert found.selection().contains(rows >> 32, rows & 0xFFFFFFFF).all()
+
+
+def test_many_keys_at_once_agree_with_one_at_a_time(table: Path) -> None:
+    """More keys than the hierarchy probes one block at a time: it reads each level whole."""
+    rng = np.random.default_rng(8)
+    keys = [*rng.integers(0, ROWS + 600, 150).tolist(), *rng.integers(10**6, 10**9, 200).tolist()]
+    assert len(set(keys)) > _BULK_VALUES
+    opened = open_table(table)
+    found = pruner.lookup(opened, "id", keys)
+    for position in range(0, len(keys), 7):
+        got = Selection.from_ranges(found.ranges(position))
+        assert got == _explained(opened, keys[position]), keys[position]
+    present = sorted({k for k in keys if k < ROWS + 600})
+    rows = _rows(table, present)
+    assert found.selection().contains(rows >> 32, rows & 0xFFFFFFFF).all()
+    bound = opened.index("id")
+    assert bound is not None and bound.uncovered.num_rows == 100, "the appended rows"
+    wider = [
+        p for p in range(150, 350) if Selection.from_ranges(found.ranges(p)) != bound.uncovered
+    ]
+    assert len(wider) < 10, "absent keys are ruled out of (almost) every zone"
+
+
+@pytest.mark.parametrize("engine", ["duckdb", "datafusion"])
+def test_find_equals_the_engines_semi_join(table: Path, engine: str, tmp_path: Path) -> None:
+    keys = [5, 17, ROWS + 3, ROWS + 550, -1, 10**12, 4, 77]
+    got = pruner.find(table, "id", keys, engine=engine)
+    folder = tmp_path / "keys"
+    folder.mkdir()
+    pq.write_table(pa.table({"k": pa.array(keys, pa.int64())}), folder / "k.parquet")
+    sql = "SELECT * FROM t WHERE id IN (SELECT k FROM k)"
+    alone = engine_alone(engine, sql, {"t": table, "k": folder})
+
+    def rows(result: pa.Table) -> list[tuple[Any, ...]]:
+        return sorted(zip(*(c.to_pylist() for c in result.columns), strict=True))
+
+    assert got.schema.names == alone.schema.names == ["id", "tag"]
+    assert rows(got) == rows(alone) and got.num_rows == 7
+
+
+def test_find_on_spark(table: Path, tmp_path: Path, spark: Any) -> None:
+    keys = [17, ROWS + 3, -1]
+    got = pruner.find(table, "id", keys, engine="spark")
+    folder = tmp_path / "keys"
+    folder.mkdir()
+    pq.write_table(pa.table({"k": pa.array(keys, pa.int64())}), folder / "k.parquet")
+    sql = "SELECT * FROM t WHERE id IN (SELECT k FROM k)"
+    alone = engine_alone("spark", sql, {"t": table, "k": folder}, spark=spark)
+    assert sorted(got.column("id").to_pylist()) == sorted(alone.column("id").to_pylist())
+    assert sorted(got.column("id").to_pylist()) == [17, 17, ROWS + 3]
+
+
+def test_lookup_errors_say_what_to_do(table: Path, tmp_path: Path) -> None:
+    with pytest.raises(InvalidParameterError, match="column 'nope' is not in"):
+        pruner.lookup(table, "nope", [1])
+    with pytest.raises(IndexNotFoundError, match=r"pruner index build .* --column tag"):
+        pruner.lookup(table, "tag", ["t1"])
+    with pytest.raises(InvalidParameterError, match="cannot be compared exactly"):
+        pruner.find(table, "id", ["not a number"])
+
+
+def test_cli_lookup(table: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    keys_file = tmp_path / "keys.txt"
+    keys_file.write_text("17\n-1\n")
+    assert main(["lookup", str(table), "--column", "id", "--keys-file", str(keys_file)]) == 0
+    out = capsys.readouterr().out
+    assert "17: 3 ranges, " in out and "-1: 1 ranges, 100 rows in 1 fragments" in out, out
+    assert main(["lookup", str(table), "--column", "id", "17", str(ROWS + 3), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [row["key"] for row in rows] == [17, ROWS + 3]
+    found = pruner.lookup(table, "id", [17, ROWS + 3])
+    assert rows == found.to_json()
+    assert all(len(r) == 3 for row in rows for r in row["ranges"]) and rows[0]["ranges"]
