@@ -136,6 +136,7 @@ def test_find_equals_the_engines_semi_join(table: Path, engine: str, tmp_path: P
     assert rows(got) == rows(alone) and got.num_rows == 7
 
 
+@pytest.mark.slow
 def test_find_on_spark(table: Path, tmp_path: Path, spark: Any) -> None:
     keys = [17, ROWS + 3, -1]
     got = pruner.find(table, "id", keys, engine="spark")
