@@ -170,3 +170,44 @@ def test_cli_lookup(table: Path, tmp_path: Path, capsys: pytest.CaptureFixture[s
     found = pruner.lookup(table, "id", [17, ROWS + 3])
     assert rows == found.to_json()
     assert all(len(r) == 3 for row in rows for r in row["ranges"]) and rows[0]["ranges"]
+
+
+def test_keys_of_every_kind_get_what_their_point_lookups_select(tmp_path: Path) -> None:
+    """String and int8 columns, keys in one Arrow step and one at a time, keys out of the
+    column's range, and keys whose zones touch (each keeps its own ranges; a key's touching
+    ranges are merged as a selection merges them)."""
+    path = tmp_path / "kinds"
+    path.mkdir()
+    codes = (np.arange(1_000) % 200 - 100).astype(np.int8)
+    names = [f"n{i:04}" for i in range(1_000)]
+    names[100] = "n0099"  # in zones 0 and 1: touching ranges of one key
+    pq.write_table(
+        pa.table({"code": pa.array(codes, pa.int8()), "name": names}), path / "a.parquet"
+    )
+    build_index(path, "code", items=100)
+    build_index(path, "name", items=100)
+    opened = open_table(path)
+    cases: list[tuple[str, list[Any]]] = [
+        ("code", [-100, 99, 5, 127, -128, 128, -129, 10**20]),  # Arrow's int64, then range
+        ("code", [5, None, 7.0, "x"]),  # one at a time
+        ("name", ["n0099", "n0200", "n0300", "", "zz"]),  # zones 2 and 3 touch
+        ("name", ["n0200", None, 5]),
+    ]
+    compared = 0
+    for column, keys in cases:
+        found = pruner.lookup(opened, column, keys)
+        listed = found.to_json()
+        for position, key in enumerate(keys):
+            literal = "NULL" if key is None else f"'{key}'" if isinstance(key, str) else key
+            sql = f"SELECT * FROM t WHERE {column} = {literal}"
+            selection = explain(sql, {"t": opened}).scans[0].selection
+            assert selection is not None
+            assert found.ranges(position) == selection.ranges(), (column, key)
+            assert listed[position]["ranges"] == [list(r) for r in found.ranges(position)]
+            compared += 1
+    assert compared == 20, compared
+    by_name = pruner.lookup(opened, "name", ["n0099", "n0200", "n0300"])
+    assert by_name.ranges(0)[0] == (0, 0, 200), "one range over zones 0 and 1"
+    assert by_name.ranges(1)[0] == (0, 200, 100) and by_name.ranges(2)[0] == (0, 300, 100)
+    assert pruner.lookup(opened, "code", [np.int64(5), 500]).to_json()[0]["key"] == 5
+    assert pruner.lookup(opened, "code", [500]).found().tolist() == [False]

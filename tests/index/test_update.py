@@ -608,3 +608,36 @@ def test_an_index_of_no_zones_is_updated(tmp_path: Path) -> None:
     _assert_equals_a_rebuild(path, tmp_path)
     table = check(path, [ROWS + 3])
     assert read_whole(table, [ROWS + 3]) == set()
+
+
+def test_lance_segments_narrowed_when_their_fragments_go(tmp_path: Path) -> None:
+    """A fragment whose rows are all deleted leaves the dataset: the next segment-adding
+    update narrows the segment that covered it (its file unchanged), and Lance's scanner and
+    pruner answer from three segments, one of them narrowed."""
+    path = lance_table(tmp_path)
+    second = ids()[PER_FRAGMENT : 2 * PER_FRAGMENT]
+    lance.dataset(str(path)).delete(f"id IN ({', '.join(map(str, second.tolist()))})")
+    assert {f.fragment_id for f in lance.dataset(str(path)).get_fragments()} == {0, 2}
+    for number in range(2):  # each as big as a quarter of the rest: a segment of its own
+        extra = np.arange(ROWS + 1000 * number, ROWS + 1000 * (number + 1))
+        lance.write_dataset(data(extra, "big"), str(path), mode="append")
+        _, plan = update_index(path, "id")
+        assert plan.segment and plan.replaces == [], number
+    segments = list_bloom_indexes(path)
+    assert [sorted(s.fragment_ids) for s in segments] == [[0, 2], [3], [4]]
+    first = read_index_file(segments[0].path)
+    assert 1 in first.fragment_id.tolist(), "the file still holds the gone fragment's zones"
+    dataset = lance.dataset(str(path))
+    values = [int(ids()[5]), int(ids()[2 * PER_FRAGMENT + 5]), ROWS + 5, ROWS + 1500]
+    for value in [*values, int(second[0])]:
+        own = dataset.to_table(filter=f"id = {value}")
+        assert own.equals(dataset.to_table(filter=f"id = {value}", use_scalar_index=False))
+    _assert_covers_everything(path)
+    _assert_equals_a_rebuild(path, tmp_path)
+    table = check(path, values)
+    assert read_whole(table, values) == set()
+    found = pruner.lookup(table, "id", [*values, int(second[0])])
+    for position, value in enumerate([*values, int(second[0])]):
+        sql = f"SELECT * FROM t WHERE id = {value}"
+        selection = pruner.explain(sql, {"t": table}).scans[0].selection
+        assert found.ranges(position) == selection.ranges(), value
