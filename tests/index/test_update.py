@@ -636,6 +636,12 @@ def test_lance_segments_narrowed_when_their_fragments_go(tmp_path: Path) -> None
     _assert_equals_a_rebuild(path, tmp_path)
     table = check(path, values)
     assert read_whole(table, values) == set()
+    bound = table.index("id")
+    assert bound is not None and type(bound.index.hierarchy).__name__ == "Segments"
+    whole = load_index(path, "id")  # every segment read whole, the gone zones left out
+    assert bound.index.num_zones == whole.num_zones
+    for zone in range(0, whole.num_zones, 3):  # loads every segment's filters in their place
+        assert bound.index.filter_bytes(zone) == whole.filter_bytes(zone), zone
     found = pruner.lookup(table, "id", [*values, int(second[0])])
     for position, value in enumerate([*values, int(second[0])]):
         sql = f"SELECT * FROM t WHERE id = {value}"
