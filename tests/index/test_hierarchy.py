@@ -525,3 +525,24 @@ def test_a_header_value_changed_never_narrows(table: Path, field: str) -> None:
     assert not (want & ~got).any(), (field, int((want & ~got).sum()), index.hierarchy_note)
     assert np.array_equal(got, want), field
     assert index.hierarchy is None and "checksum" in (index.hierarchy_note or ""), field
+
+
+def test_other_kinds_of_index_beside_a_bloom_index(tmp_path: Path) -> None:
+    """Lance's own BTREE indexes, on another column and on the same one, created before and
+    after the bloom index: only the bloom index is listed, loaded and probed."""
+    path = tmp_path / "t.lance"
+    ids = np.random.default_rng(2).permutation(20_000).astype(np.int64)
+    table = pa.table({"id": ids, "pos": np.arange(20_000)})
+    lance.write_dataset(table, str(path), max_rows_per_file=5_000)
+    lance.dataset(str(path)).create_scalar_index("pos", index_type="BTREE")
+    build_index(path, "id", items=1024)
+    lance.dataset(str(path)).create_scalar_index("id", index_type="BTREE", name="id_btree")
+    listed = list_bloom_indexes(path)
+    assert [(info.column, info.name) for info in listed] == [("id", "id_idx")]
+    bound = open_table(path).index("id")
+    assert bound is not None and bound.index.hierarchy is not None
+    sql = "SELECT pos FROM t WHERE id IN (5, 77) ORDER BY pos"
+    expected = engine_alone("duckdb", sql, {"t": path}).column("pos").to_pylist()
+    assert pruner.query(sql, {"t": path}).column("pos").to_pylist() == expected
+    reason, zones, _ = _explained(path, "SELECT pos FROM t WHERE id = 5")
+    assert zones == 1, reason
