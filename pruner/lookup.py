@@ -28,7 +28,7 @@ from pruner.errors import IndexNotFoundError, InvalidParameterError
 from pruner.hashing import hash_array
 from pruner.literals import coerce_all, literal_from_python
 from pruner.selection import FRAGMENT_SHIFT, Selection
-from pruner.table import Table, TableSource, as_table
+from pruner.table import TableSource, as_table
 
 __all__ = ["Lookup", "lookup"]
 
@@ -51,7 +51,6 @@ class Lookup:
     fragment: np.ndarray
     start: np.ndarray
     length: np.ndarray
-    table: Table
     values: pa.Array
     value_key: np.ndarray  # per value, the position of its key
     unknown: np.ndarray
@@ -149,7 +148,7 @@ def lookup(
             starts.append(np.tile(selection.starts, len(keys_of)))
             ends.append(np.tile(selection.ends, len(keys_of)))
     found = _assembled(key_parts, starts, ends)
-    return Lookup(listed, *found, table=table, values=values, value_key=value_key, unknown=whole)
+    return Lookup(listed, *found, values=values, value_key=value_key, unknown=whole)
 
 
 def _coerced(keys: Sequence[Any], arrow_type: pa.DataType) -> tuple[list[Any], Any, Any]:

@@ -179,6 +179,7 @@ def test_keys_of_every_kind_get_what_their_point_lookups_select(tmp_path: Path) 
     path = tmp_path / "kinds"
     path.mkdir()
     codes = (np.arange(1_000) % 200 - 100).astype(np.int8)
+    codes[5], codes[6] = -128, 127  # the type's ends, as keys in the first zone
     names = [f"n{i:04}" for i in range(1_000)]
     names[100] = "n0099"  # in zones 0 and 1: touching ranges of one key
     pq.write_table(
@@ -209,5 +210,10 @@ def test_keys_of_every_kind_get_what_their_point_lookups_select(tmp_path: Path) 
     by_name = pruner.lookup(opened, "name", ["n0099", "n0200", "n0300"])
     assert by_name.ranges(0)[0] == (0, 0, 200), "one range over zones 0 and 1"
     assert by_name.ranges(1)[0] == (0, 200, 100) and by_name.ranges(2)[0] == (0, 300, 100)
+    # A key's touching ranges merge wherever the key is, and alone (two ranges in all).
+    assert pruner.lookup(opened, "name", ["n0200", "n0099"]).ranges(1)[0] == (0, 0, 200)
+    assert pruner.lookup(opened, "name", ["n0099"]).ranges(0) == [(0, 0, 200)]
+    ends = pruner.lookup(opened, "code", [-128, 127])
+    assert ends.ranges(0) and ends.ranges(1), "the ends of int8 are keys like any other"
     assert pruner.lookup(opened, "code", [np.int64(5), 500]).to_json()[0]["key"] == 5
     assert pruner.lookup(opened, "code", [500]).found().tolist() == [False]

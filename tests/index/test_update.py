@@ -23,7 +23,7 @@ from lance.file import LanceFileReader
 
 import pruner
 from pruner.cli import main
-from pruner.errors import IndexNotFoundError, InvalidParameterError
+from pruner.errors import IndexFormatError, IndexNotFoundError, InvalidParameterError
 from pruner.hashing import hash_array
 from pruner.index import (
     META_CHECKSUMS,
@@ -647,3 +647,19 @@ def test_lance_segments_narrowed_when_their_fragments_go(tmp_path: Path) -> None
         sql = f"SELECT * FROM t WHERE id = {value}"
         selection = pruner.explain(sql, {"t": table}).scans[0].selection
         assert found.ranges(position) == selection.ranges(), value
+
+
+def test_an_unreadable_segment_stops_an_update_with_a_clear_error(tmp_path: Path) -> None:
+    path = lance_table(tmp_path)
+    lance.write_dataset(data(np.arange(ROWS, ROWS + 500), "new"), str(path), mode="append")
+    update_index(path, "id")
+    damaged = list_bloom_indexes(path)[1].path
+    damaged.write_bytes(damaged.read_bytes()[:100])  # truncated
+    lance.write_dataset(data(np.arange(ROWS + 500, ROWS + 600), "more"), str(path), mode="append")
+    before = [s.uuid for s in list_bloom_indexes(path)]
+    with pytest.raises(IndexFormatError, match="rebuild"):
+        update_index(path, "id")
+    assert [s.uuid for s in list_bloom_indexes(path)] == before, "nothing committed"
+    build_index(path, "id", items=ITEMS)
+    _assert_covers_everything(path)
+    check(path, [ROWS + 5, ROWS + 550, *old_values()])
