@@ -57,10 +57,12 @@ bench-quick: $(STAMP)
 
 # The differential harness with new random cases: FUZZ_CASES split across DuckDB,
 # DataFusion and Spark (tests/end_to_end/test_differential.py FUZZ_SHARE); prints
-# per-engine counts.
+# per-engine counts. The whole output (a mismatch's report and hypothesis's reproduction
+# blob) is also kept in fuzz.log: a long run must not lose its one failure to a cut terminal.
 FUZZ_CASES ?= 20000
 fuzz: $(STAMP)
-	PRUNER_FUZZ_CASES=$(FUZZ_CASES) $(PY) -m pytest -q -p no:cacheprovider tests/end_to_end/test_differential.py
+	PRUNER_FUZZ_CASES=$(FUZZ_CASES) bash -o pipefail -c '$(PY) -m pytest -q \
+		-p no:cacheprovider tests/end_to_end/test_differential.py 2>&1 | tee fuzz.log'
 
 # Mutation testing of the safety-critical modules (not part of `make test`; slow: run it in the
 # background). Configured in pyproject.toml [tool.mutmut]; results in mutants/ (mutmut results,
