@@ -16,11 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 
 from pruner.analyzer import Analysis, Scan
 from pruner.binding import bind
-from pruner.errors import IndexFormatError, PrunerError
+from pruner.errors import IndexFormatError
 from pruner.expressions import (
     AlwaysFalse,
     AlwaysTrue,
@@ -37,7 +36,6 @@ from pruner.expressions import (
     to_sql,
     visit,
 )
-from pruner.hashing import plain_type
 from pruner.selection import Selection
 from pruner.table import Table, TableIndex
 
@@ -227,7 +225,7 @@ def _run(
     """The evaluator (its term reports, its layout), the selection (None for every row) and
     the bound predicate."""
     evaluator = _Evaluator(table, dialect)
-    bound = bind(predicate, table.schema, dialect, lambda column: _hash_type(table, column))
+    bound = bind(predicate, table.schema, dialect, table.hash_type)
     return evaluator, visit(bound, evaluator), bound
 
 
@@ -242,19 +240,6 @@ def row_keys(bound: Predicate) -> RowKeys | None:
         if best is None or len(term.exact_values) < len(best.values):
             best = RowKeys(term.column, frozenset(term.exact_values))
     return best
-
-
-def _hash_type(table: Table, column: str) -> pa.DataType | None:
-    """The type whose bytes ``column``'s index hashed, or None when evaluating a term on it
-    will not probe an index (an unreadable one will: the evaluator reports it)."""
-    arrow_type = plain_type(table.schema.field(column).type)
-    try:
-        index = table.index(column)
-    except PrunerError:
-        return arrow_type
-    if index is None:
-        return None
-    return index.index.value_type or arrow_type
 
 
 def _within(selected: Selection | None, table: Table) -> Selection:

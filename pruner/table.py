@@ -35,7 +35,7 @@ from pruner.discover import (
     signature,
 )
 from pruner.errors import InvalidParameterError, PrunerError
-from pruner.hashing import hash_alike
+from pruner.hashing import hash_alike, plain_type
 from pruner.index import (
     DEFAULT_ITEMS,
     ZoneIndex,
@@ -163,6 +163,18 @@ class Table:
                 found = [n for n in self.schema.names if parquet_index_path(self.path, n).exists()]
             self._indexed_columns = found
         return self._indexed_columns
+
+    def hash_type(self, column: str) -> pa.DataType | None:
+        """The type whose bytes ``column``'s index hashed, or None when evaluating a term on
+        it will not probe an index (an unreadable one will: the evaluator reports it)."""
+        arrow_type = plain_type(self.schema.field(column).type)
+        try:
+            index = self.index(column)
+        except PrunerError:
+            return arrow_type
+        if index is None:
+            return None
+        return index.index.value_type or arrow_type
 
     def use_index(self, column: str, index: ZoneIndex) -> TableIndex:
         """Use ``index`` (fragment ids are this table's) for ``column`` instead of loading one."""
