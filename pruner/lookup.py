@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 
 from pruner.errors import IndexNotFoundError, InvalidParameterError
-from pruner.hashing import hash_array
+from pruner.hashing import hash_array, plain_type
 from pruner.literals import coerce_all, literal_from_python
 from pruner.selection import FRAGMENT_SHIFT, Selection
 from pruner.table import TableSource, as_table
@@ -125,13 +125,21 @@ def lookup(
             f"`pruner index build {table.path} --column {column}`"
         )
     listed = list(keys)
-    arrow_type = table.schema.field(column).type
+    # As a query binds its literals: coerced to the column's plain type (a dictionary or
+    # view column compares as its values), hashed as the index hashed them.
+    arrow_type = plain_type(table.schema.field(column).type)
     coerced, value_key, whole = _coerced(listed, arrow_type)
     owner = value_key
     values = pa.array(coerced, arrow_type)
+    hash_type = table.hash_type(column) or arrow_type
+    try:
+        hashes, valid = hash_array(values if hash_type == arrow_type else values.cast(hash_type))
+    except pa.ArrowException:  # not representable as the index hashed: every key anywhere
+        whole = np.union1d(whole, value_key).astype(np.int64)
+        values, value_key = values.slice(0, 0), value_key[:0]
+        owner, hashes, valid = value_key, np.zeros(0, np.uint64), None
     key_parts, starts, ends = [], [], []
-    if len(values):
-        hashes, valid = hash_array(values)
+    if len(hashes):
         if valid is not None:
             hashes, owner = hashes[valid], owner[valid]
         positions, zones = bound.index.candidates(hashes)

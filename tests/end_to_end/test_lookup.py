@@ -217,3 +217,28 @@ def test_keys_of_every_kind_get_what_their_point_lookups_select(tmp_path: Path) 
     assert ends.ranges(0) and ends.ranges(1), "the ends of int8 are keys like any other"
     assert pruner.lookup(opened, "code", [np.int64(5), 500]).to_json()[0]["key"] == 5
     assert pruner.lookup(opened, "code", [500]).found().tolist() == [False]
+
+
+def test_keys_are_hashed_as_the_index_hashed_the_column(tmp_path: Path) -> None:
+    """Parquet's own filters hash an int16 column as INT32, and a dictionary column compares
+    as its strings: each key gets what its point lookup selects, never fewer rows."""
+    path = tmp_path / "native"
+    path.mkdir()
+    data = pa.table(
+        {
+            "k": pa.array(np.arange(4_000) % 3_000, pa.int16()),
+            "s": pa.array([f"v{i}" for i in range(4_000)]).dictionary_encode(),
+        }
+    )
+    pruner.write_parquet(data, path / "a.parquet", ["k", "s"], items=1_000)
+    opened = open_table(path)
+    for column, keys in (("k", [5, 2_999, 3_500, -7]), ("s", ["v5", "v3999", "none"])):
+        found = pruner.lookup(opened, column, keys)
+        for position, key in enumerate(keys):
+            literal = f"'{key}'" if isinstance(key, str) else key
+            sql = f"SELECT * FROM t WHERE {column} = {literal}"
+            selection = explain(sql, {"t": opened}).scans[0].selection
+            assert selection is not None
+            assert found.ranges(position) == selection.ranges(), (column, key)
+    assert pruner.lookup(opened, "k", [5]).ranges(0) == [(0, 0, 1_000), (0, 3_000, 1_000)]
+    assert pruner.find(opened, "k", [5, 2_999]).num_rows == 3
