@@ -129,67 +129,61 @@ def commit_index_file(
             ds = open_lance(ds.uri)
 
 
-def _entry(info: BloomIndexInfo, fragment_ids: Iterable[int] | None = None) -> Any:
-    """The manifest entry of a segment listed in the dataset: as it is (to remove it), or
-    covering ``fragment_ids`` instead (to commit it again, its file unchanged)."""
-    from lance.bitmap import Bitmap
-    from lance.dataset import Index, IndexFile
-
-    if fragment_ids is None:
-        return Index(
-            uuid=info.uuid,
-            name=info.name,
-            fields=[info.field_id],
-            dataset_version=info.dataset_version,
-            fragment_ids=Bitmap(sorted(info.fragment_ids)),
-            index_version=0,
-        )
-    return Index(
-        uuid=info.uuid,
-        name=info.name,
-        fields=[info.field_id],
-        dataset_version=info.dataset_version,
-        fragment_ids=Bitmap(sorted(fragment_ids)),
-        index_version=0,
-        files=[IndexFile(path=INDEX_FILE_NAME, size_bytes=info.path.stat().st_size)],
-        index_details=(BLOOM_INDEX_DETAILS, b""),
-    )
-
-
-def _new_entry(
-    ds: Any, column: str, index_uuid: str, size: int, name: str, fragment_ids: Iterable[int]
+def _entry(
+    uuid: str,
+    name: str,
+    field_id: int,
+    dataset_version: int,
+    fragment_ids: Iterable[int],
+    size: int | None = None,
 ) -> Any:
+    """A manifest entry of a segment: with its file's ``size`` to commit it, without to
+    remove it (Lance removes by uuid)."""
     from lance.bitmap import Bitmap
     from lance.dataset import Index, IndexFile
 
+    written: dict[str, Any] = {}
+    if size is not None:
+        written = {
+            "files": [IndexFile(path=INDEX_FILE_NAME, size_bytes=size)],
+            "index_details": (BLOOM_INDEX_DETAILS, b""),
+        }
     return Index(
-        uuid=index_uuid,
+        uuid=uuid,
         name=name,
-        fields=[ds.lance_schema.field(column).id()],
-        dataset_version=ds.version,
+        fields=[field_id],
+        dataset_version=dataset_version,
         fragment_ids=Bitmap(sorted(fragment_ids)),
         index_version=0,
-        files=[IndexFile(path=INDEX_FILE_NAME, size_bytes=size)],
-        index_details=(BLOOM_INDEX_DETAILS, b""),
+        **written,
     )
+
+
+def _listed(info: BloomIndexInfo, fragment_ids: Iterable[int] | None = None) -> Any:
+    """The entry of a segment listed in the dataset: as it is (to remove it), or covering
+    ``fragment_ids`` instead (to commit it again, its file unchanged)."""
+    if fragment_ids is None:
+        return _entry(info.uuid, info.name, info.field_id, info.dataset_version, info.fragment_ids)
+    size = info.path.stat().st_size
+    return _entry(info.uuid, info.name, info.field_id, info.dataset_version, fragment_ids, size)
 
 
 def _commit_once(ds: Any, index: ZoneIndex, index_uuid: str, size: int, name: str | None) -> None:
     from lance.dataset import LanceDataset, LanceOperation
 
     old = [info for info in list_bloom_indexes(ds) if info.column == index.column]
-    new = _new_entry(
-        ds,
-        index.column,
+    new = _entry(
         index_uuid,
-        size,
         name or (old[0].name if old else f"{index.column}_idx"),
+        ds.lance_schema.field(index.column).id(),
+        ds.version,
         np.unique(index.fragment_id).tolist(),
+        size,
     )
     LanceDataset.commit(
         ds.uri,
         LanceOperation.CreateIndex(
-            new_indices=[new], removed_indices=[_entry(info) for info in old]
+            new_indices=[new], removed_indices=[_listed(info) for info in old]
         ),
         read_version=ds.version,
     )
@@ -226,15 +220,16 @@ def commit_segment(
             return False
         live = {f.fragment_id for f in ds.get_fragments()}
         narrowed = [info for info in others if info.fragment_ids - live]
-        renewed = [_entry(i, i.fragment_ids & live) for i in narrowed if i.fragment_ids & live]
+        renewed = [_listed(i, i.fragment_ids & live) for i in narrowed if i.fragment_ids & live]
         removed = [info for info in old if info.uuid in replaced] + narrowed
-        new = _new_entry(ds, column, index_uuid, size, old[0].name, wanted)
+        field_id = ds.lance_schema.field(column).id()
+        new = _entry(index_uuid, old[0].name, field_id, ds.version, wanted, size)
         try:
             LanceDataset.commit(
                 ds.uri,
                 LanceOperation.CreateIndex(
                     new_indices=[*renewed, new],
-                    removed_indices=[_entry(info) for info in removed],
+                    removed_indices=[_listed(info) for info in removed],
                 ),
                 read_version=ds.version,
             )
