@@ -198,6 +198,7 @@ def _lance_plan(ds: Any, column: str, deleted_share: float) -> UpdatePlan:
             f"no bloom index on column {column!r} in Lance dataset {ds.uri} to update; "
             f"build one with `pruner index build {ds.uri} --column {column}`"
         )
+    plan = None
     if len(segments) < MAX_SEGMENTS:
         try:
             zones = load_lance_index(ds, column, open_part=read_index_zones)
@@ -210,7 +211,16 @@ def _lance_plan(ds: Any, column: str, deleted_share: float) -> UpdatePlan:
                 return _segment_plan(plan, zones, segments)
     old = load_lance_index(ds, column)
     assert old is not None
-    plan = _plan_fragments(ds, fragments, old, deleted_share, _damaged_fragments(old))
+    damaged = _damaged_fragments(old)
+    if plan is None:
+        plan = _plan_fragments(ds, fragments, old, deleted_share, damaged)
+    else:  # the same zones, now with their filters: only damage can change the plan
+        plan.old = old
+        moved = damaged & set(plan.keep)
+        for fid in moved:
+            del plan.keep[fid]
+        rebuilt = moved | set(plan.rebuild)
+        plan.rebuild = [f for f in plan.order if f in rebuilt]
     return _whole_if_changed(plan)
 
 

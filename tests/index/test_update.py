@@ -663,3 +663,27 @@ def test_an_unreadable_segment_stops_an_update_with_a_clear_error(tmp_path: Path
     build_index(path, "id", items=ITEMS)
     _assert_covers_everything(path)
     check(path, [ROWS + 5, ROWS + 550, *old_values()])
+
+
+def test_lance_damaged_zones_and_deletions_are_reindexed_with_an_append(tmp_path: Path) -> None:
+    """Zones failing their checksums (fragment 0), deletions past the share (fragment 1) and
+    an append in one update: the first two re-indexed, the append added, one segment."""
+    from tests.index.test_damaged import _rewrite
+
+    path = lance_table(tmp_path)
+
+    def flip(zones: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        zones["bloom_filter_data"][0, :4] ^= 0xFF  # zone 0 is fragment 0's first
+        return zones
+
+    _rewrite(_index_file(path), flip, "keep")
+    second = ids()[PER_FRAGMENT : 2 * PER_FRAGMENT]
+    lance.dataset(str(path)).delete(f"id IN ({', '.join(map(str, second[:400].tolist()))})")
+    lance.write_dataset(data(np.arange(ROWS, ROWS + 500), "new"), str(path), mode="append")
+    plan = plan_update(path, "id")
+    assert (plan.rebuild, plan.add, sorted(plan.keep), plan.segment) == ([0, 1], [3], [2], False)
+    update_index(path, "id")
+    assert len(list_bloom_indexes(path)) == 1
+    _assert_covers_everything(path)
+    _assert_equals_a_rebuild(path, tmp_path)
+    check(path, [int(ids()[3]), int(second[500]), ROWS + 5])
