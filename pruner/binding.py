@@ -96,10 +96,16 @@ class _Binder(PredicateVisitor[Predicate]):
         if coerced.no_match:
             return BoundLiterals(leaf, None, no_match=True, reason=coerced.reason)
         exact = tuple(coerced.values) if coerced.exact else None
+        coerced_values = tuple(coerced.values)
         hash_type = arrow_type if self.hash_type is None else self.hash_type(column)
         if hash_type is None:
             return BoundLiterals(
-                leaf, None, reason=coerced.reason, unindexed=True, exact_values=exact
+                leaf,
+                None,
+                reason=coerced.reason,
+                unindexed=True,
+                exact_values=exact,
+                values=coerced_values,
             )
         try:
             array = pa.array(coerced.values, arrow_type)
@@ -109,13 +115,19 @@ class _Binder(PredicateVisitor[Predicate]):
                 except pa.ArrowException as err:
                     # Not representable in the index's encoding: prune nothing.
                     reason = f"cannot hash the values as {hash_type} ({err})"
-                    return BoundLiterals(leaf, None, reason=reason, exact_values=exact)
+                    return BoundLiterals(
+                        leaf, None, reason=reason, exact_values=exact, values=coerced_values
+                    )
             hashes, _ = hash_array(array)
         except (PrunerError, pa.ArrowException) as err:
             # Raised only if the column turns out to have an index to probe, as before
             # binding was a step of its own.
-            return BoundLiterals(leaf, None, reason=coerced.reason, error=err)
-        return BoundLiterals(leaf, hashes, reason=coerced.reason, exact_values=exact)
+            return BoundLiterals(
+                leaf, None, reason=coerced.reason, error=err, values=coerced_values
+            )
+        return BoundLiterals(
+            leaf, hashes, reason=coerced.reason, exact_values=exact, values=coerced_values
+        )
 
 
 def bind(

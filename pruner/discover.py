@@ -191,22 +191,25 @@ def signature(path: Path) -> tuple[object, ...] | None:
     """What changes whenever the table at ``path`` (absolute) changes, read without opening
     it: for a Lance dataset the names of its version manifests (a new version, even of an
     index, adds one; versions are never rewritten); for a Parquet directory or file, each
-    Parquet file's and each pruner index file's (name, size, modification time, inode).
+    Parquet file's (name, size, modification time, inode); for both, each index file's in
+    ``_pruner`` (a Parquet directory's indexes, either table's compound keys).
     None when it cannot vouch: a file changed in the last :data:`RACY_SECONDS`, or the path
     is neither."""
-    if is_lance_dataset(path):
+    lance = is_lance_dataset(path)
+    if lance:
         with os.scandir(path / "_versions") as entries:
-            return ("lance", frozenset(entry.name for entry in entries))
-    if path.is_file():
+            versions = frozenset(entry.name for entry in entries)
+        paths = []
+    elif path.is_file():
         paths = [path]
     elif path.is_dir():
         paths = parquet_files(path)
-        index_dir = path / "_pruner"
-        if index_dir.is_dir():
-            # every column's folder (a column may start with _), not staging folders
-            paths += [index_dir / name for name in _visible_files(index_dir, hidden=(".",))]
     else:
         return None
+    index_dir = path / "_pruner"
+    if index_dir.is_dir():
+        # every column's and key's folder (a column may start with _), not staging folders
+        paths += [index_dir / name for name in _visible_files(index_dir, hidden=(".",))]
     now = time.time_ns()
     items = []
     for file in paths:
@@ -217,4 +220,6 @@ def signature(path: Path) -> tuple[object, ...] | None:
         if now - stat.st_mtime_ns < RACY_SECONDS * 1e9:
             return None
         items.append((str(file), stat.st_size, stat.st_mtime_ns, stat.st_ino))
+    if lance:
+        return ("lance", versions, tuple(items))
     return ("parquet", tuple(items))

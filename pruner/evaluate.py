@@ -11,15 +11,17 @@ nothing here can narrow it below the rows that match.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from pruner.analyzer import Analysis, Scan
 from pruner.binding import bind
-from pruner.errors import IndexFormatError
+from pruner.errors import IndexFormatError, PrunerError
 from pruner.expressions import (
     AlwaysFalse,
     AlwaysTrue,
@@ -36,6 +38,7 @@ from pruner.expressions import (
     to_sql,
     visit,
 )
+from pruner.index.keys import KEY_TUPLE_LIMIT, Key, hash_tuples, key_tuples
 from pruner.selection import Selection
 from pruner.table import Table, TableIndex
 
@@ -108,6 +111,12 @@ class _Evaluator(PredicateVisitor[Selection | None]):
         self.dialect = dialect
         self.terms: list[TermReport] = []
         self.layout: TableIndex | None = None
+        # Compound keys: which were probed or reported, and what the predicate said of the
+        # columns (a leaf's column; why its literals cannot be compared exactly).
+        self.keys_done: set[Key] = set()
+        self.mentioned: set[str] = set()
+        self.inexact: dict[str, str] = {}
+        self.unmatched: set[str] = set()
 
     def bound(self, column: str, term: str) -> TableIndex | None:
         try:
@@ -132,7 +141,95 @@ class _Evaluator(PredicateVisitor[Selection | None]):
             part = visit(child, self)
             if part is not None:
                 result = part if result is None else result & part
+        for part in self.compound(node.children):
+            result = part if result is None else result & part
         return result
+
+    def compound(self, conjuncts: tuple[Predicate, ...]) -> list[Selection]:
+        """The selections of the table's compound indexes whose every column one of
+        ``conjuncts`` (an AND's children) fixes: ``column = v`` / ``IN`` with literals
+        pruner coerced, or ``IS NULL``. Each is probed with the tuples of the values'
+        cross product (at most :data:`KEY_TUPLE_LIMIT`); every one that applies is used, and
+        the AND intersects them with the single-column indexes' selections."""
+        keys = self.table.compound_keys()
+        if not keys:
+            return []
+        fixed: dict[str, tuple[tuple[Any, ...], Predicate]] = {}
+        for term in conjuncts:
+            if isinstance(term, BoundLiterals) and term.values is not None and not term.no_match:
+                known = fixed.get(term.column)
+                if known is None or len(term.values) < len(known[0]):
+                    fixed[term.column] = (term.values, term)
+            elif isinstance(term, IsNull):
+                fixed.setdefault(term.column, ((None,), term))
+        found = []
+        for key in keys:
+            if not all(c in fixed for c in key.columns):
+                continue
+            self.keys_done.add(key)
+            values = [fixed[c][0] for c in key.columns]
+            term = " AND ".join(to_sql(fixed[c][1]) for c in key.columns)
+            part = self.probe_key(key, values, term)
+            if part is not None:
+                found.append(part)
+        return found
+
+    def probe_key(self, key: Key, values: list[tuple[Any, ...]], term: str) -> Selection | None:
+        count = math.prod(len(v) for v in values)
+        if count > KEY_TUPLE_LIMIT:
+            reason = (
+                f"compound index {key.shown} not used: the values make {count:,} tuples, "
+                f"more than {KEY_TUPLE_LIMIT:,}"
+            )
+            self.terms.append(TermReport(term, False, reason, key.shown))
+            return None
+        bound = self.table.key_index(key)
+        if isinstance(bound, str):
+            reason = f"compound index {key.shown} not used: {bound}"
+            self.terms.append(TermReport(term, False, reason, key.shown))
+            return None
+        try:
+            hashes = hash_tuples(
+                key_tuples(values, [self.table.schema.field(c).type for c in key.columns])
+            )
+        except (PrunerError, pa.ArrowException) as err:
+            reason = f"compound index {key.shown} not used: cannot encode the values ({err})"
+            self.terms.append(TermReport(term, False, reason, key.shown))
+            return None
+        mask, decided = bound.index.zone_mask_explained(hashes)
+        selected = int((mask & bound.valid).sum())
+        reason = f"compound index {key.shown}, {count:,} tuples" + (
+            f"; {decided}" if decided else ""
+        )
+        self.terms.append(TermReport(term, True, reason, key.shown, selected))
+        if self.layout is None:
+            self.layout = bound
+        return bound.zones(mask)
+
+    def unused_keys(self) -> None:
+        """Say why each compound index on columns the predicate names was not probed."""
+        for key in self.table.compound_keys():
+            if key in self.keys_done or not self.mentioned & set(key.columns):
+                continue
+            if self.unmatched & set(key.columns):
+                continue  # a term no value can match decided
+            inexact = [c for c in key.columns if c in self.inexact]
+            unconstrained = [c for c in key.columns if c not in self.mentioned]
+            if inexact:
+                c = inexact[0]
+                why = f"the literals of {c} cannot be compared exactly ({self.inexact[c]})"
+            elif unconstrained:
+                why = f"{', '.join(unconstrained)} unconstrained"
+            else:
+                why = "its columns are not all fixed within one AND (an OR across columns, or NOT)"
+            self.terms.append(
+                TermReport(
+                    f"compound index {key.shown}",
+                    False,
+                    f"compound index {key.shown} not used: {why}",
+                    key.shown,
+                )
+            )
 
     def visit_or(self, node: Or) -> Selection | None:
         parts = [visit(child, self) for child in node.children]
@@ -161,6 +258,11 @@ class _Evaluator(PredicateVisitor[Selection | None]):
 
     def visit_bound(self, node: BoundLiterals) -> Selection | None:
         term, column = to_sql(node), node.column
+        self.mentioned.add(column)
+        if node.no_match:
+            self.unmatched.add(column)
+        elif node.values is None:
+            self.inexact.setdefault(column, node.reason)
         if node.unindexed:
             if self.bound(column, term) is not None:  # an index appeared since binding
                 self.terms.append(TermReport(term, False, "index found after binding", column))
@@ -183,6 +285,7 @@ class _Evaluator(PredicateVisitor[Selection | None]):
         return index.zones(mask)
 
     def visit_is_null(self, node: IsNull) -> Selection | None:
+        self.mentioned.add(node.column)
         return self.nulls(node.column, to_sql(node))
 
     def visit_unknown(self, node: Unknown) -> Selection | None:
@@ -226,7 +329,9 @@ def _run(
     the bound predicate."""
     evaluator = _Evaluator(table, dialect)
     bound = bind(predicate, table.schema, dialect, table.hash_type)
-    return evaluator, visit(bound, evaluator), bound
+    selected = visit(bound, evaluator)
+    evaluator.unused_keys()
+    return evaluator, selected, bound
 
 
 def row_keys(bound: Predicate) -> RowKeys | None:

@@ -209,6 +209,10 @@ class BoundLiterals(Predicate):
     exact_values: tuple[Any, ...] | None = None
     """The coerced values when they are exactly the column values that can match
     (:attr:`pruner.literals.Coercion.exact`): a row holding none of them cannot."""
+    values: tuple[Any, ...] | None = None
+    """The coerced values (at the column's plain type; both zeros for a float ``= 0``):
+    every value of the column that can match is one of them. None when pruner cannot tell
+    (``reason`` says why) or none can match (``no_match``)."""
 
     @property
     def column(self) -> str:

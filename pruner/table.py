@@ -28,6 +28,7 @@ import pyarrow as pa
 import pyarrow.dataset as pads
 
 from pruner.discover import (
+    FileIdentity,
     ParquetFile,
     is_lance_dataset,
     parquet_files,
@@ -44,6 +45,7 @@ from pruner.index import (
     open_index,
     parquet_index_path,
 )
+from pruner.index.keys import Key, key_index_path, lance_fragment_file, stored_keys
 from pruner.index.native import native_index
 from pruner.selection import FRAGMENT_SHIFT, Selection
 
@@ -114,6 +116,8 @@ class Table:
         self.uniform_schema = uniform_schema
         self._indexes: dict[str, TableIndex | None] = {}
         self._indexed_columns: list[str] | None = None
+        self._keys: list[Key] | None = None
+        self._key_indexes: dict[Key, TableIndex | str] = {}
         self._lock = threading.Lock()
         self._whole: Selection | None = None
         self._fragments: list[Any] | None = None
@@ -288,18 +292,41 @@ class Table:
 
     def _parquet_ids(self, index: ZoneIndex) -> np.ndarray:
         """Index fragment id -> table fragment id, -1 where the file changed or is gone."""
-        current = {f.relative: (fid, f) for fid, f in (self.files or {}).items()}
-        mapping: dict[int, int] = {}
-        for entry in index.files or []:
-            found = current.get(entry.path)
-            if found is None:
-                continue
-            fid, now = found
-            if now.rows == entry.rows and now.identity.matches(entry.identity):
-                mapping[entry.fragment_id] = fid
-        lookup = np.vectorize(lambda f: mapping.get(int(f), -1), otypes=[np.int64])
-        unique, inverse = np.unique(index.fragment_id, return_inverse=True)
-        return lookup(unique)[inverse] if len(unique) else np.empty(0, np.int64)
+        current = {f.relative: (fid, f.rows, f.identity) for fid, f in (self.files or {}).items()}
+        return _file_ids(index, current)
+
+    def compound_keys(self) -> list[Key]:
+        """The compound keys indexed for this table (:mod:`pruner.index.keys`)."""
+        if self._keys is None:
+            self._keys = stored_keys(self.path) if self.path.is_dir() else []
+        return self._keys
+
+    def key_index(self, key: Key) -> TableIndex | str:
+        """The bound compound index of ``key``, or why it cannot be used."""
+        with self._lock:
+            if key not in self._key_indexes:
+                self._key_indexes[key] = self._load_key(key)
+            return self._key_indexes[key]
+
+    def _load_key(self, key: Key) -> TableIndex | str:
+        mixed = [c for c in key.columns if c in self.mixed_types]
+        if mixed:
+            return f"the Parquet files disagree on the type of {mixed[0]}"
+        try:
+            index = open_index(key_index_path(self.path, key))
+        except PrunerError as err:
+            return f"it is unreadable ({err})"
+        stale = key.stale(index.column, self.schema)
+        if stale is not None:
+            return stale
+        if self.kind != "lance":
+            return self._fit(index, self._parquet_ids(index))
+        schema = self.dataset.lance_schema
+        current = {}
+        for fragment in self.lance_fragments():
+            path, identity = lance_fragment_file(fragment, schema, key)
+            current[path] = (fragment.fragment_id, fragment.metadata.physical_rows, identity)
+        return self._fit(index, _file_ids(index, current))
 
     def default_zones(self) -> tuple[np.ndarray, np.ndarray]:
         """Zone boundaries (addresses) of ``DEFAULT_ITEMS`` rows, for tables without index."""
@@ -311,6 +338,22 @@ class Table:
         if not starts:
             return np.empty(0, np.int64), np.empty(0, np.int64)
         return np.concatenate(starts), np.concatenate(ends)
+
+
+def _file_ids(index: ZoneIndex, current: dict[str, tuple[int, int, FileIdentity]]) -> np.ndarray:
+    """Per zone of ``index``, the table's fragment id of the file (``current``: path ->
+    fragment id, rows, identity now) its fragment recorded, -1 where that changed or is gone."""
+    mapping: dict[int, int] = {}
+    for entry in index.files or []:
+        found = current.get(entry.path)
+        if found is None:
+            continue
+        fid, rows, identity = found
+        if rows == entry.rows and identity.matches(entry.identity):
+            mapping[entry.fragment_id] = fid
+    lookup = np.vectorize(lambda f: mapping.get(int(f), -1), otypes=[np.int64])
+    unique, inverse = np.unique(index.fragment_id, return_inverse=True)
+    return lookup(unique)[inverse] if len(unique) else np.empty(0, np.int64)
 
 
 def _overlapping(starts: np.ndarray, ends: np.ndarray) -> set[int]:

@@ -339,6 +339,11 @@ class Resolver:
         return Unknown(_why_not_here(left, right, alias), self.sql(node))
 
     def _in(self, node: exp.In, alias: str) -> Predicate:
+        target = node.this
+        while isinstance(target, exp.Paren):
+            target = target.this
+        if isinstance(target, exp.Tuple):
+            return self._tuple_in(node, target, alias)
         column = self._column(node.this, alias)
         if column is None:
             return Unknown(f"not a condition on {alias}", self.sql(node))
@@ -357,6 +362,51 @@ class Resolver:
                 return Unknown("IN list holds something other than constants", self.sql(node))
             values.append(value)
         return in_(column, values)
+
+    def _tuple_in(self, node: exp.In, target: exp.Tuple, alias: str) -> Predicate:
+        """``(a, b) IN ((1, 'x'), (2, 'y'))`` is ``(a = 1 AND b = 'x') OR (a = 2 AND b =
+        'y')``: the same rows are TRUE (SQL compares rows field by field). Fields of other
+        tables are left out of each AND (a weaker condition on this table)."""
+        if node.args.get("query") or node.args.get("unnest") or node.args.get("field"):
+            return Unknown("IN (subquery) is not a list of constants", self.sql(node))
+        fields = [self._column(part, alias) for part in target.expressions]
+        if all(f is None for f in fields):
+            return Unknown(f"not a condition on {alias}", self.sql(node))
+        rows: list[Predicate] = []
+        for element in node.expressions:
+            parts = _tuple_parts(element, len(fields))
+            if parts is None:
+                return Unknown(
+                    "a row-value IN list holds something other than rows of "
+                    f"{len(fields)} constants",
+                    self.sql(node),
+                )
+            terms: list[Predicate] = []
+            for part_column, value_node in zip(fields, parts, strict=True):
+                if part_column is None:
+                    continue
+                if isinstance(part_column, Unknown):
+                    terms.append(Unknown(part_column.reason, self.sql(node)))
+                    continue
+                literal = literal_from_sql(value_node)
+                if literal is None:
+                    terms.append(Unknown(_why_not_value(value_node), self.sql(node)))
+                elif literal.kind == "null":
+                    terms.append(AlwaysFalse("NULL is never true"))
+                else:
+                    terms.append(Equals(part_column, literal))
+            rows.append(and_(*terms))
+        return or_(*rows)
+
+
+def _tuple_parts(element: exp.Expr, width: int) -> list[exp.Expr] | None:
+    """The values of one row of a row-value IN list, or None when it is not a row of
+    ``width`` values."""
+    while isinstance(element, exp.Paren):
+        element = element.this
+    if isinstance(element, exp.Tuple) and len(element.expressions) == width:
+        return list(element.expressions)
+    return None
 
 
 def _why_not(node: exp.Expr) -> str:

@@ -22,7 +22,7 @@ import importlib
 import os
 import shutil
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -64,6 +64,7 @@ from pruner.index.hierarchy import (
     open_index,
     write_hierarchy_of,
 )
+from pruner.index.keys import Key, key_index_path, stored_keys
 from pruner.index.lance import (
     BLOOM_INDEX_DETAILS,
     BloomIndexInfo,
@@ -109,6 +110,7 @@ __all__ = [
     "Hierarchy",
     "HierarchyUnusable",
     "IndexFileWriter",
+    "Key",
     "ProgressCallback",
     "UpdatePlan",
     "ZoneIndex",
@@ -119,6 +121,7 @@ __all__ = [
     "commit_segment",
     "companion_path",
     "format_probability",
+    "key_index_path",
     "list_bloom_indexes",
     "load_index",
     "load_lance_index",
@@ -127,6 +130,7 @@ __all__ = [
     "parquet_index_path",
     "plan_update",
     "read_index_file",
+    "stored_keys",
     "update_index",
     "write_hierarchy_of",
     "write_index_file",
@@ -156,7 +160,7 @@ def _engine_build(engine: str, registry: dict[str, str] = BUILD_ENGINES) -> Call
 
 def build_index(
     source: str | os.PathLike[str],
-    column: str,
+    column: str | Sequence[str],
     *,
     items: int = DEFAULT_ITEMS,
     probability: float = DEFAULT_PROBABILITY,
@@ -168,7 +172,9 @@ def build_index(
     """Build and store the zone bloom index of ``column`` for a Lance dataset or Parquet dir.
 
     A Lance dataset gets a committed BLOOMFILTER index (Lance's scanner uses it); a Parquet
-    directory gets ``_pruner/<column>/bloomfilter.lance``. ``engine="spark"`` indexes the
+    directory gets ``_pruner/<column>/bloomfilter.lance``. ``column`` a sequence of two or
+    more columns builds a compound key's index, stored in ``_pruner/<a>,<b>/`` for either
+    kind of table (:mod:`pruner.index.keys`). ``engine="spark"`` indexes the
     fragments as tasks of a Spark job on ``spark`` (default: the active session, or a local
     one); either engine builds the same index and stores it the same way.
 
@@ -181,12 +187,14 @@ def build_index(
         InvalidParameterError: an unknown engine, column or parameter.
         EngineError: the Spark job failed.
     """
-    if from_parquet_filters:
-        return _build_from_parquet_filters(Path(source), column, engine)
     if engine not in ENGINES:
         raise InvalidParameterError(
             f"unknown index build engine {engine!r}; use one of {', '.join(ENGINES)}"
         )
+    if not isinstance(column, str):
+        return _build_key(Path(source), Key.of(column), items, probability, progress, engine)
+    if from_parquet_filters:
+        return _build_from_parquet_filters(Path(source), column, engine)
     path = Path(source)
     lance_source = is_lance_dataset(path)
     build: Callable[..., ZoneIndex]
@@ -211,6 +219,28 @@ def build_index(
         index = build(
             path, column, items=items, probability=probability, progress=progress, sink=sink
         )
+        sink.finish(index)
+    _write_companion(location, index)
+    return index
+
+
+def _build_key(
+    path: Path,
+    key: Key,
+    items: int,
+    probability: float,
+    progress: ProgressCallback | None,
+    engine: str,
+) -> ZoneIndex:
+    """Build and store the compound index of ``key`` (the local engine builds it)."""
+    if engine != "local":
+        raise InvalidParameterError(
+            f"compound key indexes build with the local engine, not {engine!r}"
+        )
+    build = build_lance_index if is_lance_dataset(path) else build_parquet_index
+    location = key_index_path(path, key)
+    with IndexFileWriter(location) as sink:
+        index = build(path, key, items=items, probability=probability, progress=progress, sink=sink)
         sink.finish(index)
     _write_companion(location, index)
     return index

@@ -26,7 +26,8 @@ from pruner.buffers import scratch
 from pruner.discover import file_identity, parquet_files
 from pruner.errors import IndexFormatError, IndexNotFoundError, InvalidParameterError
 from pruner.hashing import hash_alike, hash_array, hash_input_width, plain_type
-from pruner.index.fileformat import IndexFileWriter
+from pruner.index.fileformat import IndexFileWriter, read_index_file
+from pruner.index.keys import KEY_ENCODING, Key, key_index_path, lance_fragment_file
 from pruner.index.lance import open_lance
 from pruner.index.model import FragmentFile, ZoneIndex
 from pruner.index.store import assign_fragment_ids, load_index
@@ -216,38 +217,51 @@ def _column_type(schema: pa.Schema, column: str, where: str, lance: bool) -> pa.
     return arrow_type
 
 
+def _columns(column: str | Key) -> list[str]:
+    return list(column.columns) if isinstance(column, Key) else [column]
+
+
+def _values(table: pa.Table, column: str | Key) -> pa.Array | pa.ChunkedArray:
+    """The values an index of ``column`` hashes: the column's, or a key's encoded tuples."""
+    return column.encode(table) if isinstance(column, Key) else table.column(column)
+
+
 def read_lance_fragment(
-    dataset: object, fragment_id: int, column: str, items: int, version: int | None = None
+    dataset: object, fragment_id: int, column: str | Key, items: int, version: int | None = None
 ) -> FragmentColumn:
-    """The live values of ``column`` in one Lance fragment, and the fragment's zones.
+    """The live values of ``column`` (or a compound key's tuples) in one Lance fragment, and
+    the fragment's zones.
 
     ``dataset`` is an open dataset, or its URI opened here at ``version``: all a Spark
     executor can be handed, since an open dataset does not pickle.
     """
     fragment = open_lance(dataset, version).get_fragment(fragment_id)
     if fragment.metadata.deletion_file is None:
-        table = fragment.to_table(columns=[column])
+        table = fragment.to_table(columns=_columns(column))
         return FragmentColumn(
-            fragment_id, table.column(column), contiguous_zones(table.num_rows, items), None
+            fragment_id, _values(table, column), contiguous_zones(table.num_rows, items), None
         )
-    table = fragment.to_table(columns=[column], with_row_address=True)
+    table = fragment.to_table(columns=_columns(column), with_row_address=True)
     addresses = table.column("_rowaddr").to_numpy()
     offsets = (addresses & np.uint64(0xFFFFFFFF)).astype(np.int64)
     return FragmentColumn(
-        fragment_id, table.column(column), lance_fragment_zones(offsets, items), offsets
+        fragment_id, _values(table, column), lance_fragment_zones(offsets, items), offsets
     )
 
 
-def lance_fragments(dataset: object, column: str) -> tuple[Any, list[Any]]:
+def lance_fragments(dataset: object, column: str | Key) -> tuple[Any, list[Any]]:
     """The open dataset and its fragments, once ``column`` is known to be indexable."""
     ds = open_lance(dataset)
-    _column_type(ds.schema, column, f"Lance dataset {ds.uri}", lance=True)
+    if isinstance(column, Key):
+        column.types(ds.schema, f"Lance dataset {ds.uri}")
+    else:
+        _column_type(ds.schema, column, f"Lance dataset {ds.uri}", lance=True)
     return ds, ds.get_fragments()
 
 
 def build_lance_index(
     dataset: object,
-    column: str,
+    column: str | Key,
     *,
     items: int = DEFAULT_ITEMS,
     probability: float = DEFAULT_PROBABILITY,
@@ -265,21 +279,34 @@ def build_lance_index(
     sbbf.optimal_num_bytes(items, probability)
     total = sum(f.count_rows() for f in fragments)
     readers = [partial(read_lance_fragment, ds, f.fragment_id, column, items) for f in fragments]
-    return _build(column, readers, items, probability, total, progress, threads, sink)
+    if not isinstance(column, Key):
+        return _build(column, readers, items, probability, total, progress, threads, sink)
+    schema = ds.lance_schema
+    files = [
+        FragmentFile(
+            f.fragment_id, *lance_fragment_file(f, schema, column), f.metadata.physical_rows
+        )
+        for f in fragments
+    ]
+    name = column.describe(column.types(ds.schema, f"Lance dataset {ds.uri}"))
+    index = _build(name, readers, items, probability, total, progress, threads, sink)
+    index.files, index.value_encoding = files, KEY_ENCODING
+    return index
 
 
 def read_parquet_fragment(
-    file: str | os.PathLike[str] | pq.ParquetFile, fragment_id: int, column: str, items: int
+    file: str | os.PathLike[str] | pq.ParquetFile, fragment_id: int, column: str | Key, items: int
 ) -> FragmentColumn:
-    """The values of ``column`` in one Parquet file (an open one, or a path), and its zones."""
+    """The values of ``column`` (or a compound key's tuples) in one Parquet file (an open
+    one, or a path), and its zones."""
     meta = file if isinstance(file, pq.ParquetFile) else pq.ParquetFile(file)
     group_rows = [meta.metadata.row_group(i).num_rows for i in range(meta.num_row_groups)]
-    values = meta.read(columns=[column]).column(column)
+    values = _values(meta.read(columns=_columns(column)), column)
     return FragmentColumn(fragment_id, values, parquet_file_zones(group_rows, items), None)
 
 
 def parquet_fragments(
-    directory: str | os.PathLike[str], column: str
+    directory: str | os.PathLike[str], column: str | Key
 ) -> tuple[list[pq.ParquetFile], list[FragmentFile]]:
     """The Parquet files under ``directory``, open and as the index records them (paths
     relative to ``directory``), once ``column`` is known to be indexable and stored with one
@@ -296,23 +323,27 @@ def parquet_fragments(
     # identity the index records, and is read whole instead of probed with stale zones.
     identities = [file_identity(p) for p in paths]
     metas = [pq.ParquetFile(p) for p in paths]
-    arrow_type = _column_type(
-        metas[0].schema_arrow, column, f"Parquet file {paths[0]}", lance=False
-    )
-    for path, meta in zip(paths[1:], metas[1:], strict=True):
-        other = _column_type(meta.schema_arrow, column, f"Parquet file {path}", lance=False)
-        if not hash_alike(other, arrow_type):
-            # Values are hashed at their column's width: a probe at one width would miss
-            # every zone of a file stored at another, a wrong answer.
-            raise InvalidParameterError(
-                f"column {column!r} is {other} in {path} but {arrow_type} in {paths[0]}; "
-                "every file must store the column with one type: rewrite the odd files, "
-                "or keep them in a directory of their own"
-            )
+    for name in _columns(column):
+        arrow_type = _column_type(
+            metas[0].schema_arrow, name, f"Parquet file {paths[0]}", lance=False
+        )
+        for path, meta in zip(paths[1:], metas[1:], strict=True):
+            other = _column_type(meta.schema_arrow, name, f"Parquet file {path}", lance=False)
+            if not hash_alike(other, arrow_type):
+                # Values are hashed at their column's width: a probe at one width would miss
+                # every zone of a file stored at another, a wrong answer.
+                raise InvalidParameterError(
+                    f"column {name!r} is {other} in {path} but {arrow_type} in {paths[0]}; "
+                    "every file must store the column with one type: rewrite the odd files, "
+                    "or keep them in a directory of their own"
+                )
     relative = [p.relative_to(root).as_posix() for p in paths]
     try:
-        previous = load_index(root, column).files or []
-    except (IndexNotFoundError, IndexFormatError):
+        if isinstance(column, Key):
+            previous = read_index_file(key_index_path(root, column)).files or []
+        else:
+            previous = load_index(root, column).files or []
+    except (IndexNotFoundError, IndexFormatError, FileNotFoundError):
         previous = []
     ids = assign_fragment_ids(relative, previous)
     files: list[FragmentFile] = []
@@ -324,7 +355,7 @@ def parquet_fragments(
 
 def build_parquet_index(
     directory: str | os.PathLike[str],
-    column: str,
+    column: str | Key,
     *,
     items: int = DEFAULT_ITEMS,
     probability: float = DEFAULT_PROBABILITY,
@@ -335,7 +366,8 @@ def build_parquet_index(
     """Build the zone bloom index of ``column`` over a directory of Parquet files.
 
     Each file is a fragment; zones never straddle a row group. Fragment ids stay stable
-    across rebuilds (a file keeps the id the previous index gave it).
+    across rebuilds (a file keeps the id the previous index gave it). A compound ``Key``
+    indexes its encoded tuples (:mod:`pruner.index.keys`).
     """
     metas, files = parquet_fragments(directory, column)
     sbbf.optimal_num_bytes(items, probability)
@@ -344,6 +376,11 @@ def build_parquet_index(
         partial(read_parquet_fragment, meta, file.fragment_id, column, items)
         for meta, file in zip(metas, files, strict=True)
     ]
-    index = _build(column, readers, items, probability, total, progress, threads, sink)
+    name = column
+    if isinstance(column, Key):
+        name = column.describe(column.types(metas[0].schema_arrow, f"Parquet file {directory}"))
+    index = _build(name, readers, items, probability, total, progress, threads, sink)
     index.files = files
+    if isinstance(column, Key):
+        index.value_encoding = KEY_ENCODING
     return index
