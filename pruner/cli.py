@@ -40,6 +40,7 @@ from pruner.index import (
     DEFAULT_ITEMS,
     DEFAULT_PROBABILITY,
     ENGINES,
+    Key,
     UpdatePlan,
     ZoneIndex,
     build_index,
@@ -74,10 +75,26 @@ def _summary(index: ZoneIndex) -> dict[str, object]:
     }
 
 
+def _key_columns(text: str) -> list[str]:
+    """A --key value: columns separated by commas."""
+    columns = [c.strip() for c in text.split(",")]
+    if len(columns) < 2 or not all(columns):
+        raise InvalidParameterError(
+            f"--key wants two or more columns separated by commas (--key a,b), got {text!r}"
+        )
+    return columns
+
+
 def _cmd_index_build(args: argparse.Namespace) -> int:
-    for column in args.column:
+    targets: list[str | list[str]] = [*(args.column or []), *map(_key_columns, args.key or [])]
+    if not targets:
+        raise InvalidParameterError(
+            "name what to index: --column C, or --key a,b for a compound key"
+        )
+    for column in targets:
         started = time.perf_counter()
-        with progress_bar(f"indexing {column}") as progress:
+        name = column if isinstance(column, str) else "(" + ", ".join(column) + ")"
+        with progress_bar(f"indexing {name}") as progress:
             index = build_index(
                 args.path,
                 column,
@@ -90,7 +107,7 @@ def _cmd_index_build(args: argparse.Namespace) -> int:
         seconds = time.perf_counter() - started
         info = _summary(index)
         print(
-            f"{column}: {info['zones']:,} zones over {info['fragments']} fragments, "
+            f"{name}: {info['zones']:,} zones over {info['fragments']} fragments, "
             f"{info['filter_bytes']:,} B per filter, built in {seconds:.2f} s"
         )
     return 0
@@ -295,9 +312,46 @@ def _index_file_damage(index: ZoneIndex) -> str:
     return ""
 
 
+def _key_status(table: PrunerTable, key: Key) -> dict[str, object]:
+    """A compound index's summary, coverage and state, as :func:`_index_status` gives a
+    column's (a compound index is rebuilt, never updated in part)."""
+    bound = table.key_index(key)
+    if isinstance(bound, str):
+        return {"column": key.shown, "state": "unusable", "error": bound}
+    coverage = bound.coverage(table.fragment_rows)
+    unit = "file" if table.kind == "parquet" else "fragment"
+    unindexed = coverage["fragments_total"] - coverage["fragments_indexed"]
+    why = []
+    if unindexed:
+        why.append(f"{unindexed:,} {unit}{'s' if unindexed != 1 else ''} not indexed")
+    if coverage["stale_zones"]:
+        why.append(f"{coverage['stale_zones']:,} zones of changed {unit}s")
+    if coverage["damaged_fragments"]:
+        why.append(f"{coverage['damaged_fragments']:,} damaged {unit}s")
+    state = "damaged" if coverage["damaged_fragments"] else "stale" if why else "current"
+    advice = ""
+    if why:
+        advice = (
+            f"those {unit}s are read whole; to cover them: pruner index build {table.path} "
+            f"--key {','.join(key.columns)}"
+        )
+    return {
+        **_summary(bound.index),
+        **coverage,
+        "column": key.shown,
+        "key": list(key.columns),
+        "rows_deleted": _deleted_rows(table, bound.index),
+        "state": state,
+        "why": "; ".join(why),
+        "advice": advice,
+        "update": {},
+    }
+
+
 def _cmd_index_list(args: argparse.Namespace) -> int:
     table = open_table(args.path)
     rows = [_index_status(table, column) for column in table.indexed_columns()]
+    rows += [_key_status(table, key) for key in table.compound_keys()]
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
@@ -473,7 +527,13 @@ def _parser() -> argparse.ArgumentParser:
     index_commands = index.add_subparsers(dest="index_command", required=True)
     build = index_commands.add_parser("build", help="build a zone bloom index")
     build.add_argument("path", help="a Lance dataset or a directory of Parquet files")
-    build.add_argument("--column", action="append", required=True, help="column to index")
+    build.add_argument("--column", action="append", help="column to index")
+    build.add_argument(
+        "--key",
+        action="append",
+        metavar="A,B[,C...]",
+        help="a compound key to index: its columns, separated by commas",
+    )
     build.add_argument("--items", type=int, default=DEFAULT_ITEMS, help="rows per zone")
     build.add_argument(
         "--probability", type=float, default=DEFAULT_PROBABILITY, help="false-positive rate"

@@ -160,7 +160,7 @@ def _engine_build(engine: str, registry: dict[str, str] = BUILD_ENGINES) -> Call
 
 def build_index(
     source: str | os.PathLike[str],
-    column: str | Sequence[str],
+    column: str | Sequence[str] | Key,
     *,
     items: int = DEFAULT_ITEMS,
     probability: float = DEFAULT_PROBABILITY,

@@ -76,12 +76,14 @@ class Key:
     columns: tuple[str, ...]
 
     @classmethod
-    def of(cls, columns: Sequence[str]) -> Key:
+    def of(cls, columns: Sequence[str] | Key) -> Key:
         """A key of ``columns``.
 
         Raises:
             InvalidParameterError: fewer than two columns, or one named twice.
         """
+        if isinstance(columns, Key):
+            return columns
         names = tuple(columns)
         if len(names) < 2:
             raise InvalidParameterError(

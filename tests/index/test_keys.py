@@ -1,0 +1,406 @@
+"""Compound key indexes (``--key a,b``): the tuple encoding, the build, how queries use them.
+
+The judge of every answer is the engine alone over the raw files
+(:func:`tests.support.engine_check.engine_alone`); a compound selection must hold every
+matching row and lie inside what the single-column indexes select.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import lance
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import pruner
+from pruner.cli import main
+from pruner.errors import InvalidParameterError
+from pruner.index import Key, build_index, key_index_path, stored_keys
+from pruner.index.keys import KEY_TUPLE_LIMIT, encode_tuples, hash_tuples, key_tuples
+from pruner.table import open_table
+from tests.support.engine_check import engine_alone, multiset
+
+pytestmark = pytest.mark.filterwarnings("ignore:.*fork-safe")
+
+
+# ---------------------------------------------------------------------------- encoding
+
+
+def _encoded(rows: list[tuple[Any, ...]], types: list[pa.DataType]) -> list[bytes]:
+    columns = [pa.array([r[i] for r in rows], t) for i, t in enumerate(types)]
+    return encode_tuples(columns).to_pylist()
+
+
+def test_near_collisions_encode_apart() -> None:
+    """Tuples that a naive join of their values would confuse encode differently."""
+    rows = [
+        ("a,b", "c"),
+        ("a", "b,c"),
+        ("ab", "c"),
+        ("a", "bc"),
+        ("", ""),
+        ("", None),
+        (None, ""),
+        (None, None),
+        ("\x00", ""),
+        ("", "\x00"),
+        ("\x01", None),
+        ("\x00\x00\x00\x00\x00\x00\x00\x00", ""),
+    ]
+    encoded = _encoded(rows, [pa.string(), pa.string()])
+    assert len(set(encoded)) == len(rows)
+    # and the same tuple always encodes alike, whichever array layout holds it
+    again = encode_tuples(
+        [
+            pa.array([r[0] for r in rows], pa.large_string()),
+            pa.chunked_array([[r[1] for r in rows]]),
+        ]
+    ).to_pylist()
+    assert again == encoded
+
+
+def test_fixed_width_values_and_nulls_encode_apart() -> None:
+    rows = [(0, 1), (1, 0), (None, 0), (0, None), (None, None), (256, 0), (0, 256)]
+    assert len(set(_encoded(rows, [pa.int16(), pa.int16()]))) == len(rows)
+    # 0.0 and -0.0 are different bytes: a query's `f = 0` probes both (as a column's does)
+    zeros = _encoded([(0.0, 1), (-0.0, 1)], [pa.float64(), pa.int8()])
+    assert zeros[0] != zeros[1]
+
+
+_TYPES = [pa.int8(), pa.int64(), pa.string(), pa.binary()]
+
+
+def _value(arrow_type: pa.DataType) -> st.SearchStrategy[Any]:
+    if pa.types.is_int8(arrow_type):
+        return st.none() | st.integers(-128, 127)
+    if pa.types.is_integer(arrow_type):
+        return st.none() | st.integers(-(2**63), 2**63 - 1)
+    if pa.types.is_string(arrow_type):
+        return st.none() | st.text(alphabet="ab,\x00\x01", max_size=4)
+    return st.none() | st.binary(max_size=9)
+
+
+@st.composite
+def _typed_rows(draw: st.DrawFn) -> tuple[list[pa.DataType], list[tuple[Any, ...]]]:
+    types = draw(st.lists(st.sampled_from(_TYPES), min_size=2, max_size=4))
+    row = st.tuples(*[_value(t) for t in types])
+    return types, draw(st.lists(row, min_size=2, max_size=30))
+
+
+@given(_typed_rows())
+@settings(max_examples=300, deadline=None)
+def test_encoding_is_injective(case: tuple[list[pa.DataType], list[tuple[Any, ...]]]) -> None:
+    """Two tuples encode alike exactly when they are the same tuple."""
+    types, rows = case
+    encoded = _encoded(rows, types)
+    for i, row in enumerate(rows):
+        for j in range(i + 1, len(rows)):
+            assert (encoded[i] == encoded[j]) == (row == rows[j]), (row, rows[j])
+
+
+def test_tuples_are_the_cross_product() -> None:
+    columns = key_tuples([(1, 2), ("x", None, "z")], [pa.int32(), pa.string()])
+    pairs = list(zip(columns[0].to_pylist(), columns[1].to_pylist(), strict=True))
+    assert sorted(pairs, key=repr) == sorted(
+        [(a, b) for a in (1, 2) for b in ("x", None, "z")], key=repr
+    )
+    assert len(hash_tuples(columns)) == 6
+
+
+# ---------------------------------------------------------------------------- tables
+
+ROWS = 2_100
+
+
+def _data(seed: int = 5, rows: int = ROWS) -> pa.Table:
+    """Columns of every kind a key may hold; ``a`` and ``b`` each take few values (with
+    NULLs), their pair many."""
+    rng = np.random.default_rng(seed)
+
+    def nulls(values: list[Any], share: float = 0.05) -> list[Any]:
+        return [None if rng.random() < share else v for v in values]
+
+    a = rng.integers(0, 12, rows)
+    b = rng.integers(0, 15, rows)
+    f = rng.choice([0.0, -0.0, 1.5, 2.5, -1.0], rows)
+    day = datetime.date(2026, 1, 1)
+    return pa.table(
+        {
+            "a": pa.array(nulls(a.tolist()), pa.int16()),
+            "b": pa.array(nulls([f"b{x}" for x in b]), pa.string()),
+            "f": pa.array(f, pa.float32()),
+            "d": pa.array([day + datetime.timedelta(days=int(x) % 9) for x in a], pa.date32()),
+            "t": pa.array(
+                [datetime.datetime(2026, 1, 1) + datetime.timedelta(seconds=int(x)) for x in b],
+                pa.timestamp("us"),
+            ),
+            "bin": pa.array(nulls([bytes([x % 5]) * (x % 3) for x in b.tolist()]), pa.binary()),
+            "u": pa.array(rng.integers(0, 2**40, rows), pa.int64()),
+            "n": pa.array(np.arange(rows), pa.int64()),
+        }
+    )
+
+
+KEYS = [("a", "b"), ("b", "a"), ("a", "f"), ("d", "t", "bin"), ("a", "b", "u"), ("f", "bin")]
+
+
+def _make(kind: str, directory: Path) -> Path:
+    data = _data()
+    if kind == "lance":
+        path = directory / "t.lance"
+        lance.write_dataset(data, str(path), max_rows_per_file=700)
+        ds = lance.dataset(str(path))
+        ds.delete("n % 13 = 0")
+    else:
+        path = directory / "t"
+        path.mkdir()
+        for number, start in enumerate(range(0, ROWS, 700)):
+            pq.write_table(data.slice(start, 700), path / f"p{number}.parquet", row_group_size=300)
+    for key in KEYS:
+        build_index(path, key, items=64)
+    build_index(path, "a", items=64)
+    build_index(path, "b", items=64)
+    return path
+
+
+@pytest.fixture(scope="module", params=["lance", "parquet"])
+def table(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _make(request.param, tmp_path_factory.mktemp(request.param))
+
+
+def _rows_of(path: Path) -> pa.Table:
+    if (path / "_versions").is_dir():
+        return lance.dataset(str(path)).to_table()
+    return pa.concat_tables(pq.read_table(p) for p in sorted(path.glob("*.parquet")))
+
+
+def _condition(draw: st.DrawFn, data: pa.Table, key: tuple[str, ...]) -> tuple[str, list[Any]]:
+    """``c1 = ? AND c2 IN (?, ?) AND c3 IS NULL ...`` over the key's columns, with values of
+    the data (of one row, mostly) or not."""
+    row = draw(st.integers(0, data.num_rows - 1))
+    terms, parameters = [], []
+    for column in key:
+        values = data.column(column).to_pylist()
+        here = values[row]
+        others = draw(st.lists(st.sampled_from(values), max_size=2))
+        choice = draw(st.sampled_from(["row", "row", "in", "absent"]))
+        if here is None and choice != "absent":
+            terms.append(f'"{column}" IS NULL')
+            continue
+        if choice == "row":
+            terms.append(f'"{column}" = ?')
+            parameters.append(here)
+        elif choice == "in":
+            picked = [v for v in [here, *others] if v is not None] or [here]
+            terms.append(f'"{column}" IN ({", ".join("?" * len(picked))})')
+            parameters.extend(picked)
+        else:
+            terms.append(f'"{column}" = ?')
+            parameters.append(_absent(data.schema.field(column).type))
+    return " AND ".join(terms), parameters
+
+
+def _absent(arrow_type: pa.DataType) -> Any:
+    if pa.types.is_floating(arrow_type):
+        return 7.25
+    if pa.types.is_integer(arrow_type):
+        return 99
+    if pa.types.is_date(arrow_type):
+        return datetime.date(1999, 1, 1)
+    if pa.types.is_timestamp(arrow_type):
+        return datetime.datetime(1999, 1, 1)
+    if pa.types.is_binary(arrow_type):
+        return b"\x09\x09"
+    return "zz"
+
+
+@given(st.data())
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+def test_compound_selection_holds_every_match(table: Path, data: st.DataObject) -> None:
+    """Pruned by compound indexes == DuckDB alone; the selection lies inside what the
+    single-column indexes alone select."""
+    rows = _rows_of(table)
+    key = data.draw(st.sampled_from(KEYS))
+    condition, parameters = _condition(data.draw, rows, key)
+    sql = f"SELECT n FROM t WHERE {condition}"
+    expected = engine_alone("duckdb", sql, {"t": table}, parameters)
+    assert multiset(pruner.query(sql, {"t": table}, parameters=parameters)) == multiset(expected)
+    opened = open_table(table)
+    scan = pruner.explain(sql, {"t": opened}, parameters=parameters).scans[0]
+    without = open_table(table)
+    without._keys = []
+    alone = pruner.explain(sql, {"t": without}, parameters=parameters).scans[0]
+    assert (scan.selection & alone.selection) == scan.selection
+    assert any(t.used_index and t.column == Key(key).shown for t in scan.terms), scan.terms
+
+
+def test_compound_prunes_what_single_columns_cannot(table: Path) -> None:
+    """a = 3 AND b = 'b7' selects every zone through a's and b's own indexes (each value is
+    everywhere) and a few through (a, b)."""
+    sql = "SELECT n FROM t WHERE a = 3 AND b = 'b7'"
+    scan = pruner.explain(sql, {"t": table}).scans[0]
+    without = open_table(table)
+    without._keys = []
+    alone = pruner.explain(sql, {"t": without}).scans[0]
+    assert scan.zones_selected * 4 <= alone.zones_selected, (scan.zones_selected, alone)
+    assert multiset(pruner.query(sql, {"t": table})) == multiset(
+        engine_alone("duckdb", sql, {"t": table})
+    )
+
+
+@pytest.mark.parametrize(
+    ("sql", "why"),
+    [
+        ("SELECT n FROM t WHERE a = 3", "b unconstrained"),
+        ("SELECT n FROM t WHERE a = 3 OR b = 'b7'", "not all fixed within one AND"),
+        ("SELECT n FROM t WHERE a = '3x' AND b = 'b7'", "cannot be compared exactly"),
+    ],
+)
+def test_explain_says_why_a_key_was_not_used(table: Path, sql: str, why: str) -> None:
+    scan = pruner.explain(sql, {"t": table}).scans[0]
+    reasons = [t.reason for t in scan.terms if t.column == "(a, b)"]
+    assert reasons and why in reasons[0], scan.terms
+    assert not any(t.used_index for t in scan.terms if t.column == "(a, b)")
+
+
+def test_row_value_in_and_or_of_ands_use_the_key(table: Path) -> None:
+    for sql in [
+        "SELECT n FROM t WHERE (a, b) IN ((3, 'b7'), (4, 'b1'))",
+        "SELECT n FROM t WHERE (a = 3 AND b = 'b7') OR (a = 4 AND b = 'b1')",
+        "SELECT n FROM t WHERE a IN (3, 4) AND b IN ('b7', 'b1')",
+        "SELECT n FROM t WHERE (a, b, n) IN ((3, 'b7', 5), (4, NULL, 6))",
+    ]:
+        scan = pruner.explain(sql, {"t": table}).scans[0]
+        assert any(t.used_index and t.column == "(a, b)" for t in scan.terms), (sql, scan.terms)
+        assert multiset(pruner.query(sql, {"t": table})) == multiset(
+            engine_alone("duckdb", sql, {"t": table})
+        ), sql
+
+
+def test_too_many_tuples_fall_back(table: Path) -> None:
+    many = ", ".join(str(i) for i in range(KEY_TUPLE_LIMIT // 2 + 1))
+    sql = f"SELECT n FROM t WHERE a IN ({many}) AND b IN ('b1', 'b2', 'b3')"
+    scan = pruner.explain(sql, {"t": table}).scans[0]
+    reasons = [t.reason for t in scan.terms if t.column == "(a, b)"]
+    assert reasons and "tuples, more than" in reasons[0]
+
+
+def test_each_engine_answers_as_alone(table: Path, spark: Any) -> None:
+    sql = "SELECT n FROM t WHERE a = 3 AND b = 'b7' AND f = 0"
+    for engine in ["duckdb", "datafusion", "spark"]:
+        session = spark if engine == "spark" else None
+        expected = engine_alone(engine, sql, {"t": table}, spark=session)
+        assert multiset(pruner.query(sql, {"t": table}, engine=engine)) == multiset(expected)
+
+
+# ---------------------------------------------------------------------------- staleness
+
+
+def test_changed_parquet_file_is_read_whole(tmp_path: Path) -> None:
+    path = _make("parquet", tmp_path)
+    data = _data(seed=9, rows=700)
+    os.remove(path / "p1.parquet")
+    pq.write_table(data, path / "p1.parquet")  # same name, other rows
+    sql = "SELECT n FROM t WHERE a = 3 AND b = 'b7'"
+    table = open_table(path)
+    bound = table.key_index(Key(("a", "b")))
+    assert not isinstance(bound, str) and bound.stale_zones > 0
+    assert multiset(pruner.query(sql, {"t": path})) == multiset(
+        engine_alone("duckdb", sql, {"t": path})
+    )
+
+
+def test_changed_type_or_damage_makes_the_key_unusable(tmp_path: Path) -> None:
+    path = _make("parquet", tmp_path)
+    key = Key(("a", "b"))
+    # another type for b: the index hashed strings
+    for file in sorted(path.glob("*.parquet")):
+        rows = pq.read_table(file)
+        index = rows.schema.get_field_index("b")
+        pq.write_table(rows.set_column(index, "b", rows.column("b").cast(pa.binary())), file)
+    reason = open_table(path).key_index(key)
+    assert isinstance(reason, str) and "rebuild" in reason
+    build_index(path, key, items=64)
+    location = key_index_path(path, key)
+    location.write_bytes(location.read_bytes()[:100])  # truncated
+    (location.parent / "bloomfilter.hierarchy").unlink()
+    reason = open_table(path).key_index(key)
+    assert isinstance(reason, str) and "unreadable" in reason
+    sql = "SELECT n FROM t WHERE a = 3 AND b = CAST('b7' AS BLOB)"
+    scan = pruner.explain(sql, {"t": path}).scans[0]
+    assert any("unreadable" in t.reason for t in scan.terms if t.column == "(a, b)")
+    assert multiset(pruner.query(sql, {"t": path})) == multiset(
+        engine_alone("duckdb", sql, {"t": path})
+    )
+
+
+def test_lance_operations_leave_the_key_alone(tmp_path: Path) -> None:
+    """Lance's compaction, index optimisation and cleanup keep ``_pruner/`` (where a
+    compound index lives) and its scanner still answers; compacted fragments are new, so the
+    key's zones of the old ones are stale and the new ones are read whole."""
+    path = _make("lance", tmp_path)
+    for start in range(0, 300, 100):
+        lance.write_dataset(_data(seed=start, rows=100), str(path), mode="append")
+    ds = lance.dataset(str(path))
+    ds.create_scalar_index("n", "BTREE")
+    ds.optimize.compact_files()
+    ds = lance.dataset(str(path))
+    ds.optimize.optimize_indices()
+    ds = lance.dataset(str(path))
+    ds.cleanup_old_versions(older_than=datetime.timedelta(0), delete_unverified=True)
+    assert {k.columns for k in stored_keys(path)} == set(KEYS)
+    assert key_index_path(path, Key(("a", "b"))).is_file()
+    sql = "SELECT n FROM t WHERE a = 3 AND b = 'b7'"
+    assert multiset(pruner.query(sql, {"t": path})) == multiset(
+        engine_alone("duckdb", sql, {"t": path})
+    )
+    bound = open_table(path).key_index(Key(("a", "b")))
+    assert not isinstance(bound, str)
+    assert bound.uncovered.num_rows > 0  # the compacted fragments
+    build_index(path, ["a", "b"], items=64)
+    bound = open_table(path).key_index(Key(("a", "b")))
+    assert not isinstance(bound, str) and bound.uncovered.num_rows == 0
+    lance_listed = {i.name for i in lance.dataset(str(path)).describe_indices()}
+    assert not any("," in name for name in lance_listed)
+
+
+# ---------------------------------------------------------------------------- CLI and API
+
+
+def test_cli_builds_and_lists_keys(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "t"
+    path.mkdir()
+    pq.write_table(_data(rows=500), path / "p.parquet")
+    assert main(["index", "build", str(path), "--key", "a,b", "--items", "64"]) == 0
+    assert "(a, b):" in capsys.readouterr().out
+    assert main(["index", "list", str(path), "--json"]) == 0
+    listed = __import__("json").loads(capsys.readouterr().out)
+    assert [r["key"] for r in listed] == [["a", "b"]] and listed[0]["state"] == "current"
+    assert main(["index", "build", str(path), "--key", "a"]) == 2
+    assert "two or more columns" in capsys.readouterr().err
+    assert main(["index", "build", str(path), "--key", "a,nope"]) == 2
+    assert "nope" in capsys.readouterr().err
+
+
+def test_key_arguments_are_checked(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    path.mkdir()
+    pq.write_table(_data(rows=50), path / "p.parquet")
+    with pytest.raises(InvalidParameterError, match="each column once"):
+        build_index(path, ["a", "a"])
+    with pytest.raises(InvalidParameterError, match="local engine"):
+        build_index(path, ["a", "b"], engine="spark")
+    shutil.rmtree(path / "_pruner", ignore_errors=True)
