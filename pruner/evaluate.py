@@ -168,8 +168,8 @@ class _Evaluator(PredicateVisitor[Selection | None]):
                 continue
             self.keys_done.add(key)
             values = [fixed[c][0] for c in key.columns]
-            term = " AND ".join(to_sql(fixed[c][1]) for c in key.columns)
-            part = self.probe_key(key, values, term)
+            shown = " AND ".join(to_sql(fixed[c][1]) for c in key.columns)
+            part = self.probe_key(key, values, shown)
             if part is not None:
                 found.append(part)
         return found

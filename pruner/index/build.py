@@ -376,7 +376,7 @@ def build_parquet_index(
         partial(read_parquet_fragment, meta, file.fragment_id, column, items)
         for meta, file in zip(metas, files, strict=True)
     ]
-    name = column
+    name = column if isinstance(column, str) else ""
     if isinstance(column, Key):
         name = column.describe(column.types(metas[0].schema_arrow, f"Parquet file {directory}"))
     index = _build(name, readers, items, probability, total, progress, threads, sink)
