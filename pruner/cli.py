@@ -18,6 +18,7 @@ traceback.
 from __future__ import annotations
 
 import argparse
+import csv as text_csv
 import errno
 import io
 import json
@@ -131,6 +132,29 @@ def _cmd_index_update(args: argparse.Namespace) -> int:
     return 0
 
 
+def _typed_tuples(table: PrunerTable, key: str, texts: list[str]) -> list[tuple[Any, ...]]:
+    """Keys of a compound key given as CSV lines (``7,abc``; quote a value holding a comma:
+    ``7,"a,b"``), each field typed as :func:`_typed_keys` types a column's keys."""
+    columns = _key_columns(key)
+    for column in columns:
+        if column not in table.schema.names:
+            raise InvalidParameterError(
+                f"column {column!r} is not in {table.path}; its columns are "
+                f"{', '.join(table.schema.names)}"
+            )
+    rows = list(text_csv.reader(texts))
+    for text, row in zip(texts, rows, strict=True):
+        if len(row) != len(columns):
+            raise InvalidParameterError(
+                f"key {text!r} has {len(row)} fields, but the key ({key}) has {len(columns)}"
+            )
+    typed = [
+        _typed_keys([row[i] for row in rows], table.schema.field(c).type)
+        for i, c in enumerate(columns)
+    ]
+    return list(zip(*typed, strict=True))
+
+
 def _typed_keys(texts: list[str], arrow_type: Any) -> list[Any]:
     """Keys given as text, as the values a user meant: numbers on a numeric column (text
     that is not one stays text, which matches no number), text on any other."""
@@ -160,12 +184,16 @@ def _cmd_lookup(args: argparse.Namespace) -> int:
     if not texts:
         raise InvalidParameterError("give the keys to look up: KEY ... or --keys-file FILE")
     table = open_table(args.path)
-    if args.column not in table.schema.names:
+    if args.key:
+        found = lookup(table, _key_columns(args.key), _typed_tuples(table, args.key, texts))
+    elif args.column not in table.schema.names:
         raise InvalidParameterError(
             f"column {args.column!r} is not in {args.path}; its columns are "
             f"{', '.join(table.schema.names)}"
         )
-    found = lookup(table, args.column, _typed_keys(texts, table.schema.field(args.column).type))
+    else:
+        column_type = table.schema.field(args.column).type
+        found = lookup(table, args.column, _typed_keys(texts, column_type))
     if args.json:
         print(json.dumps(found.to_json()))
         return 0
@@ -593,7 +621,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     look.add_argument("path", help="a Lance dataset or a directory of Parquet files")
     look.add_argument("keys", nargs="*", metavar="KEY", help="keys to look up")
-    look.add_argument("--column", required=True, help="an indexed column")
+    which = look.add_mutually_exclusive_group(required=True)
+    which.add_argument("--column", help="an indexed column")
+    which.add_argument(
+        "--key", metavar="A,B[,C...]", help="an indexed compound key; each KEY a CSV line"
+    )
     look.add_argument("--keys-file", help="a text file of keys, one per line")
     look.add_argument(
         "--json", action="store_true", help='[{"key": ..., "ranges": [[fragment, start, length]]}]'

@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib
 import tempfile
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -27,10 +27,10 @@ from pruner.errors import InvalidParameterError
 from pruner.evaluate import RowKeys
 from pruner.explain import Explanation
 from pruner.explain import explain as explain_selections
-from pruner.lookup import lookup
+from pruner.lookup import Lookup, lookup
 from pruner.parameters import Parameters
 from pruner.plan import Plan, plan
-from pruner.table import TableSource, as_table, open_table
+from pruner.table import Table, TableSource, as_table, open_table
 
 __all__ = ["ENGINES", "TimedQuery", "adapter", "explain", "find", "query", "timed_query"]
 
@@ -142,7 +142,7 @@ def explain(
 
 def find(
     source: TableSource,
-    column: str,
+    column: str | Sequence[str],
     keys: Iterable[Any],
     *,
     engine: str = "duckdb",
@@ -164,12 +164,16 @@ def find(
     if len(found.unknown):
         key = found.keys[int(found.unknown[0])]
         raise InvalidParameterError(
-            f"key {key!r} cannot be compared exactly with column {column!r} "
-            f"({table.schema.field(column).type}); run the query as SQL instead"
+            f"key {key!r} cannot be compared exactly with {column!r}; run the query as SQL instead"
         )
     quote = "`" if engine == "spark" else '"'
-    name = quote + column.replace(quote, quote * 2) + quote
-    sql = f"SELECT * FROM t WHERE {name} IN (SELECT k FROM k)"
+
+    def name(column: str) -> str:
+        return quote + column.replace(quote, quote * 2) + quote
+
+    if not isinstance(column, str):
+        return _find_tuples(table, column, found, engine, name)
+    sql = f"SELECT * FROM t WHERE {name(column)} IN (SELECT k FROM k)"
     with tempfile.TemporaryDirectory(prefix="pruner-keys-") as scratch:
         folder = Path(scratch)
         pq.write_table(pa.table({"k": found.values}), folder / "keys.parquet")
@@ -184,4 +188,20 @@ def find(
             {"t": found.selection(), "k": None},
             row_keys={"t": RowKeys(column, candidates)} if exact else {},
         )
+        return query(sql, prepared.tables, engine=engine, prepared=prepared)
+
+
+def _find_tuples(
+    table: Table, columns: Sequence[str], found: Lookup, engine: str, name: Callable[[str], str]
+) -> pa.Table:
+    """:func:`find` of a compound key's tuples: ``SELECT * FROM t WHERE EXISTS (SELECT 1
+    FROM k WHERE k.k0 = t.a AND k.k1 = t.b ...)``, reading only the tuples' ranges."""
+    candidates = found.candidate_values()
+    matches = " AND ".join(f"k.k{i} = t.{name(c)}" for i, c in enumerate(columns))
+    sql = f"SELECT * FROM t WHERE EXISTS (SELECT 1 FROM k WHERE {matches})"
+    with tempfile.TemporaryDirectory(prefix="pruner-keys-") as scratch:
+        folder = Path(scratch)
+        keys = pa.table({f"k{i}": candidates.field(i) for i in range(len(columns))})
+        pq.write_table(keys, folder / "keys.parquet")
+        prepared = Plan({"t": table, "k": open_table(folder)}, {"t": found.selection(), "k": None})
         return query(sql, prepared.tables, engine=engine, prepared=prepared)

@@ -26,9 +26,10 @@ import pyarrow as pa
 
 from pruner.errors import IndexNotFoundError, InvalidParameterError
 from pruner.hashing import hash_array, plain_type
+from pruner.index.keys import Key, hash_tuples
 from pruner.literals import coerce_all, literal_from_python
 from pruner.selection import FRAGMENT_SHIFT, Selection
-from pruner.table import TableSource, as_table
+from pruner.table import Table, TableIndex, TableSource, as_table
 
 __all__ = ["Lookup", "lookup"]
 
@@ -94,6 +95,8 @@ class Lookup:
 
 
 def _json_key(key: Any) -> Any:
+    if isinstance(key, tuple | list):
+        return [_json_key(part) for part in key]
     if isinstance(key, np.generic):
         key = key.item()
     if key is None or isinstance(key, bool | int | float | str):
@@ -102,17 +105,26 @@ def _json_key(key: Any) -> Any:
 
 
 def lookup(
-    source: TableSource | str | os.PathLike[str], column: str, keys: Iterable[Any]
+    source: TableSource | str | os.PathLike[str],
+    column: str | Sequence[str],
+    keys: Iterable[Any],
 ) -> Lookup:
     """For every key, the fragments and row ranges of ``source`` that may hold a row whose
     ``column`` equals it, from the bloom index of ``column`` (see the module's doc).
 
+    ``column`` a sequence of columns looks up a compound key's tuples (each key a tuple of
+    that many values) in its compound index (:mod:`pruner.index.keys`); ``values`` is then a
+    struct array of the tuples.
+
     Raises:
-        InvalidParameterError: ``column`` is not a column of the table.
+        InvalidParameterError: ``column`` is not a column of the table, or a key is not a
+            tuple of the key's width.
         IndexNotFoundError: the column has no index (build one with ``pruner index build``).
         IndexFormatError: its index is damaged beyond what pruner reads around.
     """
     table = as_table(source)
+    if not isinstance(column, str):
+        return _lookup_key(table, Key.of(column), list(keys))
     if column not in table.schema.names:
         raise InvalidParameterError(
             f"column {column!r} is not in {table.path}; its columns are "
@@ -129,7 +141,6 @@ def lookup(
     # view column compares as its values), hashed as the index hashed them.
     arrow_type = plain_type(table.schema.field(column).type)
     coerced, value_key, whole = _coerced(listed, arrow_type)
-    owner = value_key
     values = pa.array(coerced, arrow_type)
     hash_type = table.hash_type(column) or arrow_type
     try:
@@ -137,11 +148,62 @@ def lookup(
     except pa.ArrowException:  # not representable as the index hashed: every key anywhere
         whole = np.union1d(whole, value_key).astype(np.int64)
         values, value_key = values.slice(0, 0), value_key[:0]
-        owner, hashes, valid = value_key, np.zeros(0, np.uint64), None
+        hashes, valid = np.zeros(0, np.uint64), None
+    owner = value_key
+    if valid is not None:
+        hashes, owner = hashes[valid], owner[valid]
+    found = _ranges(table, bound, hashes, owner, whole)
+    return Lookup(listed, *found, values=values, value_key=value_key, unknown=whole)
+
+
+def _lookup_key(table: Table, key: Key, listed: list[Any]) -> Lookup:
+    """:func:`lookup` of tuples in the compound index of ``key``: each column's values are
+    coerced as a single column's keys are, and a key's tuples are the cross product of its
+    columns' values (one, but for a float 0, which is two)."""
+    bound = table.key_index(key)
+    if isinstance(bound, str):
+        columns = ",".join(key.columns)
+        raise IndexNotFoundError(
+            f"the compound index {key.shown} of {table.path} cannot be used: {bound}; build "
+            f"one with `pruner index build {table.path} --key {columns}`"
+        )
+    width = len(key.columns)
+    if any(not isinstance(k, tuple | list) or len(k) != width for k in listed):
+        raise InvalidParameterError(f"each key of {key.shown} is a tuple of {width} values")
+    types = [plain_type(table.schema.field(c).type) for c in key.columns]
+    # Per key position, the combinations of its columns' coerced values (as indexes).
+    owner = np.arange(len(listed), dtype=np.int64)
+    picks: list[np.ndarray] = []
+    arrays: list[pa.Array] = []
+    whole = np.zeros(0, np.int64)
+    for i, arrow_type in enumerate(types):
+        coerced, value_key, unknown = _coerced([k[i] for k in listed], arrow_type)
+        whole = np.union1d(whole, unknown).astype(np.int64)
+        arrays.append(pa.array(coerced, arrow_type))
+        lo = np.searchsorted(value_key, owner, side="left")
+        count = np.searchsorted(value_key, owner, side="right") - lo
+        first = np.cumsum(count) - count
+        within = np.arange(int(count.sum())) - np.repeat(first, count)
+        picks = [p.repeat(count) for p in picks]
+        picks.append(np.repeat(lo, count) + within)
+        owner = owner.repeat(count)
+    keep = ~np.isin(owner, whole)
+    owner, picks = owner[keep], [p[keep] for p in picks]
+    tuples = [a.take(pa.array(p, pa.int64())) for a, p in zip(arrays, picks, strict=True)]
+    hashes = hash_tuples(tuples) if len(owner) else np.zeros(0, np.uint64)
+    found = _ranges(table, bound, hashes, owner, whole)
+    values = pa.StructArray.from_arrays(tuples, names=list(key.columns))
+    return Lookup(listed, *found, values=values, value_key=owner, unknown=whole)
+
+
+def _ranges(
+    table: Table, bound: TableIndex, hashes: np.ndarray, owner: np.ndarray, whole: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per range (key position, fragment, start, length): the zones whose filters may hold
+    ``hashes`` (of the keys ``owner`` says), the fragments the index does not cover for
+    every key with a hash, the whole table for the keys in ``whole``."""
     key_parts, starts, ends = [], [], []
     if len(hashes):
-        if valid is not None:
-            hashes, owner = hashes[valid], owner[valid]
         positions, zones = bound.index.candidates(hashes)
         usable = bound.valid[zones]
         key_parts.append(owner[positions[usable]])
@@ -155,8 +217,7 @@ def lookup(
             key_parts.append(np.repeat(keys_of, selection.num_ranges))
             starts.append(np.tile(selection.starts, len(keys_of)))
             ends.append(np.tile(selection.ends, len(keys_of)))
-    found = _assembled(key_parts, starts, ends)
-    return Lookup(listed, *found, values=values, value_key=value_key, unknown=whole)
+    return _assembled(key_parts, starts, ends)
 
 
 def _coerced(keys: Sequence[Any], arrow_type: pa.DataType) -> tuple[list[Any], Any, Any]:

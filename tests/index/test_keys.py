@@ -404,3 +404,61 @@ def test_key_arguments_are_checked(tmp_path: Path) -> None:
     with pytest.raises(InvalidParameterError, match="local engine"):
         build_index(path, ["a", "b"], engine="spark")
     shutil.rmtree(path / "_pruner", ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------- lookup, find
+
+
+def _tuples(table: Path, count: int, seed: int) -> list[tuple[Any, ...]]:
+    rows = _rows_of(table)
+    rng = np.random.default_rng(seed)
+    picked = rng.integers(0, rows.num_rows, count)
+    a, b = rows.column("a").to_pylist(), rows.column("b").to_pylist()
+    present = [(a[i], b[i]) for i in picked.tolist()]
+    return [*present, (3, "nope"), (99, "b1"), (2.5, "b1"), (None, "b1"), ("x", "b2")]
+
+
+def test_lookup_of_tuples_agrees_with_queries(table: Path) -> None:
+    """Each tuple's ranges are the ones the query ``a = ? AND b = ?`` selects with the
+    compound index alone, and hold every row of the tuple."""
+    keys = _tuples(table, 40, 1)
+    found = pruner.lookup(table, ["a", "b"], keys)
+    only_key = open_table(table)
+    only_key._indexes = {"a": None, "b": None}
+    rows = _rows_of(table)
+    for position, key in enumerate(keys):
+        ranges = found.ranges(position)
+        if key[0] == "x":  # cannot be compared exactly with an integer: anywhere
+            assert sum(r[2] for r in ranges) == open_table(table).num_rows
+            continue
+        sql = "SELECT n FROM t WHERE a = ? AND b = ?"
+        scan = pruner.explain(sql, {"t": only_key}, parameters=list(key)).scans[0]
+        assert ranges == scan.selection.ranges(), key
+    assert found.to_json()[0]["key"] == list(keys[0])
+    assert rows.num_rows > 0
+
+
+@pytest.mark.parametrize("engine", ["duckdb", "datafusion", "spark"])
+def test_find_of_tuples_is_the_semi_join(table: Path, engine: str, spark: Any) -> None:
+    keys = [k for k in _tuples(table, 25, 2) if k[0] != "x"]
+    found = pruner.find(table, ["a", "b"], keys, engine=engine)
+    listed = ", ".join(
+        "(" + ", ".join("NULL" if v is None else repr(v) for v in k) + ")" for k in keys
+    )
+    sql = (
+        "SELECT * FROM t WHERE EXISTS (SELECT 1 FROM (VALUES "
+        + listed
+        + ") AS k(x, y) WHERE k.x = t.a AND k.y = t.b)"
+    )
+    expected = engine_alone("duckdb", sql, {"t": table})
+    assert found.num_rows > 0
+    assert multiset(found.select(expected.column_names)) == multiset(expected)
+
+
+def test_cli_lookup_of_tuples(table: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["lookup", str(table), "--key", "a,b", "3,b7", '4,"b,1"', "--json"]) == 0
+    listed = __import__("json").loads(capsys.readouterr().out)
+    assert [r["key"] for r in listed] == [[3, "b7"], [4, "b,1"]]
+    assert listed[0]["ranges"] and listed[1]["ranges"] == []
+    assert main(["lookup", str(table), "--key", "a,b", "3"]) == 2
+    assert "has 1 fields" in capsys.readouterr().err
