@@ -7,7 +7,7 @@
 """
 
 from pruner.append import append
-from pruner.engines import explain, find, query
+from pruner.engines import UpsertPlan, explain, find, query, upsert_plan
 from pruner.errors import (
     IndexFormatError,
     IndexNotFoundError,
@@ -36,6 +36,7 @@ __all__ = [
     "SqlSyntaxError",
     "Table",
     "UnsupportedTypeError",
+    "UpsertPlan",
     "ZoneIndex",
     "append",
     "build_index",
@@ -47,6 +48,7 @@ __all__ = [
     "open_tables",
     "plan",
     "query",
+    "upsert_plan",
     "write_parquet",
 ]
 __version__ = "0.1.0"

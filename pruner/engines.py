@@ -20,6 +20,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -205,3 +206,80 @@ def _find_tuples(
         pq.write_table(keys, folder / "keys.parquet")
         prepared = Plan({"t": table, "k": open_table(folder)}, {"t": found.selection(), "k": None})
         return query(sql, prepared.tables, engine=engine, prepared=prepared)
+
+
+@dataclass(frozen=True)
+class UpsertPlan:
+    """What an upsert of ``records`` into a table must do, found by :func:`upsert_plan`.
+
+    ``updates``: the records whose key some row of the table holds (update those rows);
+    ``inserts``: the others (append them, nothing to match); ``fragments``: the fragments
+    (Lance) or files (Parquet, their fragment ids) that may hold the updated keys' rows, a
+    superset: the only ones a Parquet rewrite must touch.
+    """
+
+    inserts: pa.Table
+    updates: pa.Table
+    fragments: tuple[int, ...]
+
+
+def upsert_plan(
+    source: TableSource,
+    column: str | Sequence[str],
+    records: pa.Table,
+    *,
+    engine: str = "duckdb",
+) -> UpsertPlan:
+    """Split ``records`` into the ones whose key (``column``, or a compound key's columns)
+    the table already holds and the new ones, reading only the keys' candidate ranges
+    (:func:`find`). For a Lance dataset, append ``inserts`` and ``merge_insert`` only
+    ``updates``; for Parquet, rewrite only the files in ``fragments``.
+
+    Raises:
+        InvalidParameterError: ``records`` lacks a key column, or a key cannot be compared
+            exactly with its column.
+    """
+    columns = [column] if isinstance(column, str) else list(column)
+    missing = [c for c in columns if c not in records.column_names]
+    if missing:
+        raise InvalidParameterError(f"the records have no column {missing[0]!r} of the key")
+    values = [records.column(c).to_pylist() for c in columns]
+    keys: list[Any] = values[0] if isinstance(column, str) else list(zip(*values, strict=True))
+    table = as_table(source)
+    found = lookup(table, column, keys)
+    rows = find(table, column, keys, engine=engine)
+    names = [f"k{i}" for i in range(len(columns))]
+    # the table's values at the records' types (a record that no value can equal stays new)
+    held = pa.table(
+        [_at_type(rows.column(c), records.schema.field(c).type) for c in columns], names=names
+    )
+    mine = pa.table([records.column(c) for c in columns], names=names)
+    mine = mine.append_column("_position", pa.array(range(records.num_rows), pa.int64()))
+    matched = mine.join(held.group_by(names).aggregate([]), names, join_type="inner")
+    is_update = np.zeros(records.num_rows, bool)
+    is_update[matched.column("_position").to_numpy()] = True
+    fragments = np.unique(found.fragment[np.isin(found.key, np.flatnonzero(is_update))])
+    return UpsertPlan(
+        inserts=records.filter(pa.array(~is_update)),
+        updates=records.filter(pa.array(is_update)),
+        fragments=tuple(fragments.tolist()),
+    )
+
+
+def _at_type(values: pa.ChunkedArray, arrow_type: pa.DataType) -> pa.ChunkedArray:
+    """``values`` (the table's) at a record column's type: those the type cannot hold
+    exactly become NULL, which no record's key equals."""
+    if values.type == arrow_type:
+        return values
+    try:
+        return values.cast(arrow_type)
+    except pa.ArrowException:
+        kept = [v if _fits(v, arrow_type) else None for v in values.to_pylist()]
+        return pa.chunked_array([pa.array(kept, arrow_type)])
+
+
+def _fits(value: Any, arrow_type: pa.DataType) -> bool:
+    try:
+        return pa.scalar(value, arrow_type).as_py() == value
+    except (pa.ArrowException, OverflowError, TypeError, ValueError):
+        return False

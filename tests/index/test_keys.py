@@ -462,3 +462,70 @@ def test_cli_lookup_of_tuples(table: Path, capsys: pytest.CaptureFixture[str]) -
     assert listed[0]["ranges"] and listed[1]["ranges"] == []
     assert main(["lookup", str(table), "--key", "a,b", "3"]) == 2
     assert "has 1 fields" in capsys.readouterr().err
+
+
+def test_upsert_plan_splits_records(table: Path) -> None:
+    rows = _rows_of(table)
+    held = [rows.slice(i, 1).to_pylist()[0] for i in (0, 7, 300)]
+    records = pa.table(
+        {
+            "a": pa.array([r["a"] for r in held] + [99, None], pa.int16()),
+            "b": pa.array([r["b"] for r in held] + ["b1", "b1"], pa.string()),
+            "n": pa.array([-1, -2, -3, -4, -5], pa.int64()),
+        }
+    )
+    plan = pruner.upsert_plan(table, ["a", "b"], records)
+    expected = engine_alone(
+        "duckdb",
+        "SELECT r.n FROM r WHERE EXISTS (SELECT 1 FROM t WHERE t.a = r.a AND t.b = r.b)",
+        {"t": table, "r": _records_dir(table, records)},
+    )
+    assert sorted(plan.updates.column("n").to_pylist()) == sorted(expected.column("n").to_pylist())
+    assert plan.inserts.num_rows + plan.updates.num_rows == records.num_rows
+    assert plan.fragments  # the updated keys' fragments
+    found = pruner.lookup(table, ["a", "b"], [(r["a"], r["b"]) for r in held])
+    assert set(plan.fragments) <= set(found.fragment.tolist())
+
+
+def _records_dir(table: Path, records: pa.Table) -> Path:
+    folder = table.parent / "records"
+    folder.mkdir(exist_ok=True)
+    pq.write_table(records, folder / "r.parquet")
+    return folder
+
+
+def test_edges_prune_existence_checks_and_reverse_traversals(tmp_path: Path) -> None:
+    """An edge table indexed on (src, rel, dst), (dst, rel, src) and (dst, rel): an
+    existence check and a reverse traversal each read a few zones, and answer as DuckDB
+    alone; (dst, rel, src) cannot serve ``dst = ? AND rel = ?`` and explain says why."""
+    rng = np.random.default_rng(8)
+    rows = 12_000
+    edges = pa.table(
+        {
+            "src": rng.integers(0, 5_000, rows),
+            "rel": rng.choice(["follows", "likes"], rows),
+            "dst": rng.integers(0, 5_000, rows),
+        }
+    )
+    path = tmp_path / "edges.lance"
+    lance.write_dataset(edges, str(path), max_rows_per_file=3_000)
+    for key in (["src", "rel", "dst"], ["dst", "rel", "src"], ["dst", "rel"]):
+        build_index(path, key, items=256)
+    first = edges.slice(5, 1).to_pylist()[0]
+    checks = [
+        ("SELECT * FROM e WHERE src = ? AND rel = ? AND dst = ?", list(first.values())),
+        ("SELECT src FROM e WHERE dst = ? AND rel = ?", [first["dst"], first["rel"]]),
+        ("SELECT src FROM e WHERE rel = ? AND dst = ? AND src = ?", [first["rel"], 7, 9]),
+    ]
+    for number, (sql, parameters) in enumerate(checks):
+        scan = pruner.explain(sql, {"e": path}, parameters=parameters).scans[0]
+        assert scan.zones_selected * 5 <= scan.zones_total, (sql, scan)
+        expected = engine_alone("duckdb", sql, {"e": path}, parameters)
+        got = pruner.query(sql, {"e": path}, parameters=parameters)
+        assert multiset(got) == multiset(expected), sql
+        assert expected.num_rows > 0 or number == 2  # the first two hold the drawn edge
+    sql, parameters = checks[1]
+    scan = pruner.explain(sql, {"e": path}, parameters=parameters).scans[0]
+    reasons = {t.column: t.reason for t in scan.terms}
+    assert "src unconstrained" in reasons["(dst, rel, src)"]
+    assert "src unconstrained" in reasons["(src, rel, dst)"]
