@@ -58,7 +58,7 @@ class _Binder(PredicateVisitor[Predicate]):
         self.schema = schema
         self.dialect = dialect
         self.hash_type = hash_type
-        self.bound: dict[tuple[str, tuple[Literal, ...]], BoundLiterals] = {}
+        self.bound: dict[tuple[str, tuple[Literal, ...], str], BoundLiterals] = {}
 
     def visit_and(self, node: And) -> Predicate:
         return And(tuple(visit(child, self) for child in node.children))
@@ -76,7 +76,7 @@ class _Binder(PredicateVisitor[Predicate]):
         return node
 
     def literals(self, leaf: Equals | In, values: tuple[Literal, ...]) -> BoundLiterals:
-        key = (leaf.column, values)
+        key = (leaf.column, values, leaf.inferred if isinstance(leaf, In) else "")
         known = self.bound.get(key)
         if known is not None:
             return replace(known, leaf=leaf)
@@ -91,6 +91,9 @@ class _Binder(PredicateVisitor[Predicate]):
         # A dictionary or view column compares as its plain values.
         arrow_type = plain_type(self.schema.field(column).type)
         coerced = coerce_all(values, arrow_type, self.dialect)
+        if isinstance(leaf, In) and leaf.inferred:
+            noted = f"inferred from {leaf.inferred}"
+            coerced = replace(coerced, reason="; ".join(filter(None, [noted, coerced.reason])))
         if coerced.values is None:  # pruner cannot tell (whatever no_match says)
             return BoundLiterals(leaf, None, reason=coerced.reason)
         if coerced.no_match:

@@ -142,10 +142,13 @@ class Equals(Predicate):
 
 @dataclass(frozen=True, slots=True)
 class In(Predicate):
-    """``column IN (values)``; build with :func:`in_` so 0 or 1 values simplify."""
+    """``column IN (values)``; build with :func:`in_` so 0 or 1 values simplify.
+    ``inferred``: the conditions it was inferred from, when the query does not say it
+    (``o.k = v.k AND v.k IN (1, 2)`` implies ``o.k IN (1, 2)``); explain shows them."""
 
     column: str
     values: tuple[Literal, ...]
+    inferred: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,6 +24,7 @@ from pruner.expressions import (
     AlwaysTrue,
     And,
     Equals,
+    In,
     IsNull,
     Literal,
     NotEquals,
@@ -300,6 +301,7 @@ class Analyzer:
         from_ = query.args.get("from_") or query.args.get("from")
         extra_from = len(from_.expressions) if from_ is not None and from_.expressions else 0
         seen.extend(s.alias for s in sources[1 : 1 + extra_from])
+        inner_on: list[exp.Expr] = []  # ON clauses of inner and semi joins
 
         for join, source in zip(
             query.args.get("joins") or [], sources[1 + extra_from :], strict=False
@@ -322,6 +324,8 @@ class Analyzer:
             else:
                 prunes = [*seen, source.alias]
             on = join.args.get("on")
+            if on is not None and side == "" and kind in ("", "INNER", "CROSS", "SEMI"):
+                inner_on.append(on)
             if on is not None:
                 joined = {*seen, source.alias}
                 targets = [s.alias for s in sources if s.alias in joined]
@@ -346,6 +350,10 @@ class Analyzer:
         where_parts = (
             {} if where is None else resolver.conditions(where.this, [s.alias for s in sources])
         )
+        held = [where.this] if where is not None else []
+        for alias, implied in _implied(resolver, sources, [*held, *inner_on]).items():
+            stated = where_parts.get(alias)
+            where_parts[alias] = implied if stated is None else and_(stated, implied)
         for source in sources:
             parts = []
             if source.alias in where_parts:
@@ -394,6 +402,99 @@ class Analyzer:
                     schema = self.schemas[self.fold(known)][1]
                     names = list(column_map(schema.names, self.fold))
         return names
+
+
+def _conjuncts(node: exp.Expr) -> list[exp.Expr]:
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, exp.And):
+        return [*_conjuncts(node.this), *_conjuncts(node.expression)]
+    return [node]
+
+
+def _same_equality(a: pa.DataType | None, b: pa.DataType | None) -> bool:
+    """Do two columns of these types compare as their values, with no cast or collation
+    between them that could make ``a = b`` hold for values the literals of one do not
+    equal in the other (integers of any width, strings of any layout, or one type)?"""
+    if a is None or b is None:
+        return False
+    if pa.types.is_integer(a) and pa.types.is_integer(b):
+        return True
+    strings = (pa.types.is_string, pa.types.is_large_string, pa.types.is_string_view)
+    if any(t(a) for t in strings) and any(t(b) for t in strings):
+        return True
+    return a == b and not pa.types.is_floating(a)
+
+
+def _implied(
+    resolver: Resolver, sources: list[Source], conditions: list[exp.Expr]
+) -> dict[str, Predicate]:
+    """Per FROM item, what the query implies of its rows beyond what it says: for every
+    equality ``x.a = y.b`` of two tables' columns and ``y.b = v`` / ``y.b IN (...)``, each
+    a top-level conjunct of ``conditions`` (the WHERE clause and the ON clauses of inner and
+    semi joins: every row of x the query keeps met them), ``x.a IN (...)`` — also along
+    chains of equalities. Only between columns that compare as their values
+    (:func:`_same_equality`); never from an outer join's ON."""
+    by_alias = {s.alias: s for s in sources}
+    parent: dict[tuple[str, str], tuple[str, str]] = {}
+
+    def find(item: tuple[str, str]) -> tuple[str, str]:
+        while parent.get(item, item) != item:
+            item = parent[item]
+        return item
+
+    def type_of(item: tuple[str, str]) -> pa.DataType | None:
+        schema = by_alias[item[0]].schema
+        return schema.field(item[1]).type if schema is not None else None
+
+    equalities: list[tuple[tuple[str, str], str]] = []
+    values: dict[tuple[str, str], tuple[tuple[Literal, ...], str]] = {}
+    for condition in conditions:
+        for part in _conjuncts(condition):
+            if isinstance(part, exp.EQ):
+                left, right = part.this, part.expression
+                while isinstance(left, exp.Paren):
+                    left = left.this
+                while isinstance(right, exp.Paren):
+                    right = right.this
+                if isinstance(left, exp.Column) and isinstance(right, exp.Column):
+                    a, b = resolver.column(left), resolver.column(right)
+                    if a and b and a[0] != b[0] and _same_equality(type_of(a), type_of(b)):
+                        parent[find(a)] = find(b)
+                        equalities.append((a, resolver.sql(part)))
+                        continue
+            for alias in {
+                found[0] for c in part.find_all(exp.Column) if (found := resolver.column(c))
+            }:
+                said = rewrite_not(resolver.predicate(part, alias))
+                if isinstance(said, Equals) and not said.null_safe:
+                    literals: tuple[Literal, ...] = (said.value,)
+                elif isinstance(said, In):
+                    literals = said.values
+                else:
+                    continue
+                known = values.get((alias, said.column))
+                if known is None or len(literals) < len(known[0]):
+                    values[(alias, said.column)] = (literals, resolver.sql(part))
+    if not equalities or not values:
+        return {}
+    implied: dict[str, list[Predicate]] = {}
+    members: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    for item in {*parent, *parent.values()}:
+        members.setdefault(find(item), []).append(item)
+    for group in members.values():
+        stated = [m for m in group if m in values]
+        if not stated:
+            continue
+        origin = min(stated, key=lambda m: len(values[m][0]))
+        literals, where = values[origin]
+        for alias, column in group:
+            if (alias, column) == origin or (alias, column) in values:
+                continue
+            used = [text for item, text in equalities if find(item) == find(origin)]
+            source = f"{' AND '.join(used)} AND {where}"
+            implied.setdefault(alias, []).append(In(column, literals, inferred=source))
+    return {alias: and_(*parts) for alias, parts in implied.items()}
 
 
 def _larger_than(node: exp.Expr, limit: int) -> bool:

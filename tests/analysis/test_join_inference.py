@@ -1,0 +1,136 @@
+"""Values carried across equi-joins: ``o.k = v.k AND v.k IN (1, 2)`` implies ``o.k IN (1, 2)``.
+
+Only where every row of ``o`` the query keeps met both (the WHERE clause, inner and semi join
+ON clauses), never from an outer join's ON, never between columns a cast or collation sits
+between. Every answer is checked against DuckDB alone.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import pruner
+from pruner.index import build_index
+from tests.support.engine_check import engine_alone, multiset
+
+pytestmark = pytest.mark.filterwarnings("ignore:.*fork-safe")
+
+
+@pytest.fixture(scope="module")
+def tables(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("joins")
+    rng = np.random.default_rng(2)
+    rows = 8_000
+    k = rng.permutation(rows)
+    facts = pa.table(
+        {
+            "k": pa.array(k, pa.int64()),
+            "s": pa.array([f"s{x}" for x in k]),
+            "x": pa.array(k % 97, pa.int32()),
+        }
+    )
+    small = pa.table(
+        {
+            "k": pa.array([1, 2, 3, 500, None], pa.int32()),
+            "s": ["s1", "s2", "s3", "s500", None],
+            "name": ["a", "b", "c", "d", "e"],
+        }
+    )
+    paths = {}
+    for name, data, indexed in (("o", facts, ["k", "s"]), ("v", small, []), ("w", small, [])):
+        folder = root / name
+        folder.mkdir()
+        for number, start in enumerate(range(0, data.num_rows, 2_000)):
+            pq.write_table(data.slice(start, 2_000), folder / f"p{number}.parquet")
+        for column in indexed:
+            build_index(folder, column, items=256)
+        paths[name] = folder
+    return paths
+
+
+def _scan(sql: str, tables: dict[str, Path], alias: str = "o") -> Any:
+    found = [s for s in pruner.explain(sql, tables).scans if s.scan.alias == alias]
+    return found[0]
+
+
+INFERRED = [
+    "SELECT o.x FROM o JOIN v ON o.k = v.k WHERE v.k IN (1, 2)",
+    "SELECT o.x FROM o, v WHERE o.k = v.k AND v.k = 3",
+    "SELECT o.x FROM o JOIN v ON o.k = v.k AND v.k IN (1, 500)",
+    "SELECT o.x FROM o INNER JOIN v ON v.k = o.k WHERE v.k IN (2, 3) AND v.name <> 'z'",
+    "SELECT o.x FROM o JOIN v ON o.k = v.k JOIN w ON v.k = w.k WHERE w.k = 500",
+    "SELECT o.x FROM o SEMI JOIN v ON o.k = v.k AND v.k IN (1, 2)",
+    "SELECT o.x FROM o JOIN v ON o.s = v.s WHERE v.s IN ('s1', 's3')",
+    "SELECT o.x FROM v JOIN o ON o.k = v.k LEFT JOIN w ON w.k = o.k WHERE v.k = 1",
+    "SELECT o.x FROM o RIGHT JOIN v ON o.k = v.k JOIN w ON o.k = w.k WHERE w.k IN (1, 2)",
+]
+
+
+@pytest.mark.parametrize("sql", INFERRED)
+def test_inferred_values_prune_and_answer_alike(tables: dict[str, Path], sql: str) -> None:
+    scan = _scan(sql, tables)
+    inferred = [t for t in scan.terms if "inferred from" in t.reason]
+    assert inferred and inferred[0].used_index, scan.terms
+    assert scan.zones_selected * 4 <= scan.zones_total, scan
+    assert multiset(pruner.query(sql, tables)) == multiset(engine_alone("duckdb", sql, tables))
+
+
+NOT_INFERRED = [
+    # o's rows are kept by the outer join whatever the ON says
+    "SELECT o.x, v.name FROM o LEFT JOIN v ON o.k = v.k AND v.k IN (1, 2)",
+    "SELECT o.x, v.name FROM v RIGHT JOIN o ON o.k = v.k AND v.k IN (1, 2)",
+    "SELECT o.x, v.name FROM o FULL JOIN v ON o.k = v.k WHERE v.k IN (1, 2) OR v.k IS NULL",
+    # a cast or another type family between the columns
+    "SELECT o.x FROM o JOIN v ON o.k = CAST(v.s AS BIGINT) WHERE v.s IN ('1', '01')",
+    "SELECT o.x FROM o JOIN v ON CAST(o.k AS VARCHAR) = v.s WHERE v.s = '1'",
+    # not a conjunct of the whole condition
+    "SELECT o.x FROM o JOIN v ON o.k = v.k WHERE v.k = 1 OR o.x = 5",
+    "SELECT o.x FROM o JOIN v ON o.k = v.k OR v.k = 2",
+    # null-safe equality holds for two NULLs
+    "SELECT o.x FROM o JOIN v ON o.k IS NOT DISTINCT FROM v.k WHERE v.k = 1",
+    # anti join: o's rows that match nothing
+    "SELECT o.x FROM o ANTI JOIN v ON o.k = v.k AND v.k IN (1, 2)",
+]
+
+
+@pytest.mark.parametrize("sql", NOT_INFERRED)
+def test_nothing_inferred_where_it_would_narrow(tables: dict[str, Path], sql: str) -> None:
+    scan = _scan(sql, tables)
+    assert not any("inferred from" in t.reason for t in scan.terms), scan.terms
+    assert multiset(pruner.query(sql, tables)) == multiset(engine_alone("duckdb", sql, tables))
+
+
+def test_explain_names_where_the_values_came_from(tables: dict[str, Path]) -> None:
+    sql = "SELECT o.x FROM o JOIN v ON o.k = v.k WHERE v.k IN (1, 2)"
+    scan = _scan(sql, tables)
+    (term,) = [t for t in scan.terms if "inferred from" in t.reason]
+    assert term.column == "k"
+    assert "o.k = v.k" in term.reason and "v.k IN (1, 2)" in term.reason
+
+
+def test_parameters_carry_across(tables: dict[str, Path]) -> None:
+    sql = "SELECT o.x FROM o JOIN v ON o.k = v.k WHERE v.k = ?"
+    scan = pruner.explain(sql, tables, parameters=[500]).scans[0]
+    assert scan.zones_selected * 4 <= scan.zones_total
+    got = pruner.query(sql, tables, parameters=[500])
+    assert multiset(got) == multiset(engine_alone("duckdb", sql, tables, [500]))
+
+
+def test_only_columns_that_compare_as_their_values_carry_values() -> None:
+    from pruner.analysis.scopes import _same_equality
+
+    assert _same_equality(pa.int8(), pa.int64())
+    assert _same_equality(pa.string(), pa.large_string())
+    assert _same_equality(pa.date32(), pa.date32())
+    # the engine casts between these (a session time zone; rounding; a parse of text)
+    assert not _same_equality(pa.timestamp("us"), pa.timestamp("us", tz="UTC"))
+    assert not _same_equality(pa.int64(), pa.float64())
+    assert not _same_equality(pa.int64(), pa.string())
+    assert not _same_equality(pa.float32(), pa.float32())  # NaN = NaN in engines, not in IN
+    assert not _same_equality(None, pa.int64())
