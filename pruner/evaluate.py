@@ -18,7 +18,10 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
+from pruner.analysis.model import JoinEdge
 from pruner.analyzer import Analysis, Scan
 from pruner.binding import bind
 from pruner.errors import IndexFormatError, PrunerError
@@ -35,10 +38,13 @@ from pruner.expressions import (
     Predicate,
     PredicateVisitor,
     Unknown,
+    columns_of,
     to_sql,
     visit,
 )
+from pruner.hashing import plain_type
 from pruner.index.keys import KEY_TUPLE_LIMIT, Key, hash_tuples, key_tuples
+from pruner.lookup import lookup
 from pruner.selection import Selection
 from pruner.table import Table, TableIndex
 
@@ -369,8 +375,138 @@ def _count_zones(starts: np.ndarray, ends: np.ndarray, selection: Selection) -> 
     return int(overlaps.sum())
 
 
-def _select_scan(scan: Scan, table: Table, dialect: str) -> ScanSelection:
+JOIN_ROWS = 1_000_000
+"""Most rows the other side of a join may have for its keys to be read at run time."""
+JOIN_KEYS = 100_000
+"""Most distinct keys the other side may give; past it the join prunes nothing."""
+
+
+class _TrueRows(PredicateVisitor[np.ndarray]):
+    """A bound predicate over the rows of ``data``: False only where the predicate is
+    surely not TRUE (a term pruner cannot evaluate exactly counts as TRUE)."""
+
+    def __init__(self, data: pa.Table) -> None:
+        self.data = data
+        self.everywhere = np.ones(data.num_rows, bool)
+
+    def visit_and(self, node: And) -> np.ndarray:
+        result = self.everywhere
+        for child in node.children:
+            result = result & visit(child, self)
+        return result
+
+    def visit_or(self, node: Or) -> np.ndarray:
+        result = ~self.everywhere
+        for child in node.children:
+            result = result | visit(child, self)
+        return result
+
+    def visit_false(self, node: AlwaysFalse) -> np.ndarray:
+        return ~self.everywhere
+
+    def visit_bound(self, node: BoundLiterals) -> np.ndarray:
+        if node.values is None:
+            return ~self.everywhere if node.no_match else self.everywhere
+        values = self.data.column(node.column)
+        arrow_type = plain_type(values.type)
+        if pa.types.is_dictionary(values.type) or values.type != arrow_type:
+            values = pc.cast(values, arrow_type)
+        wanted = pa.array(list(node.values), arrow_type)
+        found = pc.fill_null(pc.is_in(values, value_set=wanted), False)
+        return np.asarray(found.to_numpy(zero_copy_only=False), bool)
+
+    def visit_is_null(self, node: IsNull) -> np.ndarray:
+        return np.asarray(self.data.column(node.column).is_null().to_numpy(), bool)
+
+    def visit_other(self, node: Predicate) -> np.ndarray:
+        return self.everywhere
+
+
+def _other_keys(other: Table, edge: JoinEdge, dialect: str) -> list[Any] | None:
+    """The distinct non-null keys of ``edge.other_column`` in the rows of ``other`` its
+    predicate may keep (a superset of the keys that join), or None past :data:`JOIN_KEYS`."""
+    bound = bind(edge.other_predicate, other.schema, dialect, lambda column: None)
+    columns = sorted(({edge.other_column} | columns_of(bound)) & set(other.schema.names))
+    if other.kind == "lance":
+        data = other.dataset.to_table(columns=columns)
+    else:
+        parts = [
+            pq.read_table(f.path, columns=columns) for _, f in sorted((other.files or {}).items())
+        ]
+        data = pa.concat_tables(parts, promote_options="permissive")
+    kept = data.column(edge.other_column).filter(pa.array(visit(bound, _TrueRows(data))))
+    keys = pc.unique(kept).drop_null()
+    if len(keys) > JOIN_KEYS:
+        return None
+    return keys.to_pylist()
+
+
+def _joined(
+    scan: Scan,
+    table: Table,
+    tables: Mapping[str, Table],
+    dialect: str,
+    evaluator: _Evaluator,
+) -> Selection | None:
+    """The rows of ``table`` that may hold a key of the small other side of each join
+    edge of ``scan`` (read now, under :data:`JOIN_ROWS`; the scan's column indexed), or None
+    when no edge applies."""
+    result: Selection | None = None
+    for edge in scan.joins:
+        other = tables.get(edge.other_table)
+        if other is None or other.num_rows * 4 > table.num_rows:
+            continue
+        try:
+            index = table.index(edge.column)
+        except IndexFormatError:
+            continue
+        if index is None:
+            continue
+        where = f"{edge.other_alias}.{edge.other_column}"
+        if other.num_rows > JOIN_ROWS:
+            reason = f"{edge.other_alias} has {other.num_rows:,} rows, more than {JOIN_ROWS:,}"
+            evaluator.terms.append(TermReport(edge.condition, False, reason, edge.column))
+            continue
+        try:
+            keys = _other_keys(other, edge, dialect)
+        except (PrunerError, pa.ArrowException, OSError) as err:
+            reason = f"the keys of {where} could not be read ({err})"
+            evaluator.terms.append(TermReport(edge.condition, False, reason, edge.column))
+            continue
+        if keys is None:
+            reason = f"{where} has more than {JOIN_KEYS:,} keys"
+            evaluator.terms.append(TermReport(edge.condition, False, reason, edge.column))
+            continue
+        part = lookup(table, edge.column, keys).selection()
+        reason = (
+            f"at run time: the {len(keys):,} keys of {where} in {edge.other_alias}'s "
+            f"{other.num_rows:,} rows, looked up in the index of {edge.column}"
+        )
+        zones = int(np.count_nonzero(index.valid & _overlaps(index, part)))
+        evaluator.terms.append(TermReport(edge.condition, True, reason, edge.column, zones))
+        result = part if result is None else result & part
+    return result
+
+
+def _overlaps(index: TableIndex, selection: Selection) -> np.ndarray:
+    """Per zone of ``index``, whether ``selection`` holds a row of it."""
+    if not selection.num_ranges:
+        return np.zeros(len(index.zone_starts), bool)
+    slot = np.searchsorted(selection.ends, index.zone_starts, side="right")
+    inside = slot < selection.num_ranges
+    found = np.zeros(len(index.zone_starts), bool)
+    found[inside] = selection.starts[slot[inside]] < index.zone_ends[inside]
+    return found
+
+
+def _select_scan(
+    scan: Scan, table: Table, dialect: str, tables: Mapping[str, Table] | None = None
+) -> ScanSelection:
     evaluator, selected, bound = _run(scan.predicate, table, dialect)
+    if scan.joins and tables is not None:
+        joined = _joined(scan, table, tables, dialect, evaluator)
+        if joined is not None:
+            selected = joined if selected is None else selected & joined
     selection = _within(selected, table)
     layout = evaluator.layout or table.any_index()
     if layout is not None:
@@ -397,7 +533,7 @@ def _select_scan(scan: Scan, table: Table, dialect: str) -> ScanSelection:
 def select_scans(analysis: Analysis, tables: Mapping[str, Table]) -> list[ScanSelection]:
     """Evaluate every scan of a known table in the analysis."""
     return [
-        _select_scan(scan, tables[scan.table], analysis.dialect)
+        _select_scan(scan, tables[scan.table], analysis.dialect, tables)
         for scan in analysis.scans
         if scan.table in tables
     ]

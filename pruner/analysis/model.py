@@ -19,7 +19,23 @@ from pruner.expressions import (
 )
 from pruner.literals import literal_from_python
 
-__all__ = ["Analysis", "Scan"]
+__all__ = ["Analysis", "JoinEdge", "Scan"]
+
+
+@dataclass(frozen=True, slots=True)
+class JoinEdge:
+    """``column = other.other_column`` holds for every row of a scan the query keeps
+    (a top-level conjunct of the WHERE clause or of an inner or semi join's ON), between
+    columns that compare as their values; ``other_predicate`` is what every row of the
+    other table that joins meets. The scan's rows hold one of the other side's keys, which
+    a small other side can give at run time (sideways information passing)."""
+
+    column: str
+    other_table: str
+    other_alias: str
+    other_column: str
+    other_predicate: Predicate
+    condition: str  # the equality as written
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +45,7 @@ class Scan:
     table: str  # the name as given in the schemas mapping
     alias: str
     predicate: Predicate
+    joins: tuple[JoinEdge, ...] = ()
 
     def __str__(self) -> str:
         name = self.table if self.alias == self.table else f"{self.table} AS {self.alias}"
@@ -77,5 +94,14 @@ class Analysis:
                 return replace(node, values=tuple(substitute(v) for v in node.values))
             return node
 
-        scans = tuple(replace(s, predicate=map_leaves(s.predicate, leaf)) for s in self.scans)
+        scans = tuple(
+            replace(
+                s,
+                predicate=map_leaves(s.predicate, leaf),
+                joins=tuple(
+                    replace(j, other_predicate=map_leaves(j.other_predicate, leaf)) for j in s.joins
+                ),
+            )
+            for s in self.scans
+        )
         return replace(self, scans=scans)

@@ -18,7 +18,7 @@ from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, build_scope
 
 from pruner.analysis.conditions import Resolver, Source, bare_star, column_map, output_names
-from pruner.analysis.model import Scan
+from pruner.analysis.model import JoinEdge, Scan
 from pruner.analysis.parsing import DIALECTS
 from pruner.expressions import (
     AlwaysTrue,
@@ -351,7 +351,8 @@ class Analyzer:
             {} if where is None else resolver.conditions(where.this, [s.alias for s in sources])
         )
         held = [where.this] if where is not None else []
-        for alias, implied in _implied(resolver, sources, [*held, *inner_on]).items():
+        implied_parts, join_pairs = _implied(resolver, sources, [*held, *inner_on])
+        for alias, implied in implied_parts.items():
             stated = where_parts.get(alias)
             where_parts[alias] = implied if stated is None else and_(stated, implied)
         for source in sources:
@@ -372,15 +373,25 @@ class Analyzer:
                 part = refused(part, f"outer join may null-extend {source.alias}")
             constraints[source.alias].append(part)
 
+        predicates: dict[str, Predicate] = {}
         for source in sources:
             predicate = and_(*constraints[source.alias])
             if refusal:
                 predicate = refused(predicate, refusal)
             if not source.prunable:
                 predicate = refused(predicate, "TABLESAMPLE or time travel on the table")
+            predicates[source.alias] = predicate
+        by_alias = {s.alias: s for s in sources}
+        for source in sources:
+            predicate = predicates[source.alias]
             if source.table is not None:
+                joins = (
+                    ()
+                    if refusal or not source.prunable
+                    else _edges(source, by_alias, predicates, join_pairs)
+                )
                 self.visited.add(id(source.node))
-                self.scans.append(Scan(source.table, source.alias, predicate))
+                self.scans.append(Scan(source.table, source.alias, predicate, joins))
             elif source.scope is not None:
                 self.visit(source.scope, None if refusal else predicate)
         self.unreferenced(scope.cte_scopes + scope.derived_table_scopes)
@@ -428,13 +439,14 @@ def _same_equality(a: pa.DataType | None, b: pa.DataType | None) -> bool:
 
 def _implied(
     resolver: Resolver, sources: list[Source], conditions: list[exp.Expr]
-) -> dict[str, Predicate]:
+) -> tuple[dict[str, Predicate], list[tuple[tuple[str, str], tuple[str, str], str]]]:
     """Per FROM item, what the query implies of its rows beyond what it says: for every
     equality ``x.a = y.b`` of two tables' columns and ``y.b = v`` / ``y.b IN (...)``, each
     a top-level conjunct of ``conditions`` (the WHERE clause and the ON clauses of inner and
     semi joins: every row of x the query keeps met them), ``x.a IN (...)`` — also along
     chains of equalities. Only between columns that compare as their values
-    (:func:`_same_equality`); never from an outer join's ON."""
+    (:func:`_same_equality`); never from an outer join's ON. Also every such equality, as
+    ``(x, a), (y, b), sql``: a join that may restrict x by y's keys at run time."""
     by_alias = {s.alias: s for s in sources}
     parent: dict[tuple[str, str], tuple[str, str]] = {}
 
@@ -448,6 +460,7 @@ def _implied(
         return schema.field(item[1]).type if schema is not None else None
 
     equalities: list[tuple[tuple[str, str], str]] = []
+    pairs: list[tuple[tuple[str, str], tuple[str, str], str]] = []
     values: dict[tuple[str, str], tuple[tuple[Literal, ...], str]] = {}
     for condition in conditions:
         for part in _conjuncts(condition):
@@ -462,6 +475,7 @@ def _implied(
                     if a and b and a[0] != b[0] and _same_equality(type_of(a), type_of(b)):
                         parent[find(a)] = find(b)
                         equalities.append((a, resolver.sql(part)))
+                        pairs.append((a, b, resolver.sql(part)))
                         continue
             for alias in {
                 found[0] for c in part.find_all(exp.Column) if (found := resolver.column(c))
@@ -477,7 +491,7 @@ def _implied(
                 if known is None or len(literals) < len(known[0]):
                     values[(alias, said.column)] = (literals, resolver.sql(part))
     if not equalities or not values:
-        return {}
+        return {}, pairs
     implied: dict[str, list[Predicate]] = {}
     members: dict[tuple[str, str], list[tuple[str, str]]] = {}
     for item in {*parent, *parent.values()}:
@@ -494,7 +508,26 @@ def _implied(
             used = [text for item, text in equalities if find(item) == find(origin)]
             source = f"{' AND '.join(used)} AND {where}"
             implied.setdefault(alias, []).append(In(column, literals, inferred=source))
-    return {alias: and_(*parts) for alias, parts in implied.items()}
+    return {alias: and_(*parts) for alias, parts in implied.items()}, pairs
+
+
+def _edges(
+    source: Source,
+    sources: Mapping[str, Source],
+    predicates: Mapping[str, Predicate],
+    pairs: list[tuple[tuple[str, str], tuple[str, str], str]],
+) -> tuple[JoinEdge, ...]:
+    """The equalities of ``pairs`` joining ``source`` to another known table's scan."""
+    edges = []
+    for a, b, sql in pairs:
+        for mine, other in ((a, b), (b, a)):
+            target = sources[other[0]]
+            if mine[0] != source.alias or target.table is None or not target.prunable:
+                continue
+            edges.append(
+                JoinEdge(mine[1], target.table, other[0], other[1], predicates[other[0]], sql)
+            )
+    return tuple(edges)
 
 
 def _larger_than(node: exp.Expr, limit: int) -> bool:

@@ -134,3 +134,70 @@ def test_only_columns_that_compare_as_their_values_carry_values() -> None:
     assert not _same_equality(pa.int64(), pa.string())
     assert not _same_equality(pa.float32(), pa.float32())  # NaN = NaN in engines, not in IN
     assert not _same_equality(None, pa.int64())
+
+
+# ---------------------------------------------------------------------------- at run time
+
+RUNTIME = [
+    "SELECT o.x FROM o JOIN v ON o.k = v.k",
+    "SELECT o.x, v.name FROM o JOIN v ON o.k = v.k WHERE v.name IN ('a', 'd')",
+    "SELECT o.x FROM o JOIN v ON o.s = v.s WHERE v.name <> 'a'",
+    "SELECT count(*) FROM v, o WHERE v.k = o.k AND v.name = 'c'",
+    "SELECT o.x FROM o SEMI JOIN v ON o.k = v.k",
+    "SELECT o.x FROM o JOIN v ON o.k = v.k LEFT JOIN w ON w.k = v.k WHERE w.name IS NULL",
+]
+
+
+@pytest.mark.parametrize("sql", RUNTIME)
+def test_small_side_keys_prune_the_big_side(tables: dict[str, Path], sql: str) -> None:
+    """The small side's keys (NULL among them: it joins nothing) are read at run time and
+    looked up in the big side's index; the answer is DuckDB's alone."""
+    scan = _scan(sql, tables)
+    runtime = [t for t in scan.terms if t.reason.startswith("at run time")]
+    assert runtime and runtime[0].used_index, scan.terms
+    assert scan.zones_selected * 4 <= scan.zones_total, scan
+    assert multiset(pruner.query(sql, tables)) == multiset(engine_alone("duckdb", sql, tables))
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT o.x, v.name FROM o LEFT JOIN v ON o.k = v.k",
+        "SELECT o.x, v.name FROM v RIGHT JOIN o ON o.k = v.k",
+        "SELECT o.x, v.name FROM o FULL JOIN v ON o.k = v.k",
+        "SELECT o.x FROM o ANTI JOIN v ON o.k = v.k",
+        "SELECT o.x FROM o JOIN v ON o.k = v.k OR o.x = 3",
+        "SELECT o.x FROM o JOIN v ON o.k + 0 = v.k",
+        "SELECT o.x FROM o JOIN v ON o.k IS NOT DISTINCT FROM v.k",
+    ],
+)
+def test_no_runtime_keys_where_they_would_narrow(tables: dict[str, Path], sql: str) -> None:
+    scan = _scan(sql, tables)
+    assert not any(t.reason.startswith("at run time") for t in scan.terms), scan.terms
+    assert multiset(pruner.query(sql, tables)) == multiset(engine_alone("duckdb", sql, tables))
+
+
+def test_a_big_other_side_is_not_read(
+    tables: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pruner.evaluate as evaluate
+
+    monkeypatch.setattr(evaluate, "JOIN_ROWS", 4)
+    sql = "SELECT o.x FROM o JOIN v ON o.k = v.k"
+    scan = _scan(sql, tables)
+    (term,) = [t for t in scan.terms if t.term == "o.k = v.k" and t.column == "k"]
+    assert not term.used_index and "more than 4" in term.reason
+    monkeypatch.setattr(evaluate, "JOIN_ROWS", 1_000_000)
+    monkeypatch.setattr(evaluate, "JOIN_KEYS", 2)
+    scan = _scan(sql, tables)
+    (term,) = [t for t in scan.terms if t.term == "o.k = v.k" and t.column == "k"]
+    assert not term.used_index and "more than 2 keys" in term.reason
+    assert scan.zones_selected == scan.zones_total
+
+
+@pytest.mark.parametrize("engine", ["datafusion", "spark"])
+def test_runtime_keys_on_every_engine(tables: dict[str, Path], engine: str, spark: Any) -> None:
+    sql = "SELECT o.x, v.name FROM o JOIN v ON o.k = v.k WHERE v.name IN ('a', 'd')"
+    session = spark if engine == "spark" else None
+    expected = engine_alone(engine, sql, tables, spark=session)
+    assert multiset(pruner.query(sql, tables, engine=engine)) == multiset(expected)
