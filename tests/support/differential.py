@@ -199,6 +199,9 @@ class TableSpec:
     # pruner probes where it has no index of its own (pruner.index.native)
     native: tuple[str, ...] = ()
     updated: float | None = None
+    # compound key indexes (pruner.index.keys), built with the columns' indexes and never
+    # updated: fragments added or changed after the build are read whole
+    keys: tuple[tuple[str, ...], ...] = ()
 
     def folder(self, number: int) -> str:
         """The folder of Parquet file ``number``: none (``flat``), plain folders
@@ -267,6 +270,8 @@ class TableSpec:
     def _index(self, path: Path) -> None:
         for column, items in self.items.items():
             build_index(path, column, items=items)
+        for key in self.keys:
+            build_index(path, list(key), items=min(self.items[c] for c in key))
 
     def _update(self, path: Path) -> None:
         if self.updated is None:
@@ -354,6 +359,10 @@ def table_specs(draw: st.DrawFn, columns: Sequence[str], layout: str) -> TableSp
     }
     late = len(fragments) > 1 and draw(st.booleans())
     spec = TableSpec(layout, pa.table(data), fragments, items, late=late)
+    indexed = list(items)
+    if len(indexed) >= 2:
+        key = st.lists(st.sampled_from(indexed), min_size=2, max_size=3, unique=True).map(tuple)
+        spec.keys = tuple(draw(st.lists(key, max_size=2, unique=True)))
     spec.updated = draw(st.sampled_from([None, None, 0.0, 0.1]))
     if layout == "parquet":
         spec.row_group_rows = draw(st.integers(1, 8))
@@ -615,7 +624,13 @@ def conditions(
 
 
 @st.composite
-def sql_queries(draw: st.DrawFn, columns: Sequence[str], dialect: str = "") -> str:
+def sql_queries(
+    draw: st.DrawFn,
+    columns: Sequence[str],
+    dialect: str = "",
+    keys: Mapping[str, Sequence[tuple[str, ...]]] | None = None,
+    rows: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+) -> str:
     """One query over tables ``a`` and ``b`` of ``columns`` (``k`` included), valid in
     DuckDB, DataFusion and Spark (with ``dialect``'s own spellings here and there)."""
     names = list(columns)
@@ -630,7 +645,40 @@ def sql_queries(draw: st.DrawFn, columns: Sequence[str], dialect: str = "") -> s
 
     table = pick(["a", "b"])
     other = "b" if table == "a" else "a"
-    shape = draw(st.integers(0, 26))
+    shape = draw(st.integers(0, 30))
+    if shape >= 27:  # every column of a compound key fixed in one AND, or an OR of such
+        mine = (keys or {}).get(table, ())
+        data = (rows or {}).get(table, ())
+        if len(mine) > 0 and draw(st.integers(0, 3)) > 0:
+            fixed = list(draw(st.sampled_from(list(mine))))
+        else:
+            fixed = draw(st.lists(st.sampled_from(names), min_size=2, max_size=3, unique=True))
+
+        def conjunction() -> str:
+            if len(data) > 0 and draw(st.integers(0, 3)) > 0:  # values of a row of the table
+                row = draw(st.sampled_from(list(data)))
+                return " AND ".join(
+                    f"{c} IS NULL"
+                    if row[c] is None
+                    else f"{c} = {sql_literal(c, row[c], draw(st.integers(0, 7)), dialect)}"
+                    for c in fixed
+                )
+            terms = []
+            for column in fixed:
+                literal = draw(literals(column, dialect))
+                many = draw(st.integers(0, 3)) == 0
+                if many:
+                    more = draw(literals(column, dialect))
+                    terms.append(f"{column} IN ({literal}, {more})")
+                else:
+                    terms.append(f"{column} = {literal}")
+            return " AND ".join(terms)
+
+        condition = conjunction()
+        if shape % 2:
+            condition = f"({condition}) OR ({conjunction()})"
+        projection = pick(["*", "k", "count(*) AS n"])
+        return f"SELECT {projection} FROM {table} WHERE {condition}"
     if shape <= 3:  # one table, a filter, some projection; names in any case, or quoted
         projection = pick(["*", "k", f"k, {pick(values)}", "count(*) AS n"])
         spelling = draw(st.integers(0, 5))
@@ -873,9 +921,15 @@ def parameter_queries(draw: st.DrawFn, columns: Sequence[str], dialect: str) -> 
     return Query(sql, tuple(values))
 
 
-def queries(columns: Sequence[str], dialect: str) -> st.SearchStrategy[Query]:
-    """Mostly literal SQL, sometimes with placeholders."""
-    literal = sql_queries(columns, dialect).map(Query)
+def queries(
+    columns: Sequence[str],
+    dialect: str,
+    keys: Mapping[str, Sequence[tuple[str, ...]]] | None = None,
+    rows: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+) -> st.SearchStrategy[Query]:
+    """Mostly literal SQL, sometimes with placeholders; ``keys``: per table, its compound
+    keys; ``rows``: per table, its rows (for conditions that match)."""
+    literal = sql_queries(columns, dialect, keys, rows).map(Query)
     with_parameters = parameter_queries(columns, dialect)
     return st.one_of(literal, literal, literal, literal, with_parameters)
 
@@ -888,7 +942,9 @@ def datasets(draw: st.DrawFn, engine: str, queries_per_dataset: int) -> Dataset:
     pool = [n for n in COLUMN_TYPES if n != "k" and n not in excluded]
     columns = draw(st.lists(st.sampled_from(pool), min_size=2, max_size=6, unique=True))
     tables = {name: draw(table_specs(columns, layout)) for name, layout in layouts.items()}
-    sql = queries(["k", *columns], engine)
+    keys = {name: spec.keys for name, spec in tables.items()}
+    rows = {name: spec.data.to_pylist() for name, spec in tables.items()}
+    sql = queries(["k", *columns], engine, keys, rows)
     drawn = draw(st.lists(sql, min_size=queries_per_dataset, max_size=queries_per_dataset))
     return Dataset(tables, drawn)
 
