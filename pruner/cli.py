@@ -115,12 +115,16 @@ def _cmd_index_build(args: argparse.Namespace) -> int:
 
 
 def _cmd_index_update(args: argparse.Namespace) -> int:
-    for column in args.column:
+    targets: list[str | list[str]] = [*(args.column or []), *map(_key_columns, args.key or [])]
+    if not targets:
+        raise InvalidParameterError("name what to update: --column C, or --key a,b")
+    for target in targets:
         started = time.perf_counter()
+        column = target if isinstance(target, str) else "(" + ", ".join(target) + ")"
         with progress_bar(f"updating {column}") as progress:
             index, plan = update_index(
                 args.path,
-                column,
+                target,
                 deleted_share=args.deleted_share,
                 progress=progress,
                 engine=args.engine,
@@ -360,7 +364,7 @@ def _key_status(table: PrunerTable, key: Key) -> dict[str, object]:
     advice = ""
     if why:
         advice = (
-            f"those {unit}s are read whole; to cover them: pruner index build {table.path} "
+            f"those {unit}s are read whole; to cover them: pruner index update {table.path} "
             f"--key {','.join(key.columns)}"
         )
     return {
@@ -585,7 +589,13 @@ def _parser() -> argparse.ArgumentParser:
         "not cover, drop the ones that are gone",
     )
     update.add_argument("path", help="a Lance dataset or a directory of Parquet files")
-    update.add_argument("--column", action="append", required=True, help="indexed column")
+    update.add_argument("--column", action="append", help="indexed column")
+    update.add_argument(
+        "--key",
+        action="append",
+        metavar="A,B[,C...]",
+        help="an indexed compound key (built again whole)",
+    )
     update.add_argument(
         "--deleted-share",
         type=float,

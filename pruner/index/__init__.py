@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from pruner.discover import is_lance_dataset, parquet_footer_hash
-from pruner.errors import InvalidParameterError
+from pruner.errors import IndexFormatError, IndexNotFoundError, InvalidParameterError
 from pruner.index.build import (
     DEFAULT_ITEMS,
     DEFAULT_PROBABILITY,
@@ -246,9 +246,29 @@ def _build_key(
     return index
 
 
+def _rebuild_key(
+    path: Path, key: Key, progress: ProgressCallback | None, engine: str
+) -> tuple[ZoneIndex, UpdatePlan]:
+    """:func:`update_index` of a compound key: a whole build, with the old index's zone size
+    and probability."""
+    location = key_index_path(path, key)
+    try:
+        old = read_index_zones(location)
+    except (IndexFormatError, OSError) as err:
+        raise IndexNotFoundError(
+            f"no readable compound index {key.shown} in {path} ({err}); build one with "
+            f"`pruner index build {path} --key {','.join(key.columns)}`"
+        ) from err
+    index = _build_key(path, key, old.items, old.probability, progress, engine)
+    kind = "lance" if is_lance_dataset(path) else "parquet"
+    plan = UpdatePlan(key.shown, kind, old.items, old.probability, whole="a compound key index")
+    plan.order = plan.add = sorted(set(index.fragment_id.tolist()))
+    return index, plan
+
+
 def update_index(
     source: str | os.PathLike[str],
-    column: str,
+    column: str | Sequence[str] | Key,
     *,
     deleted_share: float = DEFAULT_DELETED_SHARE,
     progress: ProgressCallback | None = None,
@@ -267,7 +287,8 @@ def update_index(
     (``plan.segment``; the old segments' files are not read, but for the newest while it is
     small, which the new segment replaces), else it is committed as one segment over every
     fragment. An index that is current is left as it is. An index made from Parquet's own
-    filters is made again from them (that reads no data).
+    filters is made again from them (that reads no data). A compound key's index
+    (``column`` a sequence of columns) is built again whole, with its old parameters.
 
     Raises:
         IndexNotFoundError: there is no index to update; build one.
@@ -282,6 +303,8 @@ def update_index(
             f"deleted_share must be between 0 and 1 (a share of a fragment's rows), "
             f"not {deleted_share}"
         )
+    if not isinstance(column, str):
+        return _rebuild_key(Path(source), Key.of(column), progress, engine)
     plan = plan_update(source, column, deleted_share=deleted_share)
     assert plan.old is not None
     if plan.current:

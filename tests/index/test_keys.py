@@ -529,3 +529,23 @@ def test_edges_prune_existence_checks_and_reverse_traversals(tmp_path: Path) -> 
     reasons = {t.column: t.reason for t in scan.terms}
     assert "src unconstrained" in reasons["(dst, rel, src)"]
     assert "src unconstrained" in reasons["(src, rel, dst)"]
+
+
+def test_update_of_a_key_builds_it_again(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _make("lance", tmp_path)
+    lance.write_dataset(_data(seed=4, rows=300), str(path), mode="append")
+    key = Key(("a", "b"))
+    assert open_table(path).key_index(key).uncovered.num_rows == 300  # type: ignore[union-attr]
+    assert main(["index", "list", str(path)]) == 0
+    assert f"pruner index update {path} --key a,b" in capsys.readouterr().out
+    assert main(["index", "update", str(path), "--key", "a,b"]) == 0
+    assert "indexed all" in capsys.readouterr().out
+    bound = open_table(path).key_index(key)
+    assert not isinstance(bound, str) and bound.uncovered.num_rows == 0
+    assert bound.index.items == 64  # the old zone size
+    sql = "SELECT n FROM t WHERE a = 3 AND b = 'b7'"
+    assert multiset(pruner.query(sql, {"t": path})) == multiset(
+        engine_alone("duckdb", sql, {"t": path})
+    )
