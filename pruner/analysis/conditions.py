@@ -364,9 +364,12 @@ class Resolver:
         return in_(column, values)
 
     def _tuple_in(self, node: exp.In, target: exp.Tuple, alias: str) -> Predicate:
-        """``(a, b) IN ((1, 'x'), (2, 'y'))`` is ``(a = 1 AND b = 'x') OR (a = 2 AND b =
-        'y')``: the same rows are TRUE (SQL compares rows field by field). Fields of other
-        tables are left out of each AND (a weaker condition on this table)."""
+        """``(a, b) IN ((1, 'x'), (2, 'y'))`` selects what ``(a = 1 AND b = 'x') OR (a = 2
+        AND b = 'y')`` does, but for NULLs: DuckDB, DataFusion and Spark compare the rows as
+        structs, whose NULL fields are equal (``(a, b) IN ((1, NULL))`` holds for the row
+        ``(1, NULL)``), so each field is IS NOT DISTINCT FROM its value (a NULL one is ``IS
+        NULL``; a placeholder bound to None becomes one). Fields of other tables are left
+        out of each AND (a weaker condition on this table)."""
         if node.args.get("query") or node.args.get("unnest") or node.args.get("field"):
             return Unknown("IN (subquery) is not a list of constants", self.sql(node))
         fields = [self._column(part, alias) for part in target.expressions]
@@ -392,9 +395,9 @@ class Resolver:
                 if literal is None:
                     terms.append(Unknown(_why_not_value(value_node), self.sql(node)))
                 elif literal.kind == "null":
-                    terms.append(AlwaysFalse("NULL is never true"))
+                    terms.append(IsNull(part_column))
                 else:
-                    terms.append(Equals(part_column, literal))
+                    terms.append(Equals(part_column, literal, null_safe=True))
             rows.append(and_(*terms))
         return or_(*rows)
 

@@ -549,3 +549,19 @@ def test_update_of_a_key_builds_it_again(
     assert multiset(pruner.query(sql, {"t": path})) == multiset(
         engine_alone("duckdb", sql, {"t": path})
     )
+
+
+@pytest.mark.parametrize("engine", ["duckdb", "datafusion"])
+def test_row_value_in_matches_null_fields_as_the_engines_do(table: Path, engine: str) -> None:
+    """The engines compare ``(a, b) IN ((3, NULL))`` as structs: the row (3, NULL) is in
+    it. Pruning it as ``a = 3 AND b = NULL`` (never true) would drop that row."""
+    rows = _rows_of(table).to_pylist()
+    held = next(r for r in rows if r["b"] is None and r["a"] is not None)
+    sql = f"SELECT n FROM t WHERE (a, b) IN (({held['a']}, NULL), (99, 'b1'))"
+    expected = engine_alone(engine, sql, {"t": table})
+    assert expected.num_rows > 0
+    assert multiset(pruner.query(sql, {"t": table}, engine=engine)) == multiset(expected)
+    placeholder = "$1" if engine == "datafusion" else "?"
+    sql = f"SELECT n FROM t WHERE (a, b) IN (({held['a']}, {placeholder}))"
+    got = pruner.query(sql, {"t": table}, engine=engine, parameters=[None])
+    assert multiset(got) == multiset(expected)

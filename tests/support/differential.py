@@ -674,6 +674,22 @@ def sql_queries(
                     terms.append(f"{column} = {literal}")
             return " AND ".join(terms)
 
+        if draw(st.integers(0, 3)) == 0:  # a row-value IN list: struct equality, NULLs equal
+            listed = []
+            for _ in range(draw(st.integers(1, 3))):
+                row = draw(st.sampled_from(list(data))) if len(data) > 0 else None
+                values = [
+                    "NULL"
+                    if row is not None and row[c] is None
+                    else sql_literal(c, row[c], 0, dialect)
+                    if row is not None
+                    else draw(literals(c, dialect))
+                    for c in fixed
+                ]
+                listed.append("(" + ", ".join(values) + ")")
+            projection = pick(["*", "k", "count(*) AS n"])
+            columns = ", ".join(fixed)
+            return f"SELECT {projection} FROM {table} WHERE ({columns}) IN ({', '.join(listed)})"
         condition = conjunction()
         if shape % 2:
             condition = f"({condition}) OR ({conjunction()})"
