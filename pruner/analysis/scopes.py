@@ -373,6 +373,9 @@ class Analyzer:
                 part = refused(part, f"outer join may null-extend {source.alias}")
             constraints[source.alias].append(part)
 
+        subquery_edges = self.subquery_edges(
+            scope, resolver, where.this if where is not None else None
+        )
         predicates: dict[str, Predicate] = {}
         for source in sources:
             predicate = and_(*constraints[source.alias])
@@ -389,12 +392,65 @@ class Analyzer:
                     ()
                     if refusal or not source.prunable
                     else _edges(source, by_alias, predicates, join_pairs)
+                    + tuple(subquery_edges.get(source.alias, ()))
                 )
                 self.visited.add(id(source.node))
                 self.scans.append(Scan(source.table, source.alias, predicate, joins))
             elif source.scope is not None:
                 self.visit(source.scope, None if refusal else predicate)
         self.unreferenced(scope.cte_scopes + scope.derived_table_scopes)
+
+    def subquery_edges(
+        self, scope: Scope, resolver: Resolver, where: exp.Expr | None
+    ) -> dict[str, list[JoinEdge]]:
+        """Per FROM item, the edges of the top-level ``x.a IN (SELECT t.b FROM t ...)``
+        terms of the WHERE clause: a row of x the query keeps holds a value of t.b in a row
+        of t that meets the subquery's conditions (a superset of the subquery's values,
+        whatever its LIMIT, GROUP BY or DISTINCT)."""
+        found: dict[str, list[JoinEdge]] = {}
+        if where is None:
+            return found
+        for part in _conjuncts(where):
+            query = part.args.get("query") if isinstance(part, exp.In) else None
+            target = part.this if isinstance(part, exp.In) else None
+            while isinstance(target, exp.Paren):
+                target = target.this
+            if not isinstance(target, exp.Column) or not isinstance(query, exp.Subquery):
+                continue
+            inner = query.this
+            if not isinstance(inner, exp.Select) or inner.args.get("joins"):
+                continue
+            if len(inner.expressions) != 1 or not isinstance(inner.expressions[0], exp.Column):
+                continue
+            mine = resolver.column(target)
+            sub = next((s for s in scope.subquery_scopes if s.expression is inner), None)
+            if mine is None or sub is None:
+                continue
+            sources = self.sources(sub, inner)
+            other = sources[0] if len(sources) == 1 else None
+            if other is None or other.table is None or not other.prunable:
+                continue
+            other_table = other.table
+            inner_resolver = Resolver(sources, self)
+            theirs = inner_resolver.column(inner.expressions[0])
+            if theirs is None:
+                continue
+            mine_type = resolver.sources[mine[0]].schema
+            types = (
+                mine_type.field(mine[1]).type if mine_type is not None else None,
+                other.schema.field(theirs[1]).type if other.schema is not None else None,
+            )
+            if not _same_equality(*types):
+                continue
+            condition = inner.args.get("where")
+            predicate: Predicate = AlwaysTrue()
+            if condition is not None:
+                predicate = rewrite_not(inner_resolver.predicate(condition.this, other.alias))
+            text = resolver.sql(part)
+            found.setdefault(mine[0], []).append(
+                JoinEdge(mine[1], other_table, other.alias, theirs[1], predicate, text)
+            )
+        return found
 
     def derived_names(self, scope: Scope) -> list[str | None] | None:
         """The output column names of a CTE / derived table (None when not known)."""

@@ -201,3 +201,41 @@ def test_runtime_keys_on_every_engine(tables: dict[str, Path], engine: str, spar
     session = spark if engine == "spark" else None
     expected = engine_alone(engine, sql, tables, spark=session)
     assert multiset(pruner.query(sql, tables, engine=engine)) == multiset(expected)
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT o.x FROM o WHERE o.k IN (SELECT k FROM v WHERE name IN ('a', 'd'))",
+        "SELECT o.x FROM o WHERE o.k IN (SELECT v.k FROM v) AND o.x > 3",
+        "SELECT o.x FROM o WHERE k IN (SELECT k FROM v ORDER BY k LIMIT 2)",
+        "SELECT o.x FROM o WHERE o.s IN (SELECT DISTINCT s FROM v WHERE v.k <> 3)",
+        "SELECT count(*) FROM o AS big WHERE big.k IN (SELECT k FROM w GROUP BY k)",
+    ],
+)
+def test_in_subquery_keys_prune_the_outer_scan(tables: dict[str, Path], sql: str) -> None:
+    scan = _scan(sql, tables, alias="big" if "AS big" in sql else "o")
+    runtime = [t for t in scan.terms if t.reason.startswith("at run time")]
+    assert runtime and runtime[0].used_index, scan.terms
+    assert scan.zones_selected * 4 <= scan.zones_total, scan
+    assert multiset(pruner.query(sql, tables)) == multiset(engine_alone("duckdb", sql, tables))
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT o.x FROM o WHERE o.k NOT IN (SELECT k FROM v WHERE k IS NOT NULL)",
+        "SELECT o.x FROM o WHERE o.k IN (SELECT k FROM v) OR o.x = 1",
+        "SELECT o.x FROM o WHERE o.k IN (SELECT k + 1 FROM v)",
+        "SELECT o.x FROM o WHERE o.k IN (SELECT v.k FROM v JOIN w ON v.k = w.k)",
+        "SELECT o.x FROM o WHERE o.k IN (SELECT max(k) FROM v)",
+        "SELECT o.x FROM o WHERE o.x IN (SELECT k FROM v)",  # int32 and int64: carried
+    ],
+)
+def test_in_subqueries_that_give_no_keys(tables: dict[str, Path], sql: str) -> None:
+    scan = _scan(sql, tables)
+    runtime = [t for t in scan.terms if t.reason.startswith("at run time")]
+    # o.x has no index: nothing to look the keys up in
+    assert not runtime, scan.terms
+    expected = engine_alone("duckdb", sql, tables)
+    assert multiset(pruner.query(sql, tables)) == multiset(expected)
