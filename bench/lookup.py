@@ -17,6 +17,7 @@ Run it (from the project root)::
 
     .venv/bin/python bench/lookup.py                   # 20M rows, 200 fragments
     .venv/bin/python bench/lookup.py --rows 2000000 --fragments 20 --repeat 2
+    .venv/bin/python bench/lookup.py --items 1024       # zones of 1,024 rows
 """
 
 from __future__ import annotations
@@ -41,14 +42,15 @@ if str(ROOT) not in sys.path:
 from common import print_header  # noqa: E402
 
 import pruner  # noqa: E402
-from pruner.index import build_index  # noqa: E402
+from pruner.index import DEFAULT_ITEMS, build_index  # noqa: E402
 from pruner.table import open_table  # noqa: E402
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 
 
-def _dataset(rows: int, fragments: int) -> Path:
-    path = DATA_DIR / f"lookup-{rows}-{fragments}.lance"
+def _dataset(rows: int, fragments: int, items: int = DEFAULT_ITEMS) -> Path:
+    suffix = "" if items == DEFAULT_ITEMS else f"-items{items}"
+    path = DATA_DIR / f"lookup-{rows}-{fragments}{suffix}.lance"
     if path.exists() and lance.dataset(str(path)).count_rows() == rows:
         return path
     shutil.rmtree(path, ignore_errors=True)
@@ -56,7 +58,7 @@ def _dataset(rows: int, fragments: int) -> Path:
     table = pa.table({"id": ids, "payload": pa.array(ids * 3)})
     per = -(-rows // fragments)
     lance.write_dataset(table, str(path), max_rows_per_file=per, max_rows_per_group=per)
-    build_index(path, "id")
+    build_index(path, "id", items=items)
     return path
 
 
@@ -77,10 +79,13 @@ def main() -> None:
     parser.add_argument("--present", type=float, default=0.01)
     parser.add_argument("--sample", type=int, default=2_000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--items", type=int, default=DEFAULT_ITEMS, help="rows per zone of the index on id"
+    )
     args = parser.parse_args()
     DATA_DIR.mkdir(exist_ok=True)
     print_header(lance, np, pa, duckdb)
-    path = _dataset(args.rows, args.fragments)
+    path = _dataset(args.rows, args.fragments, args.items)
     rng = np.random.default_rng(5)
     present = int(args.keys * args.present)
     keys = np.concatenate(
@@ -92,8 +97,8 @@ def main() -> None:
     rng.shuffle(keys)
     key_list = keys.tolist()
     print(
-        f"{args.rows:,} rows in {args.fragments} fragments; {args.keys:,} keys, "
-        f"{present:,} of them present"
+        f"{args.rows:,} rows in {args.fragments} fragments, zones of {args.items:,} rows; "
+        f"{args.keys:,} keys, {present:,} of them present"
     )
 
     table = open_table(path)
