@@ -478,9 +478,10 @@ def _joined(
             evaluator.terms.append(TermReport(edge.condition, False, reason, edge.column))
             continue
         part = lookup(table, edge.column, keys).selection()
+        plural = "" if len(keys) == 1 else "s"
         reason = (
-            f"at run time: the {len(keys):,} keys of {where} in {edge.other_alias}'s "
-            f"{other.num_rows:,} rows, looked up in the index of {edge.column}"
+            f"at run time: {len(keys):,} key{plural} of {where} (from {other.num_rows:,} rows "
+            f"of {edge.other_alias}), looked up in the index of {edge.column}"
         )
         zones = int(np.count_nonzero(index.valid & _overlaps(index, part)))
         evaluator.terms.append(TermReport(edge.condition, True, reason, edge.column, zones))
