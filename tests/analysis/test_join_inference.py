@@ -37,9 +37,9 @@ def tables(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     )
     small = pa.table(
         {
-            "k": pa.array([1, 2, 3, 500, None], pa.int32()),
-            "s": ["s1", "s2", "s3", "s500", None],
-            "name": ["a", "b", "c", "d", "e"],
+            "k": pa.array([1, 2, 3, 500, None, 7], pa.int32()),
+            "s": ["s1", "s2", "s3", "s500", None, "s7"],
+            "name": ["a", "b", "c", "d", "e", None],
         }
     )
     paths = {}
@@ -145,6 +145,8 @@ RUNTIME = [
     "SELECT count(*) FROM v, o WHERE v.k = o.k AND v.name = 'c'",
     "SELECT o.x FROM o SEMI JOIN v ON o.k = v.k",
     "SELECT o.x FROM o JOIN v ON o.k = v.k LEFT JOIN w ON w.k = v.k WHERE w.name IS NULL",
+    "SELECT o.x, v.k FROM o JOIN v ON o.k = v.k WHERE v.name IS NULL",
+    "SELECT o.x FROM o JOIN v ON o.k = v.k WHERE v.name = 'zz' OR v.name IN ('b', 'c')",
 ]
 
 
@@ -239,3 +241,26 @@ def test_in_subqueries_that_give_no_keys(tables: dict[str, Path], sql: str) -> N
     assert not runtime, scan.terms
     expected = engine_alone("duckdb", sql, tables)
     assert multiset(pruner.query(sql, tables)) == multiset(expected)
+
+
+@pytest.mark.parametrize(
+    ("sql", "keys"),
+    [
+        ("SELECT o.x FROM o JOIN v ON o.k = v.k", 5),  # the NULL key joins nothing
+        ("SELECT o.x FROM o JOIN v ON o.k = v.k WHERE v.name IS NULL", 1),
+        ("SELECT o.x FROM o JOIN v ON o.k = v.k WHERE v.name IN ('a', 'd')", 2),
+        ("SELECT o.x FROM o JOIN v ON o.k = v.k WHERE v.name = 'a' OR v.name IS NULL", 2),
+        ("SELECT o.x FROM o JOIN v ON o.k = v.k WHERE v.name <> 'a'", 5),  # cannot tell: all
+        ("SELECT o.x FROM o JOIN v ON o.k = v.k WHERE v.name = 'a' AND v.s = 's1'", 1),
+        ("SELECT o.x FROM o JOIN v ON o.k = v.k WHERE v.name = 'a' AND v.s = 's2'", 0),
+    ],
+)
+def test_the_small_side_gives_the_keys_of_the_rows_it_keeps(
+    tables: dict[str, Path], sql: str, keys: int
+) -> None:
+    """Exactly the distinct non-null keys of the rows the small side's own conditions may
+    keep (a condition pruner cannot evaluate keeps every row)."""
+    scan = _scan(sql, tables)
+    (term,) = [t for t in scan.terms if t.reason.startswith("at run time")]
+    assert term.reason.startswith(f"at run time: {keys} key"), term.reason
+    assert multiset(pruner.query(sql, tables)) == multiset(engine_alone("duckdb", sql, tables))
