@@ -36,7 +36,10 @@ def append(
 ) -> dict[str, UpdatePlan]:
     """Append ``data`` (a pyarrow Table or anything ``pyarrow.table`` takes) to the Lance
     dataset or Parquet directory at ``path``, then update each of its pruner indexes;
-    return what each update did, by column.
+    return what each update did, by column (a compound key by its shown name, ``(a, b)``).
+
+    A compound key's index is built again whole on the local engine, the only engine that
+    builds one (:func:`pruner.index.update_index`).
 
     Raises:
         InvalidParameterError: ``path`` is not a table, or ``data`` does not fit its schema.
@@ -53,10 +56,13 @@ def append(
             "first (lance.write_dataset, or a Parquet file in a directory), then append"
         )
     updates = {}
-    for column in open_table(root).indexed_columns():
+    table_now = open_table(root)
+    for column in table_now.indexed_columns():
         _, updates[column] = update_index(
             root, column, engine=engine, spark=spark, deleted_share=deleted_share
         )
+    for key in table_now.compound_keys():
+        _, updates[key.shown] = update_index(root, key)
     return updates
 
 

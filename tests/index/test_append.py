@@ -17,7 +17,10 @@ import pytest
 import pruner
 from pruner.cli import main
 from pruner.errors import InvalidParameterError
+from pruner.explain import explain
 from pruner.index import build_index
+from pruner.index.keys import Key
+from pruner.table import open_table
 from tests.support.changes import (
     ROWS,
     check,
@@ -28,6 +31,7 @@ from tests.support.changes import (
     parquet_table,
     read_whole,
 )
+from tests.support.engine_check import engine_alone
 
 
 @pytest.mark.parametrize("make", [lance_table, parquet_table], ids=["lance", "parquet"])
@@ -44,6 +48,27 @@ def test_append_indexes_the_new_rows(make: Callable[[Path], Path], tmp_path: Pat
     values = [*old_values(), ROWS + 5, ROWS + 650]
     table = check(path, values)
     assert read_whole(table, values) == set()
+
+
+@pytest.mark.parametrize("make", [lance_table, parquet_table], ids=["lance", "parquet"])
+def test_append_builds_compound_keys_again(make: Callable[[Path], Path], tmp_path: Path) -> None:
+    path = make(tmp_path)
+    build_index(path, ["id", "tag"], items=100)
+    new = data(np.arange(ROWS, ROWS + 700), "new")
+    plans = pruner.append(path, new)
+    assert sorted(plans) == ["(id, tag)", "id"]
+    assert plans["(id, tag)"].whole and len(plans["(id, tag)"].add) == 4
+    bound = open_table(path).key_index(Key(("id", "tag")))
+    assert not isinstance(bound, str), bound
+    assert bound.uncovered.num_rows == 0 and bound.index.items == 100
+    sql = f"SELECT id, tag FROM t WHERE id = {ROWS + 650} AND tag = 'new'"
+    report = explain(sql, {"t": path})
+    assert "compound index (id, tag)" in str(report)
+    expected = engine_alone("duckdb", sql, {"t": path})
+    assert expected.num_rows == 1
+    assert pruner.query(sql, {"t": path}).to_pylist() == expected.to_pylist()
+    # the key's selection reads the new rows' zone, not the new fragment whole
+    assert report.scans[0].selection.num_rows <= 100
 
 
 def test_append_reorders_columns_and_refuses_rows_that_do_not_fit(tmp_path: Path) -> None:
