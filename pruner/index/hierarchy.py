@@ -87,12 +87,16 @@ footer: the offsets of every column page and global buffer, which move with the 
 _PREFIX = len(MAGIC) + 4 + 8  # magic, header length, header checksum
 _BLOCK = sbbf.BLOCK_BYTES
 _BULK_VALUES = 256
-"""A probe of more distinct values than this per value reads each level's section whole."""
+"""A probe of more distinct values than this reads each level once for all of them
+(:data:`_DENSE`), not value by value."""
 _BULK_PAIRS = 1 << 20
 """(value, fragment) pairs checked at once by a bulk probe."""
 _DATASET_CHUNK = 1024
 """The dataset filter is checksummed (and read) in chunks of this many bytes: a checksum
 per 32-byte block cost the build more than the rest of the companion."""
+_DENSE = 4
+"""A many-value probe reads a level's section whole once more than one unit (dataset chunk,
+fragment block row) in this many is used, else only the units used."""
 
 
 class HierarchyUnusable(PrunerError):
@@ -546,13 +550,31 @@ class Hierarchy:
         return positions.astype(np.int64), zone[pair].astype(np.int64)
 
     def _section(
-        self, name: str, sums: str, units: int, width: int, per_unit: int = 1
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """A whole section, (units, width) uint8, and its stored checksums, ``per_unit``
-        per unit (not checked here)."""
-        data = np.frombuffer(self._read(self._offsets[name], units * width), np.uint8)
-        stored = np.frombuffer(self._read(self._offsets[sums], 8 * units * per_unit), "<u8")
-        return data.reshape(units, width), stored
+        self, name: str, sums: str, units: int, width: int, used: np.ndarray
+    ) -> np.ndarray:
+        """The units ``used`` (sorted, distinct) of a section of (units, width) uint8, each
+        checked against its stored checksum; the others zero. A section used at more than
+        one unit in :data:`_DENSE` is read whole, else unit by unit into a zeroed image
+        (pages never written are never allocated).
+
+        Raises:
+            HierarchyUnusable: a unit read is truncated or fails its checksum.
+        """
+        stored = np.frombuffer(self._read(self._offsets[sums], 8 * units), "<u8")
+        if len(used) * _DENSE > units:
+            data = np.frombuffer(self._read(self._offsets[name], units * width), np.uint8)
+            data = data.reshape(units, width)
+        else:
+            data = np.zeros((units, width), np.uint8)
+            for unit in used.tolist():
+                target = memoryview(data[unit])
+                got = os.preadv(self._fd, [target], self._offsets[name] + unit * width)
+                self.bytes_read += got
+                if got != width:
+                    raise HierarchyUnusable(f"hierarchy companion {self.path} is truncated")
+        if not np.array_equal(_row_checksums(data[used]), stored[used]):
+            raise HierarchyUnusable(f"{self.path}: a {name} block fails its checksum")
+        return data
 
     def _pairs_bulk(self, hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`probe_each` of many distinct hashes: each level's section read whole once
@@ -563,11 +585,9 @@ class Hierarchy:
         count = len(self.fragments)
         # Dataset level.
         chunk = min(self.dataset_bytes, _DATASET_CHUNK)
-        data, stored = self._section("dataset", "dataset_sums", self.dataset_bytes // chunk, chunk)
         blocks = sbbf.block_of(hashes, self.dataset_bytes // _BLOCK)
         used = np.unique(blocks // (chunk // _BLOCK))
-        if not np.array_equal(_row_checksums(data[used]), stored[used]):
-            raise HierarchyUnusable(f"{self.path}: a dataset block fails its checksum")
+        data = self._section("dataset", "dataset_sums", self.dataset_bytes // chunk, chunk, used)
         present = sbbf.check_blocks(data.reshape(-1, _BLOCK)[blocks], hashes)
         kept = np.flatnonzero(present)
         hashes = hashes[kept]
@@ -575,11 +595,8 @@ class Hierarchy:
             return empty
         # Fragment level: (value, fragment) pairs, a chunk of values at a time.
         rows = self.fragment_bytes // _BLOCK
-        data, stored = self._section("fragments", "fragment_sums", rows, count * _BLOCK)
         blocks = sbbf.block_of(hashes, rows)
-        used = np.unique(blocks)
-        if not np.array_equal(_row_checksums(data[used]), stored[used]):
-            raise HierarchyUnusable(f"{self.path}: a fragment block fails its checksum")
+        data = self._section("fragments", "fragment_sums", rows, count * _BLOCK, np.unique(blocks))
         by_fragment = data.reshape(rows, count, _BLOCK)
         step = max(1, _BULK_PAIRS // count)
         candidates = np.empty((len(hashes), count), bool)

@@ -242,3 +242,47 @@ def test_keys_are_hashed_as_the_index_hashed_the_column(tmp_path: Path) -> None:
             assert found.ranges(position) == selection.ranges(), (column, key)
     assert pruner.lookup(opened, "k", [5]).ranges(0) == [(0, 0, 1_000), (0, 3_000, 1_000)]
     assert pruner.find(opened, "k", [5, 2_999]).num_rows == 3
+
+
+@pytest.mark.parametrize("dense", [0, 10**9], ids=["units-read-one-by-one", "sections-whole"])
+@pytest.mark.parametrize("section", ["dataset", "fragments", "zone_rows"])
+def test_many_keys_never_trust_a_damaged_companion(
+    section: str, dense: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A companion section zeroed (a zeroed filter says "absent" of every value) is caught
+    by its checksums on the many-keys path, whether it reads a level's units one by one or
+    the section whole: the lookup falls back to the zone filters and every present key keeps
+    its rows."""
+    from pruner.index import hierarchy
+
+    monkeypatch.setattr(hierarchy, "_DENSE", dense)
+    path = tmp_path / "t.lance"
+    ids = np.random.default_rng(4).permutation(ROWS)
+    lance.write_dataset(_data(ids), str(path), max_rows_per_file=1_500)
+    build_index(path, "id", items=256)
+    companion = open_table(path).index("id").index.hierarchy  # type: ignore[union-attr]
+    assert isinstance(companion, hierarchy.Hierarchy)
+    sizes = {
+        "dataset": companion.dataset_bytes,
+        "fragments": companion.fragment_bytes * len(companion.fragments),
+        "zone_rows": companion.zone_bytes * companion.num_zones,
+    }
+    offset = companion._offsets[section]
+    rng = np.random.default_rng(9)
+    present = rng.choice(ROWS, 200, replace=False).tolist()
+    keys = [*present, *rng.integers(10**6, 10**9, 200).tolist()]
+    assert len(set(keys)) > _BULK_VALUES
+    intact = pruner.lookup(open_table(path), "id", keys)
+    with open(companion.path, "r+b") as handle:
+        handle.seek(offset)
+        handle.write(bytes(sizes[section]))
+    opened = open_table(path)
+    found = pruner.lookup(opened, "id", keys)
+    bound = opened.index("id")
+    assert bound is not None and bound.index.hierarchy is None, "the companion was dropped"
+    assert "fails its checksum" in (bound.index.hierarchy_note or "")
+    rows = _rows(path, present)
+    assert len(rows) == len(present)
+    assert found.selection().contains(rows >> 32, rows & 0xFFFFFFFF).all()
+    for position in range(0, len(keys), 5):
+        assert found.ranges(position) == intact.ranges(position), keys[position]
