@@ -38,8 +38,8 @@ def append(
     dataset or Parquet directory at ``path``, then update each of its pruner indexes;
     return what each update did, by column (a compound key by its shown name, ``(a, b)``).
 
-    A compound key's index is built again whole on the local engine, the only engine that
-    builds one (:func:`pruner.index.update_index`).
+    A compound key's index is built again whole, on ``engine``
+    (:func:`pruner.index.update_index`).
 
     Raises:
         InvalidParameterError: ``path`` is not a table, or ``data`` does not fit its schema.
@@ -62,7 +62,7 @@ def append(
             root, column, engine=engine, spark=spark, deleted_share=deleted_share
         )
     for key in table_now.compound_keys():
-        _, updates[key.shown] = update_index(root, key)
+        _, updates[key.shown] = update_index(root, key, engine=engine, spark=spark)
     return updates
 
 

@@ -192,7 +192,7 @@ def build_index(
             f"unknown index build engine {engine!r}; use one of {', '.join(ENGINES)}"
         )
     if not isinstance(column, str):
-        return _build_key(Path(source), Key.of(column), items, probability, progress, engine)
+        return _build_key(Path(source), Key.of(column), items, probability, progress, engine, spark)
     if from_parquet_filters:
         return _build_from_parquet_filters(Path(source), column, engine)
     path = Path(source)
@@ -231,13 +231,14 @@ def _build_key(
     probability: float,
     progress: ProgressCallback | None,
     engine: str,
+    spark: Any = None,
 ) -> ZoneIndex:
-    """Build and store the compound index of ``key`` (the local engine builds it)."""
-    if engine != "local":
-        raise InvalidParameterError(
-            f"compound key indexes build with the local engine, not {engine!r}"
-        )
-    build = build_lance_index if is_lance_dataset(path) else build_parquet_index
+    """Build and store the compound index of ``key`` on ``engine``."""
+    build: Callable[..., ZoneIndex]
+    if engine in BUILD_ENGINES:
+        build = partial(_engine_build(engine), spark=spark)
+    else:
+        build = build_lance_index if is_lance_dataset(path) else build_parquet_index
     location = key_index_path(path, key)
     with IndexFileWriter(location) as sink:
         index = build(path, key, items=items, probability=probability, progress=progress, sink=sink)
@@ -247,7 +248,7 @@ def _build_key(
 
 
 def _rebuild_key(
-    path: Path, key: Key, progress: ProgressCallback | None, engine: str
+    path: Path, key: Key, progress: ProgressCallback | None, engine: str, spark: Any
 ) -> tuple[ZoneIndex, UpdatePlan]:
     """:func:`update_index` of a compound key: a whole build, with the old index's zone size
     and probability."""
@@ -259,7 +260,7 @@ def _rebuild_key(
             f"no readable compound index {key.shown} in {path} ({err}); build one with "
             f"`pruner index build {path} --key {','.join(key.columns)}`"
         ) from err
-    index = _build_key(path, key, old.items, old.probability, progress, engine)
+    index = _build_key(path, key, old.items, old.probability, progress, engine, spark)
     kind = "lance" if is_lance_dataset(path) else "parquet"
     plan = UpdatePlan(key.shown, kind, old.items, old.probability, whole="a compound key index")
     plan.order = plan.add = sorted(set(index.fragment_id.tolist()))
@@ -304,7 +305,7 @@ def update_index(
             f"not {deleted_share}"
         )
     if not isinstance(column, str):
-        return _rebuild_key(Path(source), Key.of(column), progress, engine)
+        return _rebuild_key(Path(source), Key.of(column), progress, engine, spark)
     plan = plan_update(source, column, deleted_share=deleted_share)
     assert plan.old is not None
     if plan.current:

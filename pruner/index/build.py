@@ -281,17 +281,21 @@ def build_lance_index(
     readers = [partial(read_lance_fragment, ds, f.fragment_id, column, items) for f in fragments]
     if not isinstance(column, Key):
         return _build(column, readers, items, probability, total, progress, threads, sink)
-    schema = ds.lance_schema
-    files = [
-        FragmentFile(
-            f.fragment_id, *lance_fragment_file(f, schema, column), f.metadata.physical_rows
-        )
-        for f in fragments
-    ]
+    files = lance_key_files(ds, fragments, column)
     name = column.describe(column.types(ds.schema, f"Lance dataset {ds.uri}"))
     index = _build(name, readers, items, probability, total, progress, threads, sink)
     index.files, index.value_encoding = files, KEY_ENCODING
     return index
+
+
+def lance_key_files(ds: Any, fragments: list[Any], key: Key) -> list[FragmentFile]:
+    """What binds a compound index to each of ``fragments``: the data files holding the
+    key's fields (:func:`pruner.index.keys.lance_fragment_file`)."""
+    schema = ds.lance_schema
+    return [
+        FragmentFile(f.fragment_id, *lance_fragment_file(f, schema, key), f.metadata.physical_rows)
+        for f in fragments
+    ]
 
 
 def read_parquet_fragment(

@@ -25,7 +25,14 @@ import pruner
 from pruner.cli import main
 from pruner.errors import InvalidParameterError
 from pruner.index import Key, build_index, key_index_path, stored_keys
-from pruner.index.keys import KEY_TUPLE_LIMIT, encode_tuples, hash_tuples, key_tuples
+from pruner.index.fileformat import read_index_file
+from pruner.index.keys import (
+    KEY_ENCODING,
+    KEY_TUPLE_LIMIT,
+    encode_tuples,
+    hash_tuples,
+    key_tuples,
+)
 from pruner.table import open_table
 from tests.support.engine_check import engine_alone, multiset
 
@@ -401,9 +408,40 @@ def test_key_arguments_are_checked(tmp_path: Path) -> None:
     pq.write_table(_data(rows=50), path / "p.parquet")
     with pytest.raises(InvalidParameterError, match="each column once"):
         build_index(path, ["a", "a"])
-    with pytest.raises(InvalidParameterError, match="local engine"):
-        build_index(path, ["a", "b"], engine="spark")
+    with pytest.raises(InvalidParameterError, match="unknown index build engine"):
+        build_index(path, ["a", "b"], engine="flink")
     shutil.rmtree(path / "_pruner", ignore_errors=True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["lance", "parquet"])
+def test_spark_builds_the_local_key_index(kind: str, tmp_path: Path, spark: Any) -> None:
+    """A compound key built on Spark (one task per fragment) is the local build's index:
+    the same zones, filters, null rows, name, encoding and fragment identities."""
+    (tmp_path / "local").mkdir()
+    local = _make(kind, tmp_path / "local")
+    copy = tmp_path / "spark"
+    shutil.copytree(local, copy, copy_function=shutil.copy2)
+    key = Key(("d", "t", "bin"))
+    build_index(copy, list(key.columns), items=64, engine="spark", spark=spark)
+    mine, theirs = (read_index_file(key_index_path(p, key)) for p in (local, copy))
+    assert theirs.value_encoding == mine.value_encoding == KEY_ENCODING
+    assert theirs.column == mine.column and theirs.items == mine.items == 64
+    assert [(f.fragment_id, f.path, f.rows) for f in theirs.files or []] == [
+        (f.fragment_id, f.path, f.rows) for f in mine.files or []
+    ]
+    for field in ("fragment_id", "zone_start", "zone_length", "has_null"):
+        assert np.array_equal(getattr(theirs, field), getattr(mine, field)), field
+    assert np.array_equal(np.asarray(theirs.filter_data), np.asarray(mine.filter_data))
+    nulls, expected_nulls = theirs.null_rows or {}, mine.null_rows or {}
+    assert sorted(nulls) == sorted(expected_nulls)
+    assert all(np.array_equal(nulls[f], expected_nulls[f]) for f in nulls)
+    bound = open_table(copy).key_index(key)
+    assert not isinstance(bound, str) and bound.uncovered.num_rows == 0
+    # appended rows: pruner.append builds the key again on Spark too
+    pruner.append(copy, _rows_of(copy).slice(0, 50), engine="spark", spark=spark)
+    again = open_table(copy).key_index(key)
+    assert not isinstance(again, str) and again.uncovered.num_rows == 0
 
 
 # ---------------------------------------------------------------------------- lookup, find

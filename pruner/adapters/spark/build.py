@@ -52,10 +52,12 @@ from pruner.index.build import (
     assemble,
     index_fragment,
     lance_fragments,
+    lance_key_files,
     parquet_fragments,
     read_lance_fragment,
     read_parquet_fragment,
 )
+from pruner.index.keys import KEY_ENCODING, Key
 
 __all__ = [
     "ZONE_ROWS_SCHEMA",
@@ -92,7 +94,7 @@ class ZoneJob:
     the path an executor reads it from (the dataset URI for Lance, the file for Parquet).
     """
 
-    column: str
+    column: str | Key
     items: int
     num_bytes: int
     fragments: list[tuple[int, str]]
@@ -249,7 +251,7 @@ def _spark_reason(err: BaseException) -> str:
 
 def build_zone_index_spark(
     source: object,
-    column: str,
+    column: str | Key,
     *,
     items: int = DEFAULT_ITEMS,
     probability: float = DEFAULT_PROBABILITY,
@@ -257,8 +259,9 @@ def build_zone_index_spark(
     sink: IndexFileWriter | None = None,
     spark: Any = None,
 ) -> ZoneIndex:
-    """Build the zone bloom index of ``column`` over a Lance dataset (a path or an open
-    dataset) or a directory of Parquet files, one Spark task per fragment.
+    """Build the zone bloom index of ``column`` (or a compound key's tuples) over a Lance
+    dataset (a path or an open dataset) or a directory of Parquet files, one Spark task per
+    fragment.
 
     Gives the index :func:`pruner.index.build_lance_index` / ``build_parquet_index`` give;
     like them it only builds (``sink``: where the zones are written as they are assembled):
@@ -274,22 +277,30 @@ def build_zone_index_spark(
     files = None
     if isinstance(source, str | os.PathLike) and not is_lance_dataset(Path(source)):
         root = Path(source).resolve()
-        _, files = parquet_fragments(root, column)
+        metas, files = parquet_fragments(root, column)
         fragments = [(f.fragment_id, str(root / f.path)) for f in files]
         expected_rows = [f.rows for f in files]
         version = None
+        schema, where = metas[0].schema_arrow, f"Parquet file {root}"
     else:
         ds, planned = lance_fragments(source, column)
         uri = ds.uri if "://" in ds.uri else os.path.abspath(ds.uri)
         fragments = [(f.fragment_id, uri) for f in planned]
         expected_rows = [f.count_rows() for f in planned]
         version = ds.version
+        schema, where = ds.schema, f"Lance dataset {ds.uri}"
+        if isinstance(column, Key):
+            files = lance_key_files(ds, planned, column)
     job = ZoneJob(column, items, num_bytes, fragments, version)
     table = run_job(spark or session(), job) if fragments else ZONE_ROWS_SCHEMA.empty_table()
     order = [fragment_id for fragment_id, _ in fragments]
     parts = fragment_rows(table, order, expected_rows, num_bytes)
-    index = assemble(column, items, probability, parts, sum(expected_rows), progress, sink)
+    # A compound key's index is named by its columns and types, as the local build names it.
+    name = column if isinstance(column, str) else column.describe(column.types(schema, where))
+    index = assemble(name, items, probability, parts, sum(expected_rows), progress, sink)
     index.files = files
+    if isinstance(column, Key):
+        index.value_encoding = KEY_ENCODING
     return index
 
 
