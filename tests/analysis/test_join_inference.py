@@ -179,6 +179,34 @@ def test_no_runtime_keys_where_they_would_narrow(tables: dict[str, Path], sql: s
     assert multiset(pruner.query(sql, tables)) == multiset(engine_alone("duckdb", sql, tables))
 
 
+def test_an_equality_between_two_other_tables_is_not_an_edge_of_this_one(tmp_path: Path) -> None:
+    """``v.s = w.s`` joins v and w; o has a column ``s`` too, indexed, but its values are
+    not v's: the keys of w.s may not prune o.s (mutant: the pair's own tables not checked).
+    Here w.s = 'zz' matches v's row of k = 1, whose o row has s = 's1'."""
+    o = pa.table(
+        {
+            "k": pa.array(np.arange(4_000), pa.int64()),
+            "s": pa.array([f"s{i}" for i in range(4_000)]),
+            "x": pa.array(np.arange(4_000), pa.int64()),
+        }
+    )
+    v = pa.table({"k": pa.array([1, 2], pa.int64()), "s": ["zz", "yy"]})
+    w = pa.table({"s": ["zz"]})
+    paths = {}
+    for name, data in (("o", o), ("v", v), ("w", w)):
+        folder = tmp_path / name
+        folder.mkdir()
+        pq.write_table(data, folder / "p.parquet", row_group_size=500)
+        paths[name] = folder
+    build_index(paths["o"], "k", items=256)
+    build_index(paths["o"], "s", items=256)
+    sql = "SELECT o.x FROM o JOIN v ON o.k = v.k JOIN w ON v.s = w.s"
+    assert multiset(pruner.query(sql, paths)) == multiset(engine_alone("duckdb", sql, paths))
+    assert pruner.query(sql, paths).column("x").to_pylist() == [1]
+    scan = _scan(sql, paths)
+    assert [t.term for t in scan.terms if t.reason.startswith("at run time")] == ["o.k = v.k"]
+
+
 def test_a_big_other_side_is_not_read(
     tables: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
