@@ -207,6 +207,35 @@ def test_an_equality_between_two_other_tables_is_not_an_edge_of_this_one(tmp_pat
     assert [t.term for t in scan.terms if t.reason.startswith("at run time")] == ["o.k = v.k"]
 
 
+def test_values_stay_within_their_class_of_equal_columns(tmp_path: Path) -> None:
+    """Two classes of equal columns, {o.k, v.k} and {o.j, w.j}: ``v.k IN (1, 2)`` says what
+    o.k holds, nothing of o.j (mutants: every column put in one class). o's rows of k = 1
+    and 2 have j = 1001 and 1002."""
+    o = pa.table(
+        {
+            "k": pa.array(np.arange(4_000), pa.int64()),
+            "j": pa.array(np.arange(4_000) + 1_000, pa.int64()),
+            "x": pa.array(np.arange(4_000), pa.int64()),
+        }
+    )
+    v = pa.table({"k": pa.array([1, 2, 3], pa.int64())})
+    w = pa.table({"j": pa.array([1_001, 1_002, 5], pa.int64())})
+    paths = {}
+    for name, data in (("o", o), ("v", v), ("w", w)):
+        folder = tmp_path / name
+        folder.mkdir()
+        pq.write_table(data, folder / "p.parquet", row_group_size=500)
+        paths[name] = folder
+    build_index(paths["o"], "k", items=256)
+    build_index(paths["o"], "j", items=256)
+    sql = "SELECT o.x FROM o JOIN v ON o.k = v.k JOIN w ON o.j = w.j WHERE v.k IN (1, 2)"
+    assert sorted(pruner.query(sql, paths).column("x").to_pylist()) == [1, 2]
+    assert multiset(pruner.query(sql, paths)) == multiset(engine_alone("duckdb", sql, paths))
+    scan = _scan(sql, paths)
+    inferred = [t.term for t in scan.terms if "inferred from" in t.reason]
+    assert inferred and all(term.startswith("o.k") or "k IN" in term for term in inferred), inferred
+
+
 def test_a_big_other_side_is_not_read(
     tables: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
