@@ -236,6 +236,17 @@ def test_values_stay_within_their_class_of_equal_columns(tmp_path: Path) -> None
     assert inferred and all(term.startswith("o.k") or "k IN" in term for term in inferred), inferred
 
 
+def test_a_sampled_table_gets_no_keys_at_run_time(tables: dict[str, Path]) -> None:
+    """TABLESAMPLE draws from the table's rows before the join: restricting them to the
+    small side's keys first would draw from fewer rows, another sample (mutant: edges kept
+    for a table pruner may not prune)."""
+    sql = "SELECT o.k FROM o TABLESAMPLE reservoir(2000 ROWS) REPEATABLE (7) JOIN v ON o.k = v.k"
+    scan = _scan(sql, tables)
+    assert not any(t.reason.startswith("at run time") for t in scan.terms), scan.terms
+    assert scan.zones_selected == scan.zones_total
+    assert multiset(pruner.query(sql, tables)) == multiset(engine_alone("duckdb", sql, tables))
+
+
 def test_a_big_other_side_is_not_read(
     tables: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
