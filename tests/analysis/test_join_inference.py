@@ -11,6 +11,7 @@ import datetime
 from pathlib import Path
 from typing import Any
 
+import lance
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -290,6 +291,23 @@ def test_the_small_side_is_judged_at_its_own_types(
     assert multiset(pruner.query(sql, paths)) == multiset(alone)
     scan = _scan(sql, paths)
     assert any(t.reason.startswith("at run time") for t in scan.terms), scan.terms
+
+
+def test_a_lance_small_side_gives_its_live_keys(tables: dict[str, Path], tmp_path: Path) -> None:
+    """A Lance dataset as the small side: its keys are read from its live rows (a deleted
+    row's key joins nothing), among the rows its conditions keep."""
+    path = tmp_path / "v.lance"
+    small = pa.table(
+        {"k": pa.array([1, 2, 3, 500, 7], pa.int64()), "name": ["a", "b", "a", "d", "a"]}
+    )
+    lance.write_dataset(small, str(path))
+    lance.dataset(str(path)).delete("k = 3")
+    paths = {"o": tables["o"], "v": path}
+    sql = "SELECT o.x, v.k FROM o JOIN v ON o.k = v.k WHERE v.name = 'a'"
+    scan = _scan(sql, paths)
+    runtime = [t for t in scan.terms if t.reason.startswith("at run time")]
+    assert runtime and runtime[0].reason.startswith("at run time: 2 keys of v.k"), runtime
+    assert multiset(pruner.query(sql, paths)) == multiset(engine_alone("duckdb", sql, paths))
 
 
 def test_a_big_other_side_is_not_read(
