@@ -327,11 +327,27 @@ def query(
             query_text, tables, dialect="datafusion", parameters=parameters, prune=prune
         )
     session = context if context is not None else _shared_context()
+    try:
+        return _on_stack(
+            lambda: _frame(session, prepared, query_text, parameters).to_arrow_table(),
+            prepared,
+            query_text,
+        )
+    except Exception as err:  # DataFusion's own error
+        if _PUSHED_CONSTANT not in str(err):
+            raise
+    # DataFusion folded a pushed filter to a constant (``k = 0 AND k IN (2147483648)``) and
+    # could not hand it to the Lance dataset's scan (its pyarrow filter conversion fails on
+    # a BooleanScalar; found by make fuzz): run it again with no filter pushed into Lance.
     return _on_stack(
-        lambda: _frame(session, prepared, query_text, parameters).to_arrow_table(),
+        lambda: _frame(session, prepared, query_text, parameters, push=False).to_arrow_table(),
         prepared,
         query_text,
     )
+
+
+_PUSHED_CONSTANT = "pyarrow.lib.BooleanScalar"
+"""In DataFusion's error when it pushed a filter folded to a constant into a dataset scan."""
 
 
 _shared: datafusion.SessionContext | None = None
@@ -364,11 +380,16 @@ def _on_stack(function: Callable[[], T], prepared: Plan, query_text: str) -> T:
 
 
 def _frame(
-    context: datafusion.SessionContext, prepared: Plan, query_text: str, parameters: Parameters
+    context: datafusion.SessionContext,
+    prepared: Plan,
+    query_text: str,
+    parameters: Parameters,
+    push: bool = True,
 ) -> datafusion.DataFrame:
-    """``query_text`` planned on ``context`` with ``prepared`` bound while it plans."""
+    """``query_text`` planned on ``context`` with ``prepared`` bound while it plans; with
+    ``push`` False no filter is pushed into a Lance dataset's scan."""
     values = parameters.values() if isinstance(parameters, Mapping) else parameters
-    nulls = "null" in query_text.lower() or any(v is None for v in values)
+    nulls = not push or "null" in query_text.lower() or any(v is None for v in values)
     with registered(context, prepared, null_literals=nulls):
         return context.sql(query_text, param_values=_engine_parameters(parameters))
 

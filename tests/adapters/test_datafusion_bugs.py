@@ -9,6 +9,7 @@ big`` and pushes the filter ``x.k IS NULL`` on the null-extended side into ``sma
 
 from __future__ import annotations
 
+import datetime
 from pathlib import Path
 
 import datafusion
@@ -18,6 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pruner.adapters.datafusion import SAFE_SETTINGS, new_context, query
+from tests.support.differential import TableSpec, assert_same_answer
 
 SQL = "SELECT count(*) AS n FROM big AS x RIGHT JOIN small AS y ON x.k = y.k WHERE x.k IS NULL"
 
@@ -90,6 +92,43 @@ def test_datafusion_alone_cannot_push_a_null_literal_into_a_dataset(
         assert got.to_pylist() == [{"k": 0}]
     got = query("SELECT k FROM a WHERE k IN ($1, 0)", {"a": path}, parameters=[None])
     assert got.to_pylist() == [{"k": 0}]
+
+
+def test_datafusion_alone_cannot_push_a_contradiction_into_a_dataset(tmp_path: Path) -> None:
+    """DataFusion 55 folds ``k = 0 AND k IN (2147483648)`` to a constant and may push it
+    into a pyarrow/Lance dataset scan, where turning a BooleanScalar into a pyarrow filter
+    raises. make fuzz found it on an EXISTS subquery over a Lance table with stable row ids
+    (pruner raised where DataFusion over the rows answers); the query now runs again with no
+    filter pushed into Lance. Judged by the engine alone over the raw files."""
+    import pyarrow.dataset as pads
+
+    context = datafusion.SessionContext()
+    context.register_dataset("b", pads.dataset(pa.table({"k": pa.array(range(10))})))
+    with pytest.raises(Exception, match="BooleanScalar"):
+        context.sql("SELECT k FROM b WHERE k = 0 AND k IN (2147483648)").to_arrow_table()
+    b = pa.table(
+        {
+            "k": pa.array([9, 6, 2, 7, 5, 0, 1, 8, 3, 4], pa.int64()),
+            "ts": pa.array(
+                [datetime.datetime(2024, 1, 1), *[None] * 5, datetime.datetime(1969, 12, 31)]
+                + [None] * 3,
+                pa.timestamp("us"),
+            ),
+            "u8": pa.array([0, 0, None, None, 0, None, 0, None, None, None], pa.uint8()),
+        }
+    )
+    a = pa.table({"k": pa.array(range(40), pa.int64()), "u8": pa.array([None] * 40, pa.uint8())})
+    tables = {
+        "a": TableSpec(layout="lance", data=a, fragments=(40,), items={"k": 2}),
+        "b": TableSpec(
+            layout="lance", data=b, fragments=(10,), items={"ts": 1}, stable_row_ids=True
+        ),
+    }
+    sql = (
+        "SELECT x.k FROM a AS x WHERE EXISTS (SELECT 1 FROM b AS y WHERE y.u8 = x.u8 "
+        "AND (y.k = $1 AND (y.ts IN (TIMESTAMP '1969-12-31') AND y.k IN (2147483648))))"
+    )
+    assert_same_answer("datafusion", tables, sql, tmp_path, parameters=[0])
 
 
 def test_datafusion_alone_pushes_a_filter_of_literals_into_a_dataset(
