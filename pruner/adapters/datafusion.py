@@ -89,11 +89,19 @@ this is removed the day it is fixed. A caller's own context keeps its own settin
 """
 
 
-def new_context() -> datafusion.SessionContext:
-    """A SessionContext with :data:`SAFE_SETTINGS`: the one pruner runs a query on when the
-    caller gives none."""
+NULL_LITERAL_SETTINGS = {**SAFE_SETTINGS, "datafusion.execution.parquet.pushdown_filters": "false"}
+"""The settings pruner runs a query holding a NULL literal (or a NULL parameter) on: no filter
+pushed into the Parquet reader. DataFusion 55 with ``pushdown_filters`` answers ``a AS x
+RIGHT JOIN b AS y ON x.s = y.s WHERE (x.k = 0 OR x.k = NULL)`` with the null-extended row
+(x.k NULL, for which the WHERE is NULL), where DataFusion with its default settings and
+DuckDB answer no row (found by make fuzz; tests/adapters/test_datafusion_bugs.py)."""
+
+
+def new_context(settings: Mapping[str, str] = SAFE_SETTINGS) -> datafusion.SessionContext:
+    """A SessionContext with ``settings`` (:data:`SAFE_SETTINGS`): the one pruner runs a
+    query on when the caller gives none."""
     config = datafusion.SessionConfig()
-    for key, value in SAFE_SETTINGS.items():
+    for key, value in settings.items():
         config = config.set(key, value)
     return datafusion.SessionContext(config)
 
@@ -326,7 +334,8 @@ def query(
         prepared = plan(
             query_text, tables, dialect="datafusion", parameters=parameters, prune=prune
         )
-    session = context if context is not None else _shared_context()
+    nulls = _has_null(query_text, parameters)
+    session = context if context is not None else _shared_context(nulls)
     try:
         return _on_stack(
             lambda: _frame(session, prepared, query_text, parameters).to_arrow_table(),
@@ -350,19 +359,25 @@ _PUSHED_CONSTANT = "pyarrow.lib.BooleanScalar"
 """In DataFusion's error when it pushed a filter folded to a constant into a dataset scan."""
 
 
-_shared: datafusion.SessionContext | None = None
+_shared: dict[bool, datafusion.SessionContext] = {}
 _shared_lock = threading.Lock()
 
 
-def _shared_context() -> datafusion.SessionContext:
+def _shared_context(nulls: bool = False) -> datafusion.SessionContext:
     """The context :func:`query` uses when given none (one per process, as DataFusion users
-    keep theirs: its caches of Parquet footers and statistics then serve every query).
-    pruner binds its tables on it only while a query plans (:func:`registered`)."""
-    global _shared
+    keep theirs: its caches of Parquet footers and statistics then serve every query; another
+    with :data:`NULL_LITERAL_SETTINGS` for queries holding a NULL literal). pruner binds its
+    tables on it only while a query plans (:func:`registered`)."""
     with _shared_lock:
-        if _shared is None:
-            _shared = new_context()
-        return _shared
+        if nulls not in _shared:
+            _shared[nulls] = new_context(NULL_LITERAL_SETTINGS if nulls else SAFE_SETTINGS)
+        return _shared[nulls]
+
+
+def _has_null(query_text: str, parameters: Parameters) -> bool:
+    """Does the query hold a NULL literal (or the word NULL) or a NULL parameter?"""
+    values = parameters.values() if isinstance(parameters, Mapping) else parameters
+    return "null" in query_text.lower() or any(v is None for v in values)
 
 
 _INLINE_CHARS = 1_000
@@ -388,8 +403,7 @@ def _frame(
 ) -> datafusion.DataFrame:
     """``query_text`` planned on ``context`` with ``prepared`` bound while it plans; with
     ``push`` False no filter is pushed into a Lance dataset's scan."""
-    values = parameters.values() if isinstance(parameters, Mapping) else parameters
-    nulls = not push or "null" in query_text.lower() or any(v is None for v in values)
+    nulls = not push or _has_null(query_text, parameters)
     with registered(context, prepared, null_literals=nulls):
         return context.sql(query_text, param_values=_engine_parameters(parameters))
 
