@@ -56,6 +56,16 @@ def tables(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return paths
 
 
+def _one_file_tables(root: Path, data: dict[str, pa.Table]) -> dict[str, Path]:
+    """Each table as a directory of one Parquet file (row groups of 500) under ``root``."""
+    paths = {}
+    for name, table in data.items():
+        paths[name] = root / name
+        paths[name].mkdir()
+        pq.write_table(table, paths[name] / "p.parquet", row_group_size=500)
+    return paths
+
+
 def _scan(sql: str, tables: dict[str, Path], alias: str = "o") -> Any:
     found = [s for s in pruner.explain(sql, tables).scans if s.scan.alias == alias]
     return found[0]
@@ -194,12 +204,7 @@ def test_an_equality_between_two_other_tables_is_not_an_edge_of_this_one(tmp_pat
     )
     v = pa.table({"k": pa.array([1, 2], pa.int64()), "s": ["zz", "yy"]})
     w = pa.table({"s": ["zz"]})
-    paths = {}
-    for name, data in (("o", o), ("v", v), ("w", w)):
-        folder = tmp_path / name
-        folder.mkdir()
-        pq.write_table(data, folder / "p.parquet", row_group_size=500)
-        paths[name] = folder
+    paths = _one_file_tables(tmp_path, {"o": o, "v": v, "w": w})
     build_index(paths["o"], "k", items=256)
     build_index(paths["o"], "s", items=256)
     sql = "SELECT o.x FROM o JOIN v ON o.k = v.k JOIN w ON v.s = w.s"
@@ -222,12 +227,7 @@ def test_values_stay_within_their_class_of_equal_columns(tmp_path: Path) -> None
     )
     v = pa.table({"k": pa.array([1, 2, 3], pa.int64())})
     w = pa.table({"j": pa.array([1_001, 1_002, 5], pa.int64())})
-    paths = {}
-    for name, data in (("o", o), ("v", v), ("w", w)):
-        folder = tmp_path / name
-        folder.mkdir()
-        pq.write_table(data, folder / "p.parquet", row_group_size=500)
-        paths[name] = folder
+    paths = _one_file_tables(tmp_path, {"o": o, "v": v, "w": w})
     build_index(paths["o"], "k", items=256)
     build_index(paths["o"], "j", items=256)
     sql = "SELECT o.x FROM o JOIN v ON o.k = v.k JOIN w ON o.j = w.j WHERE v.k IN (1, 2)"
@@ -280,10 +280,7 @@ def test_the_small_side_is_judged_at_its_own_types(
             ),
         }
     )
-    paths = {"o": tmp_path / "o", "u": tmp_path / "u"}
-    for name, data in (("o", o), ("u", u)):
-        paths[name].mkdir()
-        pq.write_table(data, paths[name] / "p.parquet", row_group_size=500)
+    paths = _one_file_tables(tmp_path, {"o": o, "u": u})
     build_index(paths["o"], "k", items=256)
     sql = f"SELECT o.x FROM o JOIN u ON o.k = u.k WHERE {condition}"
     alone = engine_alone("duckdb", sql, paths)
