@@ -72,29 +72,28 @@ __all__ = [
 
 SAFE_SETTINGS = {
     "datafusion.optimizer.join_reordering": "false",
-    "datafusion.execution.parquet.pushdown_filters": "true",
+    "datafusion.execution.parquet.pushdown_filters": "false",
 }
-"""Settings of every SessionContext pruner creates: filters pushed into the Parquet reader
-(as DataFusion users who read Parquet set it), and no join reordering:
+"""Settings of every SessionContext pruner creates, each turning off a DataFusion 55 feature
+that gives wrong answers (``tests/adapters/test_datafusion_bugs.py`` checks that DataFusion
+alone still has each bug, so a setting goes the day its bug is fixed). A caller's own context
+keeps its own settings.
 
-DataFusion 55 answers wrongly when its join selection swaps an outer join's inputs and a
-filter on the null-extended side has the same column name as a column of the other side:
+``join_reordering`` off: when its join selection swaps an outer join's inputs and a filter on
+the null-extended side has the same column name as a column of the other side,
 ``FROM big AS x RIGHT JOIN small AS y ON x.k = y.k WHERE x.k IS NULL`` over two
 ``register_parquet`` tables becomes a LEFT JOIN of ``small`` and ``big``, and the filter
 pushdown puts ``k IS NULL`` into ``small``'s scan, whose row-group pruning then drops every
-row (0 rows; DuckDB and DataFusion without the swap answer 5). With no swap the join is
-built on the side the SQL names first, which the filter pushdown handles right.
-``tests/adapters/test_datafusion_bugs.py`` checks that DataFusion alone still has the bug, so
-this is removed the day it is fixed. A caller's own context keeps its own settings.
+row (0 rows; DuckDB and DataFusion without the swap answer 5).
+
+``parquet.pushdown_filters`` off (DataFusion's default; stated so that a future default
+cannot turn it on): with it, DataFusion keeps the null-extended row of a RIGHT JOIN whose
+WHERE is false or NULL for it: ``a AS x RIGHT JOIN b AS y ON x.i8 = y.i8 AND 2 = y.k WHERE
+x.k IS NOT DISTINCT FROM 0`` and ``... ON x.s = y.s WHERE (x.k = 0 OR x.k = NULL)`` answer
+one row where DataFusion with its defaults and DuckDB answer none (both found by make fuzz).
+Row-group pruning by statistics and bloom filters stays on; only the filtering of rows
+inside the Parquet decoder is off.
 """
-
-
-NULL_LITERAL_SETTINGS = {**SAFE_SETTINGS, "datafusion.execution.parquet.pushdown_filters": "false"}
-"""The settings pruner runs a query holding a NULL literal (or a NULL parameter) on: no filter
-pushed into the Parquet reader. DataFusion 55 with ``pushdown_filters`` answers ``a AS x
-RIGHT JOIN b AS y ON x.s = y.s WHERE (x.k = 0 OR x.k = NULL)`` with the null-extended row
-(x.k NULL, for which the WHERE is NULL), where DataFusion with its default settings and
-DuckDB answer no row (found by make fuzz; tests/adapters/test_datafusion_bugs.py)."""
 
 
 def new_context(settings: Mapping[str, str] = SAFE_SETTINGS) -> datafusion.SessionContext:
@@ -334,8 +333,7 @@ def query(
         prepared = plan(
             query_text, tables, dialect="datafusion", parameters=parameters, prune=prune
         )
-    nulls = _has_null(query_text, parameters)
-    session = context if context is not None else _shared_context(nulls)
+    session = context if context is not None else _shared_context()
     try:
         return _on_stack(
             lambda: _frame(session, prepared, query_text, parameters).to_arrow_table(),
@@ -359,19 +357,18 @@ _PUSHED_CONSTANT = "pyarrow.lib.BooleanScalar"
 """In DataFusion's error when it pushed a filter folded to a constant into a dataset scan."""
 
 
-_shared: dict[bool, datafusion.SessionContext] = {}
+_shared: list[datafusion.SessionContext] = []
 _shared_lock = threading.Lock()
 
 
-def _shared_context(nulls: bool = False) -> datafusion.SessionContext:
+def _shared_context() -> datafusion.SessionContext:
     """The context :func:`query` uses when given none (one per process, as DataFusion users
-    keep theirs: its caches of Parquet footers and statistics then serve every query; another
-    with :data:`NULL_LITERAL_SETTINGS` for queries holding a NULL literal). pruner binds its
-    tables on it only while a query plans (:func:`registered`)."""
+    keep theirs: its caches of Parquet footers and statistics then serve every query). pruner
+    binds its tables on it only while a query plans (:func:`registered`)."""
     with _shared_lock:
-        if nulls not in _shared:
-            _shared[nulls] = new_context(NULL_LITERAL_SETTINGS if nulls else SAFE_SETTINGS)
-        return _shared[nulls]
+        if not _shared:
+            _shared.append(new_context())
+        return _shared[0]
 
 
 def _has_null(query_text: str, parameters: Parameters) -> bool:

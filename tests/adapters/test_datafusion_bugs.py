@@ -158,31 +158,57 @@ def test_datafusion_alone_pushes_a_filter_of_literals_into_a_dataset(
         assert got.to_pylist() == [{"k": 3}]
 
 
-def test_datafusion_with_parquet_pushdown_keeps_a_null_extended_row(tmp_path: Path) -> None:
-    """DataFusion 55 with ``datafusion.execution.parquet.pushdown_filters`` (pruner's
-    SAFE_SETTINGS) keeps the null-extended row of ``a RIGHT JOIN b ... WHERE (x.k = 0 OR
-    x.k = NULL)``, whose WHERE is NULL (found by make fuzz); with its default settings
-    DataFusion answers no row. pruner runs queries holding a NULL literal without it."""
-    a = pa.table({"k": pa.array(range(18), pa.int64()), "s": pa.array([None] * 18, pa.string())})
-    b = pa.table({"k": pa.array([0], pa.int64()), "s": pa.array([""])})
+PUSHDOWN = "datafusion.execution.parquet.pushdown_filters"
+
+_NULL_EXTENDED = {
+    "null literal": (
+        pa.table({"k": pa.array(range(18), pa.int64()), "s": pa.array([None] * 18, pa.string())}),
+        pa.table({"k": pa.array([0], pa.int64()), "s": pa.array([""])}),
+        "SELECT x.k AS xk, y.k AS yk FROM a AS x RIGHT JOIN b AS y ON x.s = y.s",
+        ["(x.k = 0 OR x.k = NULL)", "(x.k = $1 OR x.k = NULL)"],
+    ),
+    "not distinct": (
+        pa.table(
+            {"k": pa.array(range(18), pa.int64()), "i8": pa.array([None] * 17 + [1], pa.int8())}
+        ),
+        pa.table({"k": pa.array([0], pa.int64()), "i8": pa.array([1], pa.int8())}),
+        "SELECT x.k AS xk, y.k AS yk, y.k AS yv FROM a AS x RIGHT JOIN b AS y "
+        "ON x.i8 = y.i8 AND 2 = y.k",
+        ["x.k IS NOT DISTINCT FROM 0", "x.k IS NOT DISTINCT FROM $1"],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_NULL_EXTENDED))
+def test_datafusion_with_parquet_pushdown_keeps_a_null_extended_row(
+    tmp_path: Path, case: str
+) -> None:
+    """DataFusion 55 with ``datafusion.execution.parquet.pushdown_filters`` keeps the
+    null-extended row of a RIGHT JOIN whose WHERE is NULL or false for it (both found by make
+    fuzz); with its default settings DataFusion answers no row. pruner's contexts
+    (SAFE_SETTINGS) keep the setting off."""
+    a, b, select, wheres = _NULL_EXTENDED[case]
     paths = {"a": tmp_path / "a", "b": tmp_path / "b"}
     for name, data in (("a", a), ("b", b)):
         paths[name].mkdir()
         pq.write_table(data, paths[name] / "p.parquet")
-    sql = "SELECT x.k AS xk, y.k AS yk FROM a AS x RIGHT JOIN b AS y ON x.s = y.s WHERE "
-    where = "(x.k = 0 OR x.k = NULL)"
-    buggy = new_context()
-    for name, path in paths.items():
-        buggy.register_parquet(name, str(path / "p.parquet"))
-    assert buggy.sql(sql + where).to_arrow_table().num_rows == 1, "the bug is gone: see above"
-    for text, parameters in ((where, []), ("(x.k = $1 OR x.k = NULL)", [0])):
-        alone = engine_alone("datafusion", sql + text.replace("$1", "0"), paths)
+    buggy = new_context({**SAFE_SETTINGS, PUSHDOWN: "true"})
+    safe = new_context()
+    for context in (buggy, safe):
+        for name, path in paths.items():
+            context.register_parquet(name, str(path / "p.parquet"))
+    sql = f"{select} WHERE {wheres[0]}"
+    assert buggy.sql(sql).to_arrow_table().num_rows == 1, f"the bug is gone: drop {PUSHDOWN}"
+    assert SAFE_SETTINGS[PUSHDOWN] == "false"
+    assert safe.sql(sql).to_arrow_table().num_rows == 0
+    for where, parameters in ((wheres[0], []), (wheres[1], [0])):
+        alone = engine_alone("datafusion", f"{select} WHERE {wheres[0]}", paths)
         assert alone.num_rows == 0
         for prune in (True, False):
             got = query(
-                sql + text,
+                f"{select} WHERE {where}",
                 {k: str(v) for k, v in paths.items()},
                 prune=prune,
                 parameters=parameters,
             )
-            assert got.num_rows == 0, (text, prune)
+            assert got.num_rows == 0, (where, prune)
