@@ -506,12 +506,19 @@ class Hierarchy:
         """
         hashes = np.unique(np.asarray(hashes, np.uint64))
         mask = np.zeros(self.num_zones, bool)
-        hits = self._walk(hashes)
-        if hits is None:
-            return Probe(mask, "dataset filter: absent")
-        touched, found = hits
-        for lo, _, zones in found:
-            mask[lo : lo + zones.shape[1]] |= zones.any(axis=0)
+        if len(hashes) > _BULK_VALUES:
+            _, zones, fragments = self._pairs_bulk(hashes)
+            if fragments is None:
+                return Probe(mask, "dataset filter: absent")
+            touched = fragments
+            mask[zones] = True
+        else:
+            hits = self._walk(hashes)
+            if hits is None:
+                return Probe(mask, "dataset filter: absent")
+            touched, found = hits
+            for lo, _, found_zones in found:
+                mask[lo : lo + found_zones.shape[1]] |= found_zones.any(axis=0)
         return Probe(
             mask,
             f"fragment filters: {touched} of {len(self.fragments)} fragments; "
@@ -528,7 +535,7 @@ class Hierarchy:
         """
         distinct, back = np.unique(np.asarray(hashes, np.uint64), return_inverse=True)
         if len(distinct) > _BULK_VALUES:
-            value, zone = self._pairs_bulk(distinct)
+            value, zone, _ = self._pairs_bulk(distinct)
         else:
             hits = self._walk(distinct)
             values, zones = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
@@ -576,12 +583,14 @@ class Hierarchy:
             raise HierarchyUnusable(f"{self.path}: a {name} block fails its checksum")
         return data
 
-    def _pairs_bulk(self, hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _pairs_bulk(self, hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray, int | None]:
         """:meth:`probe_each` of many distinct hashes: each level's section read whole once
-        and probed for all of them together; only the pieces used are checksummed."""
+        and probed for all of them together; only the pieces used are checksummed. Also the
+        number of fragments whose filters may hold one of them (None: the dataset filter
+        rules every one out)."""
         empty = np.zeros(0, np.int64), np.zeros(0, np.int64)
         if not self.num_zones:
-            return empty
+            return *empty, None
         count = len(self.fragments)
         # Dataset level.
         chunk = min(self.dataset_bytes, _DATASET_CHUNK)
@@ -592,7 +601,7 @@ class Hierarchy:
         kept = np.flatnonzero(present)
         hashes = hashes[kept]
         if not len(hashes):
-            return empty
+            return *empty, None
         # Fragment level: (value, fragment) pairs, a chunk of values at a time.
         rows = self.fragment_bytes // _BLOCK
         blocks = sbbf.block_of(hashes, rows)
@@ -607,7 +616,7 @@ class Hierarchy:
             candidates[these] = sbbf.check_blocks(gathered, repeated).reshape(-1, count)
         value, fragment = np.nonzero(candidates)
         if not len(value):
-            return empty
+            return *empty, 0
         # Zone level: every zone of each candidate fragment, at the value's block row; only
         # those pieces (a fragment's zones in one block row) are read, into a zeroed image
         # of the section (pages never written are never allocated).
@@ -634,7 +643,8 @@ class Hierarchy:
         zone += edges[fragment][pair]
         by_zone = data.reshape(zone_rows, self.num_zones, _BLOCK)
         hits = sbbf.check_blocks(by_zone[blocks[value][pair], zone], hashes[value][pair])
-        return kept[value[pair[hits]]].astype(np.int64), zone[hits].astype(np.int64)
+        touched = len(np.unique(fragment))
+        return kept[value[pair[hits]]].astype(np.int64), zone[hits].astype(np.int64), touched
 
     def _walk(
         self, hashes: np.ndarray
