@@ -617,24 +617,32 @@ class Hierarchy:
         value, fragment = np.nonzero(candidates)
         if not len(value):
             return *empty, 0
-        # Zone level: every zone of each candidate fragment, at the value's block row; only
-        # those pieces (a fragment's zones in one block row) are read, into a zeroed image
-        # of the section (pages never written are never allocated).
+        # Zone level: every zone of each candidate fragment, at the value's block row. Only
+        # those pieces (a fragment's zones in one block row) are checked; they are read one
+        # by one into a zeroed image of the section (pages never written are never
+        # allocated), or the section whole when more than one in _DENSE is used.
         zone_rows = self.zone_bytes // _BLOCK
         row_bytes = self.num_zones * _BLOCK
         blocks = sbbf.block_of(hashes, zone_rows)
         edges = np.array([*self._first_zone, self.num_zones], np.int64)
-        data = np.zeros((zone_rows, row_bytes), np.uint8)
         pieces = np.unique(blocks[value] * count + fragment)
         sums = np.frombuffer(self._read(self._offsets["zone_sums"], 8 * zone_rows * count), "<u8")
+        dense = len(pieces) * _DENSE > zone_rows * count
+        if dense:
+            whole = self._read(self._offsets["zone_rows"], zone_rows * row_bytes)
+            data = np.frombuffer(whole, np.uint8).reshape(zone_rows, row_bytes)
+        else:
+            data = np.zeros((zone_rows, row_bytes), np.uint8)
         for piece in pieces.tolist():
             block, f = divmod(piece, count)
             lo, hi = int(edges[f]) * _BLOCK, int(edges[f + 1]) * _BLOCK
             target = memoryview(data[block, lo:hi])  # type: ignore[arg-type]
-            got = os.preadv(self._fd, [target], self._offsets["zone_rows"] + block * row_bytes + lo)
-            self.bytes_read += got
-            if got != hi - lo:
-                raise HierarchyUnusable(f"hierarchy companion {self.path} is truncated")
+            if not dense:
+                at = self._offsets["zone_rows"] + block * row_bytes + lo
+                got = os.preadv(self._fd, [target], at)
+                self.bytes_read += got
+                if got != hi - lo:
+                    raise HierarchyUnusable(f"hierarchy companion {self.path} is truncated")
             if xxhash.xxh64_intdigest(target) != sums[piece]:
                 raise HierarchyUnusable(f"{self.path}: a zone block fails its checksum")
         sizes = edges[fragment + 1] - edges[fragment]
