@@ -467,9 +467,10 @@ def main() -> None:
         growth = scale[last][key][mine] / scale[first][key][mine]
         report.target(f"{group}: pruner's point lookup {last:,} / {first:,} rows", growth, 1.5)
     images = ["latency_vs_rows.png", "latency_vs_in_list.png"]
-    (DOCS / "img").mkdir(parents=True, exist_ok=True)
-    plot_scale(scale, DOCS / "img" / images[0])
-    plot_in(in_results, largest, DOCS / "img" / images[1])
+    folder = args.output.parent / "img"  # beside the report whose links name them
+    folder.mkdir(parents=True, exist_ok=True)
+    plot_scale(scale, folder / images[0])
+    plot_in(in_results, largest, folder / images[1])
     command = "make bench-quick" if args.quick else "make bench"
     write_report(report, args.output, command, images)
 
