@@ -55,6 +55,7 @@ from tests.support.changes import (
     parquet_table,
     read_whole,
 )
+from tests.support.engine_check import engine_alone
 
 
 def _index_file(path: Path, column: str = "id") -> Path:
@@ -270,6 +271,36 @@ def test_lance_appends_gather_in_one_small_segment(tmp_path: Path) -> None:
     assert [sorted(s.fragment_ids) for s in segments] == [[0, 1, 2], [3, 4, 5]]
     assert plan.keep == {3: 3, 4: 4} and plan.hierarchy == "", "its companion carried over"
     _assert_equals_a_rebuild(path, tmp_path)
+
+
+def test_kept_zones_keep_their_null_rows_and_lance_answers_is_null(tmp_path: Path) -> None:
+    """A segment an update rewrites keeps the null rows of the fragments whose zones it
+    carries over (the index file's null bitmap, with which Lance answers IS NULL exactly):
+    Lance's scanner over the updated index finds every NULL row, as without the index."""
+    path = tmp_path / "t.lance"
+
+    def with_nulls(values: np.ndarray, tag: str) -> pa.Table:
+        return pa.table(
+            {"id": pa.array(values, mask=values % 7 == 3), "tag": pa.array([tag] * len(values))}
+        )
+
+    lance.write_dataset(with_nulls(ids(), "old"), str(path), max_rows_per_file=PER_FRAGMENT)
+    build_index(path, "id", items=ITEMS)
+    for number in range(2):
+        extra = np.arange(ROWS + 100 * number, ROWS + 100 * (number + 1))
+        lance.write_dataset(with_nulls(extra, "small"), str(path), mode="append")
+        _, plan = update_index(path, "id")
+    assert plan.keep == {3: 3}, "the first append's zones were carried over"
+    _assert_equals_a_rebuild(path, tmp_path)
+    dataset = lance.dataset(str(path))
+    assert "ScalarIndexQuery" in dataset.scanner(filter="id IS NULL").explain_plan()
+    indexed = dataset.to_table(filter="id IS NULL", columns=["tag"])
+    plain = dataset.to_table(filter="id IS NULL", columns=["tag"], use_scalar_index=False)
+    nulls = int((np.arange(ROWS + 200) % 7 == 3).sum())
+    assert indexed.num_rows == plain.num_rows == nulls
+    sql = "SELECT count(*) AS n FROM t WHERE id IS NULL"
+    expected = engine_alone("duckdb", sql, {"t": path})
+    assert pruner.query(sql, {"t": path}).equals(expected)
 
 
 def test_lance_segments_are_rewritten_as_one_past_the_limit(
