@@ -134,6 +134,8 @@ class Key:
             columns, types = list(found["key"]), [str(t) for t in found["types"]]
         except (ValueError, TypeError, KeyError):
             return "its record of the key is damaged; rebuild it"
+        if len(types) != len(columns):  # each column's type must be checked below
+            return "its record of the key is damaged; rebuild it"
         if columns != list(self.columns):
             return f"it indexes the key ({', '.join(map(str, columns))}); rebuild it"
         for column, hashed in zip(columns, types, strict=True):

@@ -8,6 +8,7 @@ matching row and lie inside what the single-column indexes select.
 from __future__ import annotations
 
 import datetime
+import json
 import os
 import shutil
 from pathlib import Path
@@ -352,6 +353,20 @@ def test_changed_type_or_damage_makes_the_key_unusable(tmp_path: Path) -> None:
     assert multiset(pruner.query(sql, {"t": path})) == multiset(
         engine_alone("duckdb", sql, {"t": path})
     )
+
+
+def test_a_key_record_without_a_type_for_each_column_is_damaged() -> None:
+    """Each column's type is checked against the one the index hashed: a record with a type
+    missing (or one too many) is damaged, never read as having nothing to check."""
+    key = Key(("a", "b"))
+    schema = pa.schema([("a", pa.int64()), ("b", pa.string())])
+    recorded = json.loads(key.describe(key.types(schema, "t")))
+    assert key.stale(json.dumps(recorded), schema) is None
+    for types in ([recorded["types"][0]], [*recorded["types"], "int64"], []):
+        damaged = json.dumps({"key": recorded["key"], "types": types})
+        assert key.stale(damaged, schema) == "its record of the key is damaged; rebuild it"
+    changed = pa.schema([("a", pa.int64()), ("b", pa.binary())])
+    assert "rebuild" in (key.stale(json.dumps(recorded), changed) or "")
 
 
 def test_lance_operations_leave_the_key_alone(tmp_path: Path) -> None:
