@@ -357,7 +357,7 @@ _PUSHED_CONSTANT = "pyarrow.lib.BooleanScalar"
 """In DataFusion's error when it pushed a filter folded to a constant into a dataset scan."""
 
 
-_shared: list[datafusion.SessionContext] = []
+_shared: datafusion.SessionContext | None = None
 _shared_lock = threading.Lock()
 
 
@@ -365,16 +365,11 @@ def _shared_context() -> datafusion.SessionContext:
     """The context :func:`query` uses when given none (one per process, as DataFusion users
     keep theirs: its caches of Parquet footers and statistics then serve every query). pruner
     binds its tables on it only while a query plans (:func:`registered`)."""
+    global _shared
     with _shared_lock:
-        if not _shared:
-            _shared.append(new_context())
-        return _shared[0]
-
-
-def _has_null(query_text: str, parameters: Parameters) -> bool:
-    """Does the query hold a NULL literal (or the word NULL) or a NULL parameter?"""
-    values = parameters.values() if isinstance(parameters, Mapping) else parameters
-    return "null" in query_text.lower() or any(v is None for v in values)
+        if _shared is None:
+            _shared = new_context()
+        return _shared
 
 
 _INLINE_CHARS = 1_000
@@ -400,7 +395,8 @@ def _frame(
 ) -> datafusion.DataFrame:
     """``query_text`` planned on ``context`` with ``prepared`` bound while it plans; with
     ``push`` False no filter is pushed into a Lance dataset's scan."""
-    nulls = not push or _has_null(query_text, parameters)
+    values = parameters.values() if isinstance(parameters, Mapping) else parameters
+    nulls = not push or "null" in query_text.lower() or any(v is None for v in values)
     with registered(context, prepared, null_literals=nulls):
         return context.sql(query_text, param_values=_engine_parameters(parameters))
 

@@ -506,19 +506,17 @@ class Hierarchy:
         """
         hashes = np.unique(np.asarray(hashes, np.uint64))
         mask = np.zeros(self.num_zones, bool)
+        touched: int | None
         if len(hashes) > _BULK_VALUES:
-            _, zones, fragments = self._pairs_bulk(hashes)
-            if fragments is None:
-                return Probe(mask, "dataset filter: absent")
-            touched = fragments
+            _, zones, touched = self._pairs_bulk(hashes)
             mask[zones] = True
         else:
             hits = self._walk(hashes)
-            if hits is None:
-                return Probe(mask, "dataset filter: absent")
-            touched, found = hits
-            for lo, _, found_zones in found:
-                mask[lo : lo + found_zones.shape[1]] |= found_zones.any(axis=0)
+            touched = None if hits is None else hits[0]
+            for lo, _, found in [] if hits is None else hits[1]:
+                mask[lo : lo + found.shape[1]] |= found.any(axis=0)
+        if touched is None:
+            return Probe(mask, "dataset filter: absent")
         return Probe(
             mask,
             f"fragment filters: {touched} of {len(self.fragments)} fragments; "

@@ -132,9 +132,9 @@ class Key:
         try:
             found = json.loads(recorded)
             columns, types = list(found["key"]), [str(t) for t in found["types"]]
+            if len(types) != len(columns):  # each column's type is checked below
+                raise ValueError("a type for each column")
         except (ValueError, TypeError, KeyError):
-            return "its record of the key is damaged; rebuild it"
-        if len(types) != len(columns):  # each column's type must be checked below
             return "its record of the key is damaged; rebuild it"
         if columns != list(self.columns):
             return f"it indexes the key ({', '.join(map(str, columns))}); rebuild it"
