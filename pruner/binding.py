@@ -40,6 +40,7 @@ from pruner.expressions import (
     visit,
 )
 from pruner.hashing import hash_array, plain_type
+from pruner.index.native import hashable
 from pruner.literals import coerce_all
 
 __all__ = ["bind"]
@@ -114,7 +115,7 @@ class _Binder(PredicateVisitor[Predicate]):
             array = pa.array(coerced.values, arrow_type)
             if hash_type != arrow_type:
                 try:
-                    array = array.cast(hash_type)
+                    array = hashable(array, hash_type)
                 except pa.ArrowException as err:
                     # Not representable in the index's encoding: prune nothing.
                     reason = f"cannot hash the values as {hash_type} ({err})"

@@ -288,6 +288,38 @@ def _float_column(kind: str, raw: Any, arrow_type: pa.DataType, shown: str) -> C
     return Coercion(values)
 
 
+_DECIMAL_DIGITS = 38
+
+
+def _decimal_column(kind: str, raw: Any, arrow_type: pa.DataType, shown: str) -> Coercion:
+    """An integer or exact decimal literal against a DECIMAL(p, s) column: the engines compare
+    both exactly in a decimal type holding both, when one of at most 38 digits does (past
+    it Spark rounds the scale away and DuckDB goes to DOUBLE)."""
+    if kind == "int":
+        # As an INTEGER / BIGINT / HUGEINT literal is widened: DECIMAL(10 / 20 / 39, 0).
+        raw = Decimal(raw)
+        digits = 10 if abs(raw) < 2**31 else 20 if abs(raw) < 2**63 else 39
+        places = 0
+    elif kind == "decimal":
+        _, numerals, exponent = raw.as_tuple()
+        if not isinstance(exponent, int):
+            return _unknown(f"{shown} is not a finite number")
+        places = max(0, -exponent)
+        digits = max(len(numerals) + max(0, exponent), places)
+    else:
+        return _unknown(f"comparing {arrow_type} with {shown} may round")
+    precision, scale = arrow_type.precision, arrow_type.scale
+    if max(precision - scale, digits - places) + max(scale, places) > _DECIMAL_DIGITS:
+        return _unknown(f"{arrow_type} and {shown} have no exact common type in every engine")
+    step = Decimal(1).scaleb(-scale)
+    value = raw.quantize(step) if places > scale else raw
+    if value != raw:
+        return _none(f"{shown} has more decimal places than {arrow_type}")
+    if abs(value) >= Decimal(10) ** (precision - scale):
+        return _none(f"{shown} is out of range of {arrow_type}")
+    return Coercion([value.quantize(step)])
+
+
 def _timestamp_column(
     kind: str, raw: Any, arrow_type: pa.DataType, shown: str, dialect: str
 ) -> Coercion:
@@ -386,6 +418,14 @@ def coerce(literal: Literal, arrow_type: pa.DataType, dialect: str = "duckdb") -
         if kind != "bytes":
             return _unknown(f"cannot compare {shown} with {arrow_type}")
         return Coercion([raw])
+    if pa.types.is_fixed_size_binary(arrow_type):
+        # Only X'..' is certain: a string may be read as a UUID (DuckDB reads a Parquet
+        # UUID column as UUID) or cast to bytes differently.
+        if kind != "bytes" or len(raw) != arrow_type.byte_width:
+            return _unknown(f"pruner compares {arrow_type} only with X'..' of its width")
+        return Coercion([raw])
+    if pa.types.is_decimal(arrow_type):
+        return _decimal_column(kind, raw, arrow_type, shown)
     if pa.types.is_timestamp(arrow_type):
         return _timestamp_column(kind, raw, arrow_type, shown, dialect)
     if pa.types.is_date(arrow_type):

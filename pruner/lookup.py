@@ -27,6 +27,7 @@ import pyarrow as pa
 from pruner.errors import IndexNotFoundError, InvalidParameterError
 from pruner.hashing import hash_array, plain_type
 from pruner.index.keys import Key, hash_tuples
+from pruner.index.native import hashable
 from pruner.literals import coerce_all, literal_from_python
 from pruner.selection import FRAGMENT_SHIFT, Selection
 from pruner.table import Table, TableIndex, TableSource, as_table
@@ -144,7 +145,8 @@ def lookup(
     values = pa.array(coerced, arrow_type)
     hash_type = table.hash_type(column) or arrow_type
     try:
-        hashes, valid = hash_array(values if hash_type == arrow_type else values.cast(hash_type))
+        hashed = values if hash_type == arrow_type else hashable(values, hash_type)
+        hashes, valid = hash_array(hashed)
     except pa.ArrowException:  # not representable as the index hashed: every key anywhere
         whole = np.union1d(whole, value_key).astype(np.int64)
         values, value_key = values.slice(0, 0), value_key[:0]

@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import socket
 import struct
@@ -390,6 +391,13 @@ def _stat_identity(path: Path) -> tuple[int, ...] | None:
     return (stat.st_ino, stat.st_dev, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
 
 
+def _arrow_type(text: str) -> pa.DataType:
+    """The Arrow type ``str(arrow_type)`` printed (``type_for_alias`` does not read a
+    ``fixed_size_binary[N]``: a decimal's Parquet encoding in N bytes)."""
+    match = re.fullmatch(r"fixed_size_binary\[([0-9]{1,2})\]", text)
+    return pa.binary(int(match.group(1))) if match else pa.type_for_alias(text)
+
+
 def read_index_file(path: str | os.PathLike[str], column: str = "") -> ZoneIndex:
     """Read a Lance BLOOMFILTER index file, whoever wrote it, validating it fully.
 
@@ -487,7 +495,7 @@ def _read_index_file_once(target: Path, column: str) -> ZoneIndex:
     value_text = metadata.get(META_VALUE_TYPE.encode())
     if value_text is not None:
         try:
-            value_type = pa.type_for_alias(value_text.decode())
+            value_type = _arrow_type(value_text.decode())
         except (ValueError, UnicodeDecodeError) as err:
             raise IndexFormatError(
                 f"{where}: {META_VALUE_TYPE} {value_text!r} is not an Arrow type; rebuild the index"

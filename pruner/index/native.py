@@ -41,6 +41,7 @@ from pruner.index.model import ZoneIndex
 __all__ = [
     "SOURCE",
     "NativeFilters",
+    "hashable",
     "index_from_filters",
     "native_index",
     "parquet_value_type",
@@ -122,6 +123,13 @@ def parquet_value_type(arrow_type: pa.DataType, column: Any) -> pa.DataType | No
     arrow_type = plain_type(arrow_type)
     if column.max_repetition_level or "." in column.path:
         return None
+    if pa.types.is_decimal(arrow_type):
+        return _decimal_value_type(arrow_type, column)
+    if physical == "FIXED_LEN_BYTE_ARRAY":
+        # The bytes themselves (a UUID, a hash); hashed as binary of that width.
+        fixed = pa.types.is_fixed_size_binary(arrow_type)
+        same = fixed and arrow_type.byte_width == column.length
+        return pa.large_binary() if same and _logical(column).get("Type") == "None" else None
     if physical == "INT32":
         if pa.types.is_integer(arrow_type):
             # Narrow integers are stored as INT32 (sign- or zero-extended, as the value).
@@ -148,6 +156,66 @@ def parquet_value_type(arrow_type: pa.DataType, column: Any) -> pa.DataType | No
     ):
         return pa.large_binary()
     return None
+
+
+def _decimal_value_type(arrow_type: pa.DataType, column: Any) -> pa.DataType | None:
+    """A decimal's Parquet encoding is its unscaled integer, at the file's precision and
+    scale: an INT32 or INT64, or big-endian two's complement in a FIXED_LEN_BYTE_ARRAY
+    (``fixed_size_binary`` of its width). None when the file's scale or precision is not
+    the column's, or the decimal is stored another way (a BYTE_ARRAY: its width varies)."""
+    logical = _logical(column)
+    if (
+        logical.get("Type") != "Decimal"
+        or logical.get("precision") != arrow_type.precision
+        or logical.get("scale") != arrow_type.scale
+    ):
+        return None
+    stored = {"INT32": pa.int32(), "INT64": pa.int64()}.get(column.physical_type)
+    if stored is not None:
+        return stored
+    if column.physical_type == "FIXED_LEN_BYTE_ARRAY" and 0 < column.length <= 32:
+        return pa.binary(column.length)
+    return None
+
+
+def hashable(values: pa.Array, value_type: pa.DataType) -> pa.Array:
+    """``values`` (at their column's plain type) as an array whose hashed bytes are
+    ``value_type``'s: a cast, except for decimals, whose Parquet encoding
+    (:func:`_decimal_value_type`) is the unscaled integer, little-endian as an INT32 /
+    INT64, big-endian bytes of a ``fixed_size_binary`` width otherwise.
+
+    Raises:
+        pyarrow.ArrowInvalid: a value does not fit ``value_type`` (the caller widens).
+
+    >>> from decimal import Decimal
+    >>> hashable(pa.array([Decimal("-1.25")], pa.decimal128(9, 2)), pa.binary(4)).to_pylist()
+    [b'\\xff\\xff\\xff\\x83']
+    """
+    if not pa.types.is_decimal(values.type):
+        return values.cast(value_type)
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    width = values.type.byte_width
+    raw = np.frombuffer(values.buffers()[1], np.uint8, (values.offset + len(values)) * width)
+    # Two's complement, little-endian: reversed, the big-endian bytes.
+    big = raw.reshape(-1, width)[values.offset :, ::-1]
+    valid = np.asarray(values.is_valid().to_numpy(zero_copy_only=False), bool)
+    keep = value_type.byte_width if pa.types.is_fixed_size_binary(value_type) else 0
+    keep = keep or value_type.bit_width // 8
+    sign = np.where(big[:, -keep] >= 0x80, 0xFF, 0x00).astype(np.uint8)
+    if not (big[valid, : width - keep] == sign[valid, None]).all():
+        raise pa.ArrowInvalid(f"a value of {values.type} does not fit {value_type}")
+    kept = np.ascontiguousarray(big[:, width - keep :])
+    validity = values.buffers()[0] if values.offset == 0 else pa.array(valid).buffers()[1]
+    if values.null_count == 0:
+        validity = None
+    if pa.types.is_fixed_size_binary(value_type):
+        fixed = pa.Array.from_buffers(
+            value_type, len(values), [validity, pa.py_buffer(kept.tobytes())]
+        )
+        return fixed.cast(pa.large_binary())
+    little = np.ascontiguousarray(kept[:, ::-1]).view(f"<i{keep}").ravel()
+    return pa.Array.from_buffers(value_type, len(values), [validity, pa.py_buffer(little)])
 
 
 def _logical(column: Any) -> dict[str, Any]:
@@ -439,7 +507,9 @@ def write_parquet(
                 f"column {column!r} is not in the table; its columns are "
                 f"{', '.join(table.schema.names)}"
             )
-        hash_input_width(plain_type(table.schema.field(column).type))
+        arrow_type = plain_type(table.schema.field(column).type)
+        if not (pa.types.is_decimal(arrow_type) or pa.types.is_fixed_size_binary(arrow_type)):
+            hash_input_width(arrow_type)  # probed in their Parquet encoding
     if items <= 0 or not 0 < probability < 1:
         raise InvalidParameterError("items must be positive and probability between 0 and 1")
     pq.write_table(

@@ -58,6 +58,16 @@ SAMPLES: dict[str, tuple[pa.DataType, list[object]]] = {
         ["2024-01-01 00:00:00", "2024-01-01", "2024-01-01T00:00:00", "2024-01-01 00:00:01.5"],
     ),
     "binary": (pa.binary(), [b"", b"5", b"a", b"\x00\xff"]),
+    "fixed_binary": (pa.binary(1), [b"5", b"a", b"\x00", b"\xff"]),
+    "decimal9_2": (
+        pa.decimal128(9, 2),
+        [Decimal(v) for v in ("0.00", "5.00", "1.50", "0.10", "-1.00", "-0.01", "9999999.99")],
+    ),
+    "decimal18_0": (pa.decimal128(18, 0), [Decimal(v) for v in ("0", "5", "-1", "300", "65536")]),
+    "decimal38_4": (
+        pa.decimal128(38, 4),
+        [Decimal(v) for v in ("0", "5", "1.5", "0.1", "-0.0001", "9223372036854775808")],
+    ),
     "date32": (pa.date32(), [dt.date(1970, 1, 1), dt.date(2024, 1, 1), dt.date(2024, 2, 29)]),
     "time64_us": (
         pa.time64("us"),
@@ -110,13 +120,16 @@ LITERALS = [
     "9223372036854775807", "-9223372036854775808", "9223372036854775808",
     "18446744073709551615", "18446744073709551616",
     "5.0", "5.00", "1.5", "0.5", "0.1", "-0.0", "0.0", "1e0", "5e0", "1.5e0", "5e-1", "1e300",
-    "1e400", "0x10", "1_000",
+    "1e400", "0x10", "1_000", "1.50", "1.501", "0.10", "-0.01", "-0.0001", "0.005",
+    "9999999.99", "10000000", "-1.00", "99999999999999999999999999999999999999",
+    "1.00000000000000000000000000000000000", "0.00000000000000000000000000000000001",
     # casts
     "CAST(5 AS TINYINT)", "CAST(5 AS UTINYINT)", "CAST(5 AS DOUBLE)", "CAST(1.5 AS FLOAT)",
     "CAST(0.1 AS FLOAT)", "CAST(0.1 AS REAL)", "CAST(0.1 AS DOUBLE)",
     "CAST(1.5 AS DECIMAL(4, 1))", "CAST(5 AS DECIMAL(10, 2))", "CAST('5' AS INTEGER)",
     "CAST('2024-01-01' AS DATE)", "CAST('12:34:56' AS TIME)", "CAST(5 AS VARCHAR)",
-    "CAST('a' AS BLOB)", "'a'::BLOB", "'\\x00\\xFF'::BLOB",
+    "CAST('a' AS BLOB)", "'a'::BLOB", "'\\x00\\xFF'::BLOB", "'\\xFF'::BLOB", "'\\x35'::BLOB",
+    "CAST(1.5 AS DECIMAL(38, 4))", "CAST(1.5 AS DECIMAL(38, 37))",
     "'inf'::DOUBLE", "'-inf'::FLOAT", "'infinity'::DOUBLE", "'NaN'::FLOAT", "'nan'::DOUBLE",
     # strings
     "'5'", "' 5'", "'5 '", "'+5'", "'5.0'", "'1.5'", "'0x10'", "'a'", "'A'", "''", "'true'",
@@ -144,7 +157,8 @@ LITERALS = [
 
 PARAMETERS: list[object] = [
     5, -1, 0, 128, 2**63, -(2**63), 2**64 - 1, 2**64, 1.5, 5.0, 0.0, -0.0, math.nan, math.inf,
-    -math.inf, 0.1, Decimal("5"), Decimal("5.0"), Decimal("1.5"), "5", "a", "", "2024-01-01",
+    -math.inf, 0.1, Decimal("5"), Decimal("5.0"), Decimal("1.5"), Decimal("1.501"),
+    Decimal("-0.0001"), Decimal("9223372036854775808"), b"\xff", b"5", "5", "a", "", "2024-01-01",
     "12:34:56", b"a", b"", True, False, None, np.int8(5), np.uint64(2**63), np.float32(1.5),
     np.float64(-0.0), dt.date(2024, 1, 1), dt.date(2024, 2, 29), T0,
     T0 + dt.timedelta(seconds=1), T0 + dt.timedelta(seconds=1, microseconds=500000),

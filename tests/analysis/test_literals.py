@@ -101,6 +101,10 @@ def bit_patterns(array: pa.Array) -> list[object]:
         width = {pa.float32(): np.uint32, pa.float64(): np.uint64}[array.type]
         floats = array.to_numpy(zero_copy_only=False).astype(array.type.to_pandas_dtype())
         return floats.view(width).tolist()
+    if pa.types.is_decimal(array.type):  # the unscaled integer's bytes, as stored
+        width = array.type.byte_width
+        raw = array.buffers()[1].to_pybytes()[array.offset * width :]
+        return [raw[i * width : (i + 1) * width] for i in range(len(array))]
     return array.to_pylist()
 
 

@@ -25,7 +25,7 @@ import pytest
 import pruner
 from pruner.errors import IndexFormatError
 from pruner.hashing import hash_array
-from pruner.index.native import NativeFilters, read_header
+from pruner.index.native import NativeFilters, hashable, read_header
 from pruner.table import open_table
 from tests.support.engine_check import engine_alone, multiset
 
@@ -145,7 +145,7 @@ def _pruner_kept(root: Path, column: str, values: list[Any]) -> tuple[np.ndarray
     filters = index.hierarchy
     assert isinstance(filters, NativeFilters)
     arrow_type = table.schema.field(column).type
-    hashes, _ = hash_array(pa.array(values, arrow_type).cast(index.value_type))
+    hashes, _ = hash_array(hashable(pa.array(values, arrow_type), index.value_type))
     kept = np.array([filters.probe(hashes[i : i + 1]).mask for i in range(len(values))])
     return kept, filters
 
@@ -603,8 +603,8 @@ def _typed_columns() -> dict[str, pa.Array]:
 
 
 # The Arrow type pruner hashes each column's values as (Parquet's plain encoding: narrow
-# integers as INT32, strings and binaries as their bytes), or None where it does not probe
-# the file's filter (fixed-length byte arrays and decimals, nested columns).
+# integers as INT32, strings and binaries as their bytes, a decimal as its unscaled integer
+# in the stored width), or None where it does not probe the file's filter (nested columns).
 PLAIN_AS: dict[str, pa.DataType | None] = {
     "i8": pa.int32(),
     "u8": pa.int32(),
@@ -627,8 +627,8 @@ PLAIN_AS: dict[str, pa.DataType | None] = {
     "ls": pa.large_binary(),
     "b": pa.large_binary(),
     "lb": pa.large_binary(),
-    "fsb": None,
-    "dec": None,
+    "fsb": pa.large_binary(),
+    "dec": pa.binary(9),  # DECIMAL(19, 0): its unscaled integer in 9 big-endian bytes
     "st": None,
 }
 
