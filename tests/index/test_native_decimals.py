@@ -158,8 +158,23 @@ def _absent(column: str, count: int) -> list[Any]:
     return [Decimal(int(u) * factor).scaleb(-scale) for u in unscaled]
 
 
+def _row_groups(root: Path) -> np.ndarray:
+    """The row group (numbered across the files in path order) of every row."""
+    sizes = [
+        metadata.row_group(g).num_rows
+        for path in sorted(root.glob("*.parquet"))
+        for metadata in [pq.ParquetFile(path).metadata]
+        for g in range(metadata.num_row_groups)
+    ]
+    return np.repeat(np.arange(len(sizes)), sizes)
+
+
 @pytest.mark.parametrize("column", FILTERED)
 def test_probe_is_the_formats_encoding(written: Path, column: str) -> None:
+    _check_encoding(written, column)
+
+
+def _check_encoding(written: Path, column: str) -> None:
     """Every value of the data keeps the row groups that hold it; absent values are ruled
     out of most; the bit the format's own encoding of each value points at is set in every
     kept filter (the hash computed here from the format's definition, not pruner's code);
@@ -168,7 +183,7 @@ def test_probe_is_the_formats_encoding(written: Path, column: str) -> None:
     present = sorted({v for v in data if v is not None})[:300]
     absent = _absent(column, 1_000)
     ours, filters = _kept(written, column, present + absent)
-    groups = np.arange(len(data)) // GROUP
+    groups = _row_groups(written)
     for i, value in enumerate(present):
         holding = np.unique(groups[[j for j, v in enumerate(data) if v == value]])
         assert ours[i, holding].all(), (column, value)
@@ -199,6 +214,54 @@ def test_probe_is_the_formats_encoding(written: Path, column: str) -> None:
         # DuckDB 2.0 does not probe a decimal stored as a fixed-length array (it keeps
         # every row group); the format's encoding above is the judge there.
         assert theirs.all()
+
+
+def _spark_files(root: Path, spark: Any) -> None:
+    """Spark stores DECIMAL(9,2) as INT32, (18,3) as INT64, (38,4) as a 16-byte array."""
+    schema = "id long, " + ", ".join(f"{c} decimal{t}" for c, t in DECIMALS.items())
+    rows = _data().drop_columns(["f"]).to_pylist()
+    frame = spark.createDataFrame([tuple(r.values()) for r in rows], schema).repartition(2)
+    writer = frame.write.mode("overwrite").option("parquet.block.size", 16 * 1024)
+    writer = writer.option("parquet.enable.dictionary", "false")
+    for column in DECIMALS:
+        writer = writer.option(f"parquet.bloom.filter.enabled#{column}", "true")
+        writer = writer.option(f"parquet.bloom.filter.expected.ndv#{column}", str(ROWS))
+    target = root.parent / "spark-out"
+    writer.parquet(str(target))
+    for found in sorted(target.glob("*.parquet")):
+        shutil.move(found, root / found.name)
+
+
+def _datafusion_files(root: Path) -> None:
+    """DataFusion (arrow-rs) stores decimals as INT32 / INT64 / a fixed-length array by
+    precision, as Spark does."""
+    import datafusion
+
+    ctx = datafusion.SessionContext()
+    ctx.register_record_batches("data", [_data().to_batches()])
+    ctx.sql(
+        f"COPY data TO '{root / 'part-0.parquet'}' STORED AS PARQUET OPTIONS "
+        f"('format.bloom_filter_on_write' 'true', 'format.max_row_group_size' '{GROUP}')"
+    ).collect()
+
+
+@pytest.mark.slow
+def test_spark_and_datafusion_files_are_probed_in_their_encoding(
+    tmp_path: Path, spark: Any
+) -> None:
+    stored = {}
+    for name, write in (("spark", _spark_files), ("datafusion", _datafusion_files)):
+        root = tmp_path / name / "t"
+        root.mkdir(parents=True)
+        write(root, spark) if name == "spark" else write(root)  # type: ignore[call-arg]
+        assert len(_row_groups(root)) == ROWS
+        columns = list(DECIMALS) if name == "spark" else FILTERED
+        for column in columns:
+            stored[(name, column)] = _physical(root, column)[0]
+            _check_encoding(root, column)
+    assert stored[("spark", "d9")] == stored[("datafusion", "d9")] == "INT32"
+    assert stored[("spark", "d18")] == stored[("datafusion", "d18")] == "INT64"
+    assert stored[("spark", "d38")] == stored[("datafusion", "d38")] == "FIXED_LEN_BYTE_ARRAY"
 
 
 WHERES = [
