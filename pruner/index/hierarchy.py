@@ -606,7 +606,7 @@ class Hierarchy:
         data = self._section("fragments", "fragment_sums", rows, count * _BLOCK, np.unique(blocks))
         by_fragment = data.reshape(rows, count, _BLOCK)
         step = max(1, _BULK_PAIRS // count)
-        candidates = np.empty((len(hashes), count), bool)
+        candidates = np.zeros((len(hashes), count), bool)
         for first in range(0, len(hashes), step):
             these = slice(first, first + step)
             gathered = by_fragment[blocks[these]].reshape(-1, _BLOCK)

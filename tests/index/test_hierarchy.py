@@ -35,6 +35,7 @@ from pruner.index import (
     parquet_index_path,
     read_index_file,
 )
+from pruner.index import hierarchy as hierarchy_module
 from pruner.index.hierarchy import _BULK_VALUES
 from pruner.table import open_table
 from tests.support.engine_check import engine_alone
@@ -571,3 +572,48 @@ def test_other_kinds_of_index_beside_a_bloom_index(tmp_path: Path) -> None:
     assert pruner.query(sql, {"t": path}).column("pos").to_pylist() == expected
     reason, zones, _ = _explained(path, "SELECT pos FROM t WHERE id = 5")
     assert zones == 1, reason
+
+
+@pytest.mark.parametrize(
+    ("pairs", "dense"),
+    [(8, 0), (8, 10**9), (1 << 20, 0)],
+    ids=["chunks-pieces", "chunks-whole", "pieces"],
+)
+def test_the_bulk_probe_by_chunks_and_pieces_selects_as_value_by_value(
+    table: Path, monkeypatch: pytest.MonkeyPatch, pairs: int, dense: int
+) -> None:
+    """The bulk probe's fragment level a chunk of values at a time (``_BULK_PAIRS`` pairs:
+    10,000 values over 200 fragments take 50 chunks) and its zone level read piece by piece
+    or whole (``_DENSE``) select exactly the zones, and give exactly the (value, zone)
+    pairs, of value-by-value probes; a list of absent values only is "dataset filter:
+    absent" as each of its parts is. Mutation testing found a chunk loop that skipped its
+    first chunk and piece numbers naming the wrong fragment surviving the other tests: both
+    narrow (their zones' blocks are left unread, all zero)."""
+    monkeypatch.setattr(hierarchy_module, "_BULK_PAIRS", pairs)
+    monkeypatch.setattr(hierarchy_module, "_DENSE", dense)
+    index = open_index(_index_file(table), "id")
+    hierarchy = index.hierarchy
+    assert hierarchy is not None and len(hierarchy.fragments) == ROWS // PER_FRAGMENT
+    for values in ([*range(0, ROWS, 131), *range(-300, 0)], list(range(-5_000, -4_000))):
+        hashes = np.unique(_hashes(values, pa.int64()))
+        assert len(hashes) > _BULK_VALUES
+        at_once = hierarchy.probe(hashes)
+        walked = np.zeros(index.num_zones, bool)
+        decided = set()
+        positions, zones = [], []
+        for first in range(0, len(hashes), _BULK_VALUES):
+            part = hashes[first : first + _BULK_VALUES]
+            probed = hierarchy.probe(part)
+            walked |= probed.mask
+            decided.add(probed.decided.split(";")[0].startswith("dataset"))
+            found, zone = hierarchy.probe_each(part)
+            positions.append(found + first)
+            zones.append(zone)
+        assert at_once.mask.tolist() == walked.tolist()
+        each = sorted(zip(*hierarchy.probe_each(hashes), strict=True))
+        assert each == sorted(zip(np.concatenate(positions), np.concatenate(zones), strict=True))
+        if values[0] >= 0:
+            truth = _zones_holding(index, _rows_by_fragment(table, index), values)
+            assert truth.any() and not (truth & ~at_once.mask).any()
+        elif decided == {True}:
+            assert at_once.decided == "dataset filter: absent" and not at_once.mask.any()
