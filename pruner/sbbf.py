@@ -20,8 +20,8 @@ values is Putze et al.'s equation 3 (a Poisson mixture over the number of values
 log2(bytes), whose probability is at most the target, clamped to 32 B .. 128 MiB.
 
 The batch kernels work on many zones at once (one filter per zone, all the same size):
-``insert`` scatters the 8 bits of every value into a byte-per-bit image of a batch of zones
-(a conflict-free assignment: duplicates write the same 1) and packs it; ``check`` gathers one
+``insert`` sets the 8 bits of every value in its zone's filter (a loop compiled by Numba,
+:mod:`pruner.kernels`); ``check`` gathers one
 whole 32-byte block per (value, zone) with a single ``take``, so its cost grows with values x
 zones. ``SlicedFilters`` transposes the filters once into one bitmap over the zones per bit
 position; a value then costs 8 bitmap rows whatever the number of zones it is checked against,
@@ -108,15 +108,6 @@ _TRANSPOSE_ROUNDS = [
 ]
 # Bit number of bit 0 of each word of a block.
 _WORD_BITS = np.arange(WORDS_PER_BLOCK, dtype=np.int64) * 32
-# Bits of the per-batch bit image, one byte per bit: 512 KiB stays in the L2 cache, where the
-# scattered writes of insert are cheap (measured: 4 MiB images were 1.5x slower).
-_INSERT_BATCH_BITS = 1 << 19
-_SPARSE_INSERT_BYTES = 16
-"""A filter of at least this many bytes per value inserted sets its bits word by word
-(``bitwise_or.at``) instead of through a bit image of the whole filter: a hierarchy's
-dataset filter of 32 MiB takes a few thousand new values in an update (the image costs
-256 MiB of writes whatever the count)."""
-
 _U64 = np.uint64
 
 
@@ -249,66 +240,14 @@ def insert(hashes: np.ndarray, zone_bounds: np.ndarray, num_bytes: int) -> np.nd
     Returns:
         (num_zones, num_bytes) uint8: filter ``z`` is row ``z``, in Lance's byte layout.
     """
+    from pruner.kernels import insert_words  # compiled: a query never imports it
+
     validate_filter_length(num_bytes)
-    num_zones = len(zone_bounds) - 1
-    num_blocks = num_bytes // BLOCK_BYTES
-    filters = np.zeros((num_zones, num_bytes), dtype=np.uint8)
-    if len(hashes) == 0 or num_zones == 0:
-        return filters
-    bits_per_zone = num_bytes * 8
-    zones_per_batch = max(1, _INSERT_BATCH_BITS // bits_per_zone)
-    bounds = np.asarray(zone_bounds, dtype=np.int64).tolist()
-    most = max(
-        bounds[min(z + zones_per_batch, num_zones)] - bounds[z]
-        for z in range(0, num_zones, zones_per_batch)
-    )
-    # Buffers reused by every batch and call: fresh large arrays page-fault on first touch
-    # (measured: that alone doubled the cost of insert).
-    positions_buffer = scratch("insert-positions", WORDS_PER_BLOCK * most, np.uint32)
-    bit_index_buffer = scratch("insert-bit-index", WORDS_PER_BLOCK * most, np.int64)
-    image = scratch("insert-image", zones_per_batch * bits_per_zone, np.uint8)
-    word_offsets = (np.arange(WORDS_PER_BLOCK, dtype=np.int64) * 32)[:, None]
-    for first_zone in range(0, num_zones, zones_per_batch):
-        batch_zones = min(zones_per_batch, num_zones - first_zone)
-        lo, hi = bounds[first_zone], bounds[first_zone + batch_zones]
-        if lo == hi:
-            continue
-        batch_hashes = hashes[lo:hi]
-        if batch_zones == 1 and (hi - lo) * _SPARSE_INSERT_BYTES <= num_bytes:
-            _insert_sparse(filters[first_zone], batch_hashes, num_blocks)
-            continue
-        # Bit number in the batch image of word 0 of each value's block.
-        block_bit = block_of(batch_hashes, num_blocks)
-        for zone in range(1, batch_zones):
-            block_bit[bounds[first_zone + zone] - lo : bounds[first_zone + zone + 1] - lo] += (
-                zone * num_blocks
-            )
-        block_bit <<= 8
-        # Word-major (8, n) layout: every step is a contiguous pass, no broadcasting.
-        count = hi - lo
-        low = batch_hashes.astype(np.uint32)
-        positions = positions_buffer[: WORDS_PER_BLOCK * count].reshape(WORDS_PER_BLOCK, count)
-        for word in range(WORDS_PER_BLOCK):
-            np.multiply(low, SALT[word], out=positions[word])
-        positions >>= np.uint32(27)
-        bit_index = bit_index_buffer[: WORDS_PER_BLOCK * count].reshape(WORDS_PER_BLOCK, count)
-        np.add(positions, block_bit, out=bit_index)
-        bit_index += word_offsets
-        batch_image = image[: batch_zones * bits_per_zone]
-        batch_image.fill(0)
-        batch_image[bit_index.ravel()] = 1
-        filters[first_zone : first_zone + batch_zones] = np.packbits(
-            batch_image, bitorder="little"
-        ).reshape(batch_zones, num_bytes)
-    return filters
-
-
-def _insert_sparse(filter_bytes: np.ndarray, hashes: np.ndarray, num_blocks: int) -> None:
-    """Set the bits of ``hashes`` in one filter, in place, word by word."""
-    words = filter_bytes.view("<u4")
-    first_word = block_of(hashes, num_blocks) * WORDS_PER_BLOCK
-    word_index = first_word[None, :] + np.arange(WORDS_PER_BLOCK, dtype=np.int64)[:, None]
-    np.bitwise_or.at(words, word_index.ravel(), masks(hashes).T.ravel())
+    bounds = np.asarray(zone_bounds, dtype=np.int64)
+    words = np.zeros((len(bounds) - 1, num_bytes // 4), dtype="<u4")
+    if len(hashes) and len(words):
+        insert_words(np.ascontiguousarray(hashes, dtype=np.uint64), bounds, words)
+    return words.view(np.uint8)
 
 
 def check(filters: np.ndarray, hashes: np.ndarray) -> np.ndarray:

@@ -303,14 +303,18 @@ def test_resize_refuses_sizes_that_are_not_powers_of_two() -> None:
 
 
 @pytest.mark.parametrize("count", [1, 100, 4096])
-def test_sparse_insert_into_a_big_filter_equals_the_bit_image(
-    count: int, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    hashes = np.random.default_rng(count).integers(0, 2**64 - 1, size=count, dtype=np.uint64)
-    bounds = np.array([0, count])
-    num_bytes = 1 << 20  # 16 bytes per value or more: set word by word
-    sparse = sbbf.insert(hashes, bounds, num_bytes)
-    monkeypatch.setattr(sbbf, "_SPARSE_INSERT_BYTES", 1 << 40)  # never sparse
-    image = sbbf.insert(hashes, bounds, num_bytes)
-    assert np.array_equal(sparse, image)
-    assert sbbf.check(sparse, hashes).all()
+def test_insert_into_a_big_filter_sets_each_values_bits(count: int) -> None:
+    """A hierarchy's dataset filter (MiBs, few values per block) and repeated values: the
+    compiled insert sets exactly the bits of the per-value definition."""
+    rng = np.random.default_rng(count)
+    hashes = rng.integers(0, 2**64 - 1, size=count, dtype=np.uint64, endpoint=True)
+    hashes = np.concatenate([hashes, hashes[: count // 2]])  # repeats set the same bits
+    num_bytes = 1 << 20
+    filters = sbbf.insert(hashes, np.array([0, len(hashes)]), num_bytes)
+    expected = np.zeros(num_bytes // 4, np.uint32)
+    first_word = sbbf.block_of(hashes, num_bytes // 32) * 8
+    words = (first_word[:, None] + np.arange(8)).ravel()
+    np.bitwise_or.at(expected, words, sbbf.masks(hashes).ravel())
+    assert filters.shape == (1, num_bytes)
+    assert np.array_equal(filters[0].view("<u4"), expected)
+    assert sbbf.check(filters, hashes).all()
