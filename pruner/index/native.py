@@ -200,8 +200,12 @@ def hashable(values: pa.Array, value_type: pa.DataType) -> pa.Array:
     # Two's complement, little-endian: reversed, the big-endian bytes.
     big = raw.reshape(-1, width)[values.offset :, ::-1]
     valid = np.asarray(values.is_valid().to_numpy(zero_copy_only=False), bool)
-    keep = value_type.byte_width if pa.types.is_fixed_size_binary(value_type) else 0
-    keep = keep or value_type.bit_width // 8
+    if pa.types.is_fixed_size_binary(value_type):
+        keep = value_type.byte_width
+    elif pa.types.is_int32(value_type) or pa.types.is_int64(value_type):
+        keep = value_type.bit_width // 8
+    else:
+        raise pa.ArrowInvalid(f"a decimal is not stored as {value_type} in Parquet")
     sign = np.where(big[:, -keep] >= 0x80, 0xFF, 0x00).astype(np.uint8)
     if not (big[valid, : width - keep] == sign[valid, None]).all():
         raise pa.ArrowInvalid(f"a value of {values.type} does not fit {value_type}")

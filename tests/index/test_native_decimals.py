@@ -407,3 +407,12 @@ def test_an_index_made_from_decimal_filters(tmp_path: Path, as_integer: bool) ->
 def _index_wheres(root: Path) -> list[str]:
     row = pq.read_table(root).slice(1_111, 1).to_pylist()[0]
     return [f"d9 = {row['d9']}", f"d9 IN ({row['d9']}, 0.01)", "d9 = 1.234"]
+
+
+def test_a_decimal_is_never_hashed_as_another_type() -> None:
+    """Parquet stores a decimal as INT32, INT64 or fixed-length bytes only: asked for
+    anything else, the conversion refuses (the caller prunes nothing) instead of casting."""
+    array = pa.array([Decimal("1.25")], pa.decimal128(9, 2))
+    for other in (pa.large_binary(), pa.int16(), pa.float64()):
+        with pytest.raises(pa.ArrowInvalid):
+            hashable(array, other)
