@@ -24,7 +24,6 @@ hierarchy. Ratios are medians of round-robin runs in one process.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import statistics
 import sys
 import time
@@ -148,11 +147,12 @@ def measure(
 
 def build_cost(data: point_lookup.Data, repeat: int = 2) -> tuple[float, float]:
     """Seconds to build the index of id on the Lance copy, with and without the hierarchy
-    (the build keeping no distinct hashes writes no companion), best of ``repeat``."""
+    (a build computing no distinct hashes, as the Spark build, writes no companion), best of
+    ``repeat``."""
     original = local_build.index_fragment
 
     def without(part: Any, num_bytes: int) -> Any:
-        return dataclasses.replace(original(part, num_bytes), distinct=None)
+        return original(part, num_bytes, keep_distinct=False)
 
     best = {True: float("inf"), False: float("inf")}
     for _ in range(repeat):

@@ -85,11 +85,15 @@ class FragmentZoneRows:
     distinct: np.ndarray | None = None  # the distinct hashes of its values (local builds)
 
 
-def index_fragment(part: FragmentColumn, num_bytes: int) -> FragmentZoneRows:
+def index_fragment(
+    part: FragmentColumn, num_bytes: int, keep_distinct: bool = True
+) -> FragmentZoneRows:
+    """The zones of one fragment; with ``keep_distinct`` also its distinct hashes (what the
+    hierarchy companion's coarse filters are built from; a Spark build keeps none)."""
     zones = part.zones
     hashes, valid = hash_array(part.values, scratch("fragment-hashes", len(part.values), np.uint64))
     null_offsets = None
-    distinct = np.unique(hashes if valid is None else hashes[valid])
+    distinct = _distinct(hashes if valid is None else hashes[valid]) if keep_distinct else None
     if valid is None:
         filters = sbbf.insert(hashes, zones.first_row, num_bytes)
         has_null = np.zeros(zones.num_zones, dtype=bool)
@@ -193,11 +197,20 @@ def assemble(
         if results
         else np.zeros((0, num_bytes), dtype=np.uint8),
         null_rows={r.fragment_id: r.null_offsets for r in results if r.null_offsets is not None},
-        build_distinct=_distinct(results),
+        build_distinct=_fragments_distinct(results),
     )
 
 
-def _distinct(results: list[FragmentZoneRows]) -> dict[int, np.ndarray]:
+def _distinct(hashes: np.ndarray) -> np.ndarray:
+    """The sorted distinct values of ``hashes``: ``np.unique`` by sorting (NumPy 2.4's
+    ``np.unique`` took 22-40 ms for 100,000 uint64 where this takes 4 ms)."""
+    ordered = np.sort(hashes)
+    first = np.ones(len(ordered), bool)
+    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    return ordered[first]
+
+
+def _fragments_distinct(results: list[FragmentZoneRows]) -> dict[int, np.ndarray]:
     """Per fragment whose build kept them (a local build's, not a Spark build's, nor the
     zones an update kept), its distinct hashes."""
     return {r.fragment_id: r.distinct for r in results if r.distinct is not None}

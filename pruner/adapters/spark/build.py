@@ -111,7 +111,8 @@ class ZoneJob:
                     part = read_lance_fragment(
                         path, fragment_id, self.column, self.items, self.lance_version
                     )
-                yield from _zone_batches(part, index_fragment(part, self.num_bytes))
+                indexed = index_fragment(part, self.num_bytes, keep_distinct=False)
+                yield from _zone_batches(part, indexed)
 
 
 def _zone_batches(part: FragmentColumn, rows: FragmentZoneRows) -> Iterator[pa.RecordBatch]:
