@@ -54,6 +54,7 @@ from tests.support.changes import (
     old_values,
     parquet_table,
     read_whole,
+    write_parquet,
 )
 from tests.support.engine_check import engine_alone
 
@@ -718,3 +719,30 @@ def test_lance_damaged_zones_and_deletions_are_reindexed_with_an_append(tmp_path
     _assert_covers_everything(path)
     _assert_equals_a_rebuild(path, tmp_path)
     check(path, [int(ids()[3]), int(second[500]), ROWS + 5])
+
+
+def test_parquet_damaged_zones_are_reindexed_by_an_update(tmp_path: Path) -> None:
+    """A Parquet index whose zone of file 0 fails its checksum (its filter zeroed: trusted,
+    it would rule every value out), and a new file: the update re-indexes file 0 instead of
+    carrying its zones over (carried, they would be written with fresh checksums and the
+    damage trusted from then on), adds the new file, and every row is found. Mutation
+    testing found the Parquet plan's damage branch without a test."""
+    from tests.index.test_damaged import _rewrite
+
+    path = parquet_table(tmp_path)
+
+    def zero(zones: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        zones["bloom_filter_data"][0, :] = 0  # zone 0 is file 0's first
+        return zones
+
+    _rewrite(_index_file(path), zero, "keep")
+    write_parquet(data(np.arange(ROWS, ROWS + 500), "new"), path / "part-9.parquet")
+    plan = plan_update(path, "id")
+    new_file = max(f.fragment_id for f in plan.files or [])
+    assert (plan.rebuild, plan.add) == ([0], [new_file])
+    assert sorted(plan.keep) == [f for f in range(new_file) if f != 0]
+    update_index(path, "id")
+    _assert_covers_everything(path)
+    _assert_equals_a_rebuild(path, tmp_path)
+    first_zone = [int(v) for v in ids()[:3]]
+    check(path, [*first_zone, ROWS + 5])
