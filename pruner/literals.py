@@ -293,8 +293,10 @@ _DECIMAL_DIGITS = 38
 
 def _decimal_column(kind: str, raw: Any, arrow_type: pa.DataType, shown: str) -> Coercion:
     """An integer or exact decimal literal against a DECIMAL(p, s) column: the engines compare
-    both exactly in a decimal type holding both, when one of at most 38 digits does (past
-    it Spark rounds the scale away and DuckDB goes to DOUBLE)."""
+    both exactly in a decimal type holding both. Past 38 digits for that type (DECIMAL(38,
+    30) against an INTEGER) DuckDB 2.0 raises and Spark 4 and DataFusion 55 were seen to
+    compare exactly, but Spark documents rounding the scale away there
+    (``spark.sql.decimalOperations.allowPrecisionLoss``): pruner prunes nothing."""
     if kind == "int":
         # As an INTEGER / BIGINT / HUGEINT literal is widened: DECIMAL(10 / 20 / 39, 0).
         raw = Decimal(raw)

@@ -193,12 +193,12 @@ def hashable(values: pa.Array, value_type: pa.DataType) -> pa.Array:
     """
     if not pa.types.is_decimal(values.type):
         return values.cast(value_type)
-    if isinstance(values, pa.ChunkedArray):
-        values = values.combine_chunks()
+    if values.offset:
+        values = pa.concat_arrays([values])  # its buffers from its first value on
     width = values.type.byte_width
-    raw = np.frombuffer(values.buffers()[1], np.uint8, (values.offset + len(values)) * width)
+    raw = np.frombuffer(values.buffers()[1], np.uint8, len(values) * width)
     # Two's complement, little-endian: reversed, the big-endian bytes.
-    big = raw.reshape(-1, width)[values.offset :, ::-1]
+    big = raw.reshape(-1, width)[:, ::-1]
     valid = np.asarray(values.is_valid().to_numpy(zero_copy_only=False), bool)
     if pa.types.is_fixed_size_binary(value_type):
         keep = value_type.byte_width
@@ -210,9 +210,7 @@ def hashable(values: pa.Array, value_type: pa.DataType) -> pa.Array:
     if not (big[valid, : width - keep] == sign[valid, None]).all():
         raise pa.ArrowInvalid(f"a value of {values.type} does not fit {value_type}")
     kept = np.ascontiguousarray(big[:, width - keep :])
-    validity = values.buffers()[0] if values.offset == 0 else pa.array(valid).buffers()[1]
-    if values.null_count == 0:
-        validity = None
+    validity = values.buffers()[0] if values.null_count else None
     if pa.types.is_fixed_size_binary(value_type):
         fixed = pa.Array.from_buffers(
             value_type, len(values), [validity, pa.py_buffer(kept.tobytes())]

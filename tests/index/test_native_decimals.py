@@ -416,3 +416,12 @@ def test_a_decimal_is_never_hashed_as_another_type() -> None:
     for other in (pa.large_binary(), pa.int16(), pa.float64()):
         with pytest.raises(pa.ArrowInvalid):
             hashable(array, other)
+
+
+@pytest.mark.parametrize("target", [pa.int32(), pa.int64(), pa.binary(5)], ids=str)
+def test_hashable_of_a_slice_is_hashable_of_its_values(target: pa.DataType) -> None:
+    values = [Decimal("7.77"), Decimal("-1.25"), None, Decimal("3.50"), Decimal("-0.01")]
+    array = pa.array(values, pa.decimal128(9, 2))
+    for start in range(len(values)):
+        fresh = pa.array(values[start:], pa.decimal128(9, 2))
+        assert hashable(array.slice(start), target).equals(hashable(fresh, target))
