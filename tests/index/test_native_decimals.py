@@ -288,13 +288,20 @@ def _where(template: str, root: Path) -> str:
     )
 
 
-@pytest.mark.parametrize(("dialect", "where"), WHERES)
-@pytest.mark.parametrize("engine", ["duckdb", "datafusion"])
+# Each predicate on DuckDB and DataFusion where it is in their dialect (DuckDB's plain SQL
+# is DataFusion's too).
+ENGINE_CASES = [
+    (engine, dialect, where)
+    for dialect, where in WHERES
+    for engine in ("duckdb", "datafusion")
+    if dialect in ("duckdb", engine)
+]
+
+
+@pytest.mark.parametrize(("engine", "dialect", "where"), ENGINE_CASES)
 def test_answers_equal_the_engine_alone(
     written: Path, engine: str, dialect: str, where: str
 ) -> None:
-    if dialect not in ("duckdb", engine):
-        pytest.skip("the SQL is another engine's")
     sql = f"SELECT id, d9, d38 FROM t WHERE {_where(where, written)}"
     expected = multiset(engine_alone(engine, sql, {"t": written}))
     explained = pruner.explain(sql, {"t": written}, dialect=engine)
