@@ -26,25 +26,14 @@ import numpy as np
 
 __all__ = ["insert_words"]
 
-_SALT = np.array(
-    [
-        0x47B6137B,
-        0x44974D91,
-        0x8824AD5B,
-        0xA2B7289D,
-        0x705495C7,
-        0x2DF1424B,
-        0x9EFC4947,
-        0x5C6BFB31,
-    ],
-    dtype=np.uint64,
-)
-
 
 @numba.njit(cache=True, nogil=True)
-def insert_words(hashes: np.ndarray, bounds: np.ndarray, words: np.ndarray) -> None:
+def insert_words(
+    hashes: np.ndarray, bounds: np.ndarray, words: np.ndarray, salt: np.ndarray
+) -> None:
     """Set, in ``words`` ((zones, 8 x blocks) uint32, zeroed or a filter to add to), the
-    bits of ``hashes[bounds[z]:bounds[z + 1]]`` in filter ``z``, for every zone ``z``."""
+    bits of ``hashes[bounds[z]:bounds[z + 1]]`` in filter ``z``, for every zone ``z``;
+    ``salt``: :data:`pruner.sbbf.SALT` as uint64."""
     num_blocks = np.uint64(words.shape[1] // 8)
     low32 = np.uint64(0xFFFFFFFF)
     for zone in range(len(bounds) - 1):
@@ -54,5 +43,5 @@ def insert_words(hashes: np.ndarray, bounds: np.ndarray, words: np.ndarray) -> N
             low = h & low32
             first = np.int64(block) * 8
             for word in range(8):
-                bit = ((low * _SALT[word]) & low32) >> np.uint64(27)
+                bit = ((low * salt[word]) & low32) >> np.uint64(27)
                 words[zone, first + word] |= np.uint32(1) << np.uint32(bit)

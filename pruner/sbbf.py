@@ -85,6 +85,7 @@ SALT = np.array(
     ],
     dtype=np.uint32,
 )
+_SALT64 = SALT.astype(np.uint64)  # the compiled insert multiplies in 64 bits
 # Putze's sum is truncated at this many Poisson terms, as in Lance.
 _POISSON_TERMS = 750
 # Pairs gathered per step of ``check``: 16k x 32 B = 512 KiB stays in the L2 cache (measured:
@@ -246,7 +247,7 @@ def insert(hashes: np.ndarray, zone_bounds: np.ndarray, num_bytes: int) -> np.nd
     bounds = np.asarray(zone_bounds, dtype=np.int64)
     words = np.zeros((len(bounds) - 1, num_bytes // 4), dtype="<u4")
     if len(hashes) and len(words):
-        insert_words(np.ascontiguousarray(hashes, dtype=np.uint64), bounds, words)
+        insert_words(np.ascontiguousarray(hashes, dtype=np.uint64), bounds, words, _SALT64)
     return words.view(np.uint8)
 
 

@@ -61,10 +61,18 @@ def _data(rows: int = ROWS, distinct: int | None = None) -> pa.Table:
 FILTERED = ["d9", "d18", "d38", "f"]
 
 
-def _pyarrow(root: Path, as_integer: bool) -> None:
+def _pyarrow(
+    root: Path,
+    as_integer: bool,
+    second_as_integer: bool | None = None,
+    columns: list[str] = FILTERED,
+) -> None:
+    """Two files through pyarrow, decimals stored as integers or fixed-length arrays (the
+    second file as ``second_as_integer`` when given)."""
     table = _data()
-    options = {c: {"ndv": GROUP, "fpp": 0.01} for c in FILTERED}
-    for part in range(2):
+    options = {c: {"ndv": GROUP, "fpp": 0.01} for c in columns}
+    forms = (as_integer, as_integer if second_as_integer is None else second_as_integer)
+    for part, as_integer in enumerate(forms):
         pq.write_table(
             table.slice(part * ROWS // 2, ROWS // 2),
             root / f"part-{part}.parquet",
@@ -338,17 +346,8 @@ def test_files_storing_a_decimal_differently_are_read_whole(tmp_path: Path) -> N
     second file's row groups are read whole, never probed in the first one's encoding."""
     root = tmp_path / "t"
     root.mkdir()
-    table = _data()
-    options = {"d9": {"ndv": GROUP, "fpp": 0.01}}
-    for part, as_integer in enumerate((True, False)):
-        pq.write_table(
-            table.slice(part * ROWS // 2, ROWS // 2),
-            root / f"part-{part}.parquet",
-            row_group_size=GROUP,
-            bloom_filter_options=options,
-            store_decimal_as_integer=as_integer,
-        )
-    value = table.column("d9")[3_100].as_py()  # in the second file
+    _pyarrow(root, True, second_as_integer=False, columns=["d9"])
+    value = _data().column("d9")[3_100].as_py()  # in the second file
     sql = f"SELECT id FROM t WHERE d9 = {value}"
     (scan,) = pruner.explain(sql, {"t": root}).scans
     second = sum(length for fragment, _, length in scan.selection.ranges() if fragment == 1)
