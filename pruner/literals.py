@@ -31,7 +31,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import Decimal, localcontext
 from typing import Any
 
 import numpy as np
@@ -313,13 +313,15 @@ def _decimal_column(kind: str, raw: Any, arrow_type: pa.DataType, shown: str) ->
     precision, scale = arrow_type.precision, arrow_type.scale
     if max(precision - scale, digits - places) + max(scale, places) > _DECIMAL_DIGITS:
         return _unknown(f"{arrow_type} and {shown} have no exact common type in every engine")
-    step = Decimal(1).scaleb(-scale)
-    value = raw.quantize(step) if places > scale else raw
-    if value != raw:
-        return _none(f"{shown} has more decimal places than {arrow_type}")
-    if abs(value) >= Decimal(10) ** (precision - scale):
-        return _none(f"{shown} is out of range of {arrow_type}")
-    return Coercion([value.quantize(step)])
+    # Exact at 76 digits (DECIMAL256), not Python's default 28 (quantize raised past it).
+    with localcontext(prec=_DECIMAL_DIGITS * 2):
+        step = Decimal(1).scaleb(-scale)
+        value = raw.quantize(step)
+        if value != raw:
+            return _none(f"{shown} has more decimal places than {arrow_type}")
+        if abs(value) >= Decimal(10) ** (precision - scale):
+            return _none(f"{shown} is out of range of {arrow_type}")
+        return Coercion([value])
 
 
 def _timestamp_column(
