@@ -336,7 +336,7 @@ def update_index(
     location = parquet_index_path(source, column)
     with IndexFileWriter(location) as sink:
         index = assemble(column, plan.items, plan.probability, rows, total, progress, sink)
-        index.files = plan.files
+        index.files, index.value_type = plan.files, plan.value_type
         sink.finish(index)
     plan.hierarchy = _write_companion(location, index, previous, plan.keep)
     return index, plan

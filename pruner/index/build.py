@@ -30,6 +30,7 @@ from pruner.index.fileformat import IndexFileWriter, read_index_file
 from pruner.index.keys import KEY_ENCODING, Key, key_index_path, lance_fragment_file
 from pruner.index.lance import open_lance
 from pruner.index.model import FragmentFile, ZoneIndex
+from pruner.index.native import hashable, index_value_type
 from pruner.index.store import assign_fragment_ids, load_index
 from pruner.zones import (
     FragmentZones,
@@ -51,6 +52,7 @@ __all__ = [
     "index_in_threads",
     "lance_fragments",
     "parquet_fragments",
+    "parquet_index_value_type",
     "read_lance_fragment",
     "read_parquet_fragment",
 ]
@@ -219,14 +221,17 @@ def _fragments_distinct(results: list[FragmentZoneRows]) -> dict[int, np.ndarray
 def _column_type(schema: pa.Schema, column: str, where: str, lance: bool) -> pa.DataType:
     """The column's type, once it is known to be indexable: Lance's type list for a Lance
     dataset (Lance itself reads the index), and for Parquet also the dictionary and view
-    types writers use, hashed as their plain values (:func:`pruner.hashing.plain_type`)."""
+    types writers use, hashed as their plain values (:func:`pruner.hashing.plain_type`), and
+    decimals and fixed-length byte arrays, hashed in Parquet's encoding
+    (:func:`pruner.index.native.index_value_type`)."""
     if column not in schema.names:
         raise InvalidParameterError(
             f"column {column!r} is not in {where}; its columns are {', '.join(schema.names)}"
         )
     arrow_type = schema.field(column).type
-    # raises UnsupportedTypeError with advice
-    hash_input_width(arrow_type if lance else plain_type(arrow_type))
+    if lance or index_value_type(arrow_type) is None:
+        # raises UnsupportedTypeError with advice
+        hash_input_width(arrow_type if lance else plain_type(arrow_type))
     return arrow_type
 
 
@@ -319,6 +324,9 @@ def read_parquet_fragment(
     meta = file if isinstance(file, pq.ParquetFile) else pq.ParquetFile(file)
     group_rows = [meta.metadata.row_group(i).num_rows for i in range(meta.num_row_groups)]
     values = _values(meta.read(columns=_columns(column)), column)
+    value_type = index_value_type(values.type)
+    if value_type is not None:  # hashed as the index records (ZoneIndex.value_type)
+        values = hashable(values.cast(plain_type(values.type)).combine_chunks(), value_type)
     return FragmentColumn(fragment_id, values, parquet_file_zones(group_rows, items), None)
 
 
@@ -400,4 +408,12 @@ def build_parquet_index(
     index.files = files
     if isinstance(column, Key):
         index.value_encoding = KEY_ENCODING
+    else:
+        index.value_type = parquet_index_value_type(metas[0], column)
     return index
+
+
+def parquet_index_value_type(meta: pq.ParquetFile, column: str) -> pa.DataType | None:
+    """What an index of ``column`` over Parquet files like ``meta`` hashes (its
+    ``value_type``; None: the column's values, as Lance hashes them)."""
+    return index_value_type(meta.schema_arrow.field(column).type)

@@ -59,6 +59,7 @@ __all__ = [
     "META_NULL_BITMAP",
     "META_PROBABILITY",
     "IndexFileWriter",
+    "arrow_type_from_text",
     "format_probability",
     "read_index_file",
     "read_index_zones",
@@ -391,7 +392,7 @@ def _stat_identity(path: Path) -> tuple[int, ...] | None:
     return (stat.st_ino, stat.st_dev, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
 
 
-def _arrow_type(text: str) -> pa.DataType:
+def arrow_type_from_text(text: str) -> pa.DataType:
     """The Arrow type ``str(arrow_type)`` printed (``type_for_alias`` does not read a
     ``fixed_size_binary[N]``: a decimal's Parquet encoding in N bytes)."""
     match = re.fullmatch(r"fixed_size_binary\[([0-9]{1,2})\]", text)
@@ -495,7 +496,7 @@ def _read_index_file_once(target: Path, column: str) -> ZoneIndex:
     value_text = metadata.get(META_VALUE_TYPE.encode())
     if value_text is not None:
         try:
-            value_type = _arrow_type(value_text.decode())
+            value_type = arrow_type_from_text(value_text.decode())
         except (ValueError, UnicodeDecodeError) as err:
             raise IndexFormatError(
                 f"{where}: {META_VALUE_TYPE} {value_text!r} is not an Arrow type; rebuild the index"

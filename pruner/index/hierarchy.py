@@ -52,11 +52,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import xxhash
 
 from pruner import sbbf
 from pruner.errors import PrunerError
 from pruner.index.fileformat import (
+    arrow_type_from_text,
     decode_files,
     encode_files,
     read_index_file,
@@ -79,7 +81,7 @@ __all__ = [
 
 COMPANION_NAME = "bloomfilter.hierarchy"
 MAGIC = b"PRUNERH1"
-VERSION = 3
+VERSION = 4
 _TAIL_BYTES = 4096
 """The index file's fingerprint is its size and the xxHash64 of its last bytes (Lance's
 footer: the offsets of every column page and global buffer, which move with the content)."""
@@ -227,12 +229,14 @@ def write_hierarchy(
     files: list[FragmentFile] | None = None,
     previous: Coarse | None = None,
     kept: Mapping[int, int] | None = None,
+    value_type: pa.DataType | None = None,
 ) -> Path | str:
     """Write the companion of ``index_file`` (already written) atomically beside it; or
     say why it can have none.
 
     Args:
         filters: (zones, bytes) uint8, every zone's filter, one size, in file order.
+        value_type: the index's ``ZoneIndex.value_type`` (what its values were hashed as).
         distinct: per fragment id, the distinct hashes of its non-null values.
         previous, kept: an update's old companion's coarse filters, and which fragments
             (new id -> old id) take theirs from it: the ones missing from ``distinct``.
@@ -294,6 +298,7 @@ def write_hierarchy(
         "fragment_distinct": counts,
         "zones_checksum": xxhash.xxh64_intdigest(meta.tobytes()),
         "files": None if files is None else encode_files(files),
+        "value_type": None if value_type is None else str(value_type),
     }
     # Offsets depend on the header's length, which depends on the offsets' digits: lay out
     # with a header padded to a fixed width.
@@ -388,7 +393,7 @@ class Hierarchy:
             )
         try:
             header = json.loads(text)
-            if header.get("version") != VERSION:
+            if header.get("version") not in (3, VERSION):
                 raise HierarchyUnusable(f"{self.path}: version {header.get('version')!r}")
             offsets = {str(k): int(v) for k, v in header["offsets"].items()}
             zones = int(header["zones"])
@@ -405,6 +410,8 @@ class Hierarchy:
             self.column = str(header["column"])
             self.items = int(header["items"])
             self.probability = float(header["probability"])
+            value_text = header.get("value_type")  # version 3 companions: never one
+            self.value_type = None if value_text is None else arrow_type_from_text(value_text)
         except HierarchyUnusable:
             raise
         except (ValueError, TypeError, KeyError, AttributeError) as err:
@@ -742,6 +749,7 @@ def write_hierarchy_of(
         files=index.files,
         previous=previous,
         kept=kept,
+        value_type=index.value_type,
     )
 
 
@@ -769,6 +777,7 @@ def open_index(index_file: str | os.PathLike[str], column: str = "") -> ZoneInde
         has_null=opened.has_null,
         filter_data=None,
         files=opened.files,
+        value_type=opened.value_type,
         hierarchy=opened,
         plain=lambda: read_index_file(index_file, column),
     )

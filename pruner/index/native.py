@@ -178,6 +178,29 @@ def _decimal_value_type(arrow_type: pa.DataType, column: Any) -> pa.DataType | N
     return None
 
 
+def index_value_type(arrow_type: pa.DataType) -> pa.DataType | None:
+    """What pruner's own index of a Parquet column of ``arrow_type`` hashes its values as,
+    when Lance's hashing has no encoding for the type: a decimal as Parquet's writers store
+    it (the unscaled integer as an INT32 up to 9 digits, an INT64 up to 18, else big-endian
+    in the fewest bytes that hold its precision), a fixed-length byte array as its bytes.
+    None for every other type (hashed as Lance hashes it).
+
+    >>> [str(index_value_type(pa.decimal128(p, 2))) for p in (9, 18, 19, 38)]
+    ['int32', 'int64', 'fixed_size_binary[9]', 'fixed_size_binary[16]']
+    """
+    arrow_type = plain_type(arrow_type)
+    if pa.types.is_fixed_size_binary(arrow_type):
+        return pa.large_binary()
+    if not pa.types.is_decimal(arrow_type):
+        return None
+    if arrow_type.precision <= 9:
+        return pa.int32()
+    if arrow_type.precision <= 18:
+        return pa.int64()
+    largest = 10**arrow_type.precision - 1
+    return pa.binary(next(n for n in range(9, 33) if largest < 2 ** (8 * n - 1)))
+
+
 def hashable(values: pa.Array, value_type: pa.DataType) -> pa.Array:
     """``values`` (at their column's plain type) as an array whose hashed bytes are
     ``value_type``'s: a cast, except for decimals, whose Parquet encoding

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from pruner import sbbf
 from pruner.discover import is_lance_dataset
@@ -44,6 +45,7 @@ from pruner.index.build import (
     index_in_threads,
     lance_fragments,
     parquet_fragments,
+    parquet_index_value_type,
     read_lance_fragment,
     read_parquet_fragment,
 )
@@ -120,6 +122,7 @@ class UpdatePlan:
     segment: bool = False
     replaces: list[str] = field(default_factory=list)  # uuids of segments rewritten
     others: list[int] = field(default_factory=list)
+    value_type: pa.DataType | None = None  # Parquet: what the new index hashes (ZoneIndex's)
 
     @property
     def kept(self) -> list[int]:
@@ -304,6 +307,7 @@ def _parquet_plan(root: Path, column: str) -> UpdatePlan:
     plan = UpdatePlan(
         column, "parquet", old.items, old.probability, old=old, files=files, root=root
     )
+    plan.value_type = parquet_index_value_type(metas[0], column) if metas else None
     plan.source = dict(zip([f.fragment_id for f in files], metas, strict=True))
     recorded = {entry.path: entry for entry in old.files or []}
     present = {f.path for f in files}

@@ -431,3 +431,121 @@ def test_hashable_of_a_slice_is_hashable_of_its_values(target: pa.DataType) -> N
     for start in range(len(values)):
         fresh = pa.array(values[start:], pa.decimal128(9, 2))
         assert hashable(array.slice(start), target).equals(hashable(fresh, target))
+
+
+# pruner's own index (`pruner index build DIR --column C`) of these columns: hashed in the
+# encoding Parquet's writers give the column's type, whatever form each file stores it in.
+OWN_ENCODING = {"d9": ("INT32", 0), "d18": ("INT64", 0), "d38": ("FIXED_LEN_BYTE_ARRAY", 16)}
+OWN_TYPES = {"d9": pa.int32(), "d18": pa.int64(), "d38": pa.binary(16), "f": pa.large_binary()}
+
+
+@pytest.fixture(scope="module")
+def own_index(written: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of ``written`` with pruner's own index on each column (the files' filters stay,
+    unused: a pruner index is used where it exists)."""
+    root = tmp_path_factory.mktemp(f"own-{written.parent.name}") / "t"
+    shutil.copytree(written, root)
+    for column in FILTERED:
+        pruner.build_index(root, column, items=GROUP)
+    return root
+
+
+def _check_own_index(root: Path, column: str) -> None:
+    """Every zone's filter holds the format's encoding of each of its rows' values (hashed
+    here from the format's definition, not by pruner), and absent values are ruled out of
+    most zones."""
+    from pruner.index import load_index
+
+    index = load_index(root, column)
+    paths = {file.fragment_id: root / file.path for file in index.files or []}
+    physical, length = OWN_ENCODING.get(column, ("", 0))
+    scale = DECIMALS[column][1] if column in DECIMALS else None
+
+    def digests(values: list[Any]) -> np.ndarray:
+        spec = [_spec_bytes(v, physical, length, scale) for v in values if v is not None]
+        return np.array([xxhash.xxh64_intdigest(b) for b in spec], np.uint64)
+
+    filters = np.asarray(index.filter_data)
+    absent = digests(_absent(column, 200))
+    ruled_out = 0
+    for zone, (fragment, start, rows) in enumerate(
+        zip(index.fragment_id, index.zone_start, index.zone_length, strict=True)
+    ):
+        values = pq.read_table(paths[int(fragment)], columns=[column]).column(column)
+        held = digests(values.slice(int(start), int(rows)).to_pylist())
+        assert sbbf.check(filters[zone : zone + 1], held).all(), (column, zone)
+        ruled_out += int((~sbbf.check(filters[zone : zone + 1], absent)).sum())
+    assert ruled_out > 0.9 * len(absent) * len(filters), ruled_out
+
+
+@pytest.mark.parametrize("column", FILTERED)
+def test_pruners_own_index_hashes_the_formats_encoding(own_index: Path, column: str) -> None:
+    from pruner.index import load_index
+
+    stored = pq.read_schema(sorted(own_index.glob("*.parquet"))[0]).field(column).type
+    expected = OWN_TYPES[column] if stored != pa.binary() else None  # DuckDB: a BLOB
+    assert load_index(own_index, column).value_type == expected
+    bound = open_table(own_index).index(column)
+    assert bound is not None and bound.index.hierarchy is not None  # through the companion
+    assert bound.index.value_type == expected
+    _check_own_index(own_index, column)
+
+
+@pytest.mark.parametrize(("engine", "dialect", "where"), ENGINE_CASES)
+def test_answers_on_pruners_own_index_equal_the_engine_alone(
+    own_index: Path, engine: str, dialect: str, where: str
+) -> None:
+    sql = f"SELECT id, d9, d38 FROM t WHERE {_where(where, own_index)}"
+    expected = multiset(engine_alone(engine, sql, {"t": own_index}))
+    explained = pruner.explain(sql, {"t": own_index}, dialect=engine)
+    assert multiset(pruner.query(sql, {"t": own_index}, engine=engine)) == expected
+    (scan,) = explained.scans
+    assert all("parquet bloom filter" not in term.reason for term in scan.terms)
+    unique = "duckdb" not in own_index.parent.name  # else every file holds every value
+    if "{" in where and engine == dialect == "duckdb" and unique:
+        assert scan.zones_selected < scan.zones_total, scan.terms[0].reason
+
+
+def test_an_update_of_a_decimal_index_hashes_new_files_alike(tmp_path: Path) -> None:
+    """Files added in the other storage form are indexed by `pruner index update` in the
+    index's encoding; the kept zones and the new ones answer as DuckDB alone."""
+    from pruner.index import update_index
+
+    root = tmp_path / "t"
+    root.mkdir()
+    _pyarrow(root, False)
+    for column in ("d38", "d9"):
+        pruner.build_index(root, column, items=GROUP)
+    later = _data().slice(0, GROUP)
+    later = later.set_column(0, "id", pa.array(np.arange(ROWS, ROWS + GROUP)))
+    pq.write_table(later, root / "part-9.parquet", store_decimal_as_integer=True)
+    for column in ("d38", "d9"):
+        index, plan = update_index(root, column)
+        assert plan.summary()["fragments_to_add"] == 1 and index.value_type == OWN_TYPES[column]
+        _check_own_index(root, column)
+    value = later.column("d38")[7].as_py()
+    sql = f"SELECT id, d38 FROM t WHERE d38 = {value}"
+    (scan,) = pruner.explain(sql, {"t": root}).scans
+    assert scan.zones_selected < scan.zones_total
+    expected = multiset(engine_alone("duckdb", sql, {"t": root}))
+    assert multiset(pruner.query(sql, {"t": root})) == expected and len(expected) == 2
+
+
+@pytest.mark.slow
+def test_spark_builds_the_same_decimal_index(tmp_path: Path, spark: Any) -> None:
+    from pruner.index import load_index
+
+    roots = {}
+    for engine in ("local", "spark"):
+        roots[engine] = tmp_path / engine / "t"
+        roots[engine].mkdir(parents=True)
+        _pyarrow(roots[engine], engine == "spark")  # the other storage form, too
+    for column in FILTERED:
+        built = {
+            engine: pruner.build_index(root, column, items=GROUP, engine=engine, spark=spark)
+            for engine, root in roots.items()
+        }
+        assert built["local"].value_type == built["spark"].value_type == OWN_TYPES[column]
+        local, spark_built = (load_index(roots[e], column) for e in ("local", "spark"))
+        assert np.array_equal(np.asarray(local.filter_data), np.asarray(spark_built.filter_data))
+        _check_own_index(roots["spark"], column)

@@ -54,6 +54,7 @@ from pruner.index.build import (
     lance_fragments,
     lance_key_files,
     parquet_fragments,
+    parquet_index_value_type,
     read_lance_fragment,
     read_parquet_fragment,
 )
@@ -275,7 +276,7 @@ def build_zone_index_spark(
         EngineError: Spark could not start, or the job failed.
     """
     num_bytes = sbbf.optimal_num_bytes(items, probability)
-    files = None
+    files, value_type = None, None
     if isinstance(source, str | os.PathLike) and not is_lance_dataset(Path(source)):
         root = Path(source).resolve()
         metas, files = parquet_fragments(root, column)
@@ -283,6 +284,8 @@ def build_zone_index_spark(
         expected_rows = [f.rows for f in files]
         version = None
         schema, where = metas[0].schema_arrow, f"Parquet file {root}"
+        if isinstance(column, str):
+            value_type = parquet_index_value_type(metas[0], column)
     else:
         ds, planned = lance_fragments(source, column)
         uri = ds.uri if "://" in ds.uri else os.path.abspath(ds.uri)
@@ -299,7 +302,7 @@ def build_zone_index_spark(
     # A compound key's index is named by its columns and types, as the local build names it.
     name = column if isinstance(column, str) else column.describe(column.types(schema, where))
     index = assemble(name, items, probability, parts, sum(expected_rows), progress, sink)
-    index.files = files
+    index.files, index.value_type = files, value_type
     if isinstance(column, Key):
         index.value_encoding = KEY_ENCODING
     return index
