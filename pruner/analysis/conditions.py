@@ -32,6 +32,7 @@ from pruner.expressions import (
 from pruner.literals import INTEGER_CASTS
 
 __all__ = [
+    "Origin",
     "Resolver",
     "Source",
     "bare_star",
@@ -108,6 +109,19 @@ def _preserves_values(column_type: pa.DataType, cast: str) -> bool:
     return bool(check and check(column_type))
 
 
+@dataclass(frozen=True)
+class Origin:
+    """Where the plain-column outputs of a CTE / derived table come from, when its body is
+    one SELECT over one known table with no join: every row it gives holds, in the output
+    ``columns`` name (folded output -> the table's column), a value of a row of ``source``
+    that meets ``predicate`` (its WHERE; a superset of the rows its GROUP BY, HAVING,
+    DISTINCT, LIMIT and the like keep)."""
+
+    source: Source
+    columns: dict[str, str]
+    predicate: Predicate
+
+
 @dataclass
 class Source:
     """A FROM / JOIN item of one SELECT: a known table, or a CTE / derived table."""
@@ -120,6 +134,16 @@ class Source:
     known_columns: bool = False  # are ``columns`` all of this item's columns?
     columns: dict[str, str] = field(default_factory=dict)  # folded name -> real name
     prunable: bool = True
+    origin: Origin | None = None  # for CTEs and derived tables over one known table
+
+    def column_type(self, column: str) -> pa.DataType | None:
+        """The type of ``column`` (a real name here), when known: a known table's, or for a
+        CTE / derived table a plain column of its :class:`Origin`'s table."""
+        if self.schema is not None:
+            return self.schema.field(column).type
+        if self.origin is not None and column in self.origin.columns:
+            return self.origin.source.column_type(self.origin.columns[column])
+        return None
 
 
 def column_map(names: list[str], fold: Callable[[str], str]) -> dict[str, str]:

@@ -17,7 +17,14 @@ import pyarrow as pa
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, build_scope
 
-from pruner.analysis.conditions import Resolver, Source, bare_star, column_map, output_names
+from pruner.analysis.conditions import (
+    Origin,
+    Resolver,
+    Source,
+    bare_star,
+    column_map,
+    output_names,
+)
 from pruner.analysis.model import JoinEdge, Scan
 from pruner.analysis.parsing import DIALECTS
 from pruner.expressions import (
@@ -284,8 +291,26 @@ class Analyzer:
                 if names is not None:
                     source.columns = {name: name for name in names if name}
                     source.known_columns = len(source.columns) == len(names)
+                source.origin = self.origin(target)
             result.append(source)
         return result
+
+    def origin(self, scope: Scope) -> Origin | None:
+        """The :class:`Origin` of a CTE / derived table: its body one SELECT (no set
+        operation, no join, no USING SAMPLE) reading one known table it may prune."""
+        query = scope.expression
+        if not isinstance(query, exp.Select) or query.args.get("sample"):
+            return None
+        inner = self.sources(scope, query)
+        if len(inner) != 1 or inner[0].table is None or not inner[0].prunable:
+            return None
+        resolver = Resolver(inner, self)
+        columns = {output: column for output, (_, column) in resolver.outputs(query).items()}
+        where = query.args.get("where")
+        predicate: Predicate = AlwaysTrue()
+        if where is not None:
+            predicate = rewrite_not(resolver.predicate(where.this, inner[0].alias))
+        return Origin(inner[0], columns, predicate)
 
     def select(self, scope: Scope, query: exp.Select, pushed: Predicate | None) -> None:
         sources = self.sources(scope, query)
@@ -428,17 +453,17 @@ class Analyzer:
                 continue
             sources = self.sources(sub, inner)
             other = sources[0] if len(sources) == 1 else None
-            if other is None or other.table is None or not other.prunable:
+            if other is None or (other.table is None and other.origin is None):
                 continue
-            other_table = other.table
+            if not other.prunable:
+                continue
             inner_resolver = Resolver(sources, self)
             theirs = inner_resolver.column(inner.expressions[0])
             if theirs is None:
                 continue
-            mine_type = resolver.sources[mine[0]].schema
             types = (
-                mine_type.field(mine[1]).type if mine_type is not None else None,
-                other.schema.field(theirs[1]).type if other.schema is not None else None,
+                resolver.sources[mine[0]].column_type(mine[1]),
+                other.column_type(theirs[1]),
             )
             if not _same_equality(*types):
                 continue
@@ -447,9 +472,12 @@ class Analyzer:
             if condition is not None:
                 predicate = rewrite_not(inner_resolver.predicate(condition.this, other.alias))
             text = resolver.sql(part)
-            found.setdefault(mine[0], []).append(
-                JoinEdge(mine[1], other_table, other.alias, theirs[1], predicate, text)
-            )
+            if other.table is not None:
+                edge = JoinEdge(mine[1], other.table, other.alias, theirs[1], predicate, text)
+            else:
+                assert other.origin is not None
+                edge = _origin_edge(mine[1], other.origin, theirs[1], predicate, text)
+            found.setdefault(mine[0], []).append(edge)
         return found
 
     def derived_names(self, scope: Scope) -> list[str | None] | None:
@@ -512,8 +540,7 @@ def _implied(
         return item
 
     def type_of(item: tuple[str, str]) -> pa.DataType | None:
-        schema = by_alias[item[0]].schema
-        return schema.field(item[1]).type if schema is not None else None
+        return by_alias[item[0]].column_type(item[1])
 
     equalities: list[tuple[tuple[str, str], str]] = []
     pairs: list[tuple[tuple[str, str], tuple[str, str], str]] = []
@@ -578,12 +605,33 @@ def _edges(
     for a, b, sql in pairs:
         for mine, other in ((a, b), (b, a)):
             target = sources[other[0]]
-            if mine[0] != source.alias or target.table is None or not target.prunable:
+            if mine[0] != source.alias:
                 continue
-            edges.append(
-                JoinEdge(mine[1], target.table, other[0], other[1], predicates[other[0]], sql)
-            )
+            if target.table is not None and target.prunable:
+                edges.append(
+                    JoinEdge(mine[1], target.table, other[0], other[1], predicates[other[0]], sql)
+                )
+            elif target.origin is not None and other[1] in target.origin.columns:
+                edges.append(
+                    _origin_edge(mine[1], target.origin, other[1], predicates[other[0]], sql)
+                )
     return tuple(edges)
+
+
+def _origin_edge(column: str, origin: Origin, output: str, outer: Predicate, sql: str) -> JoinEdge:
+    """The edge to a CTE / derived table's ``output`` column, as an edge to its origin
+    table's column: the rows it joins are rows of that table meeting the body's WHERE
+    and ``outer`` (what the enclosing query asks of the CTE's rows, on its outputs)."""
+    assert origin.source.table is not None
+    renamed = _renamed(outer, origin.columns, "not a plain column of the table it reads")
+    return JoinEdge(
+        column,
+        origin.source.table,
+        origin.source.alias,
+        origin.columns[output],
+        and_(origin.predicate, renamed),
+        sql,
+    )
 
 
 def _larger_than(node: exp.Expr, limit: int) -> bool:

@@ -81,6 +81,8 @@ INFERRED = [
     "SELECT o.x FROM o JOIN v ON o.s = v.s WHERE v.s IN ('s1', 's3')",
     "SELECT o.x FROM v JOIN o ON o.k = v.k LEFT JOIN w ON w.k = o.k WHERE v.k = 1",
     "SELECT o.x FROM o RIGHT JOIN v ON o.k = v.k JOIN w ON o.k = w.k WHERE w.k IN (1, 2)",
+    # a CTE's plain column compares as its table's column
+    "WITH d AS (SELECT k FROM v) SELECT o.x FROM o JOIN d ON o.k = d.k WHERE d.k IN (1, 2)",
 ]
 
 
@@ -189,6 +191,103 @@ def test_no_runtime_keys_where_they_would_narrow(tables: dict[str, Path], sql: s
     scan = _scan(sql, tables)
     assert not any(t.reason.startswith("at run time") for t in scan.terms), scan.terms
     assert multiset(pruner.query(sql, tables)) == multiset(engine_alone("duckdb", sql, tables))
+
+
+# A CTE / derived table over one table: its keys are among that table's rows meeting its
+# WHERE (and what the enclosing query asks of its plain columns); (query, keys read).
+RUNTIME_DERIVED = [
+    (
+        "WITH d AS (SELECT k, name FROM v WHERE name IN ('a', 'd')) "
+        "SELECT o.x FROM o JOIN d ON o.k = d.k",
+        2,
+    ),
+    # `<>` is not evaluated on the small side: it keeps every row (a superset of keys)
+    ("SELECT o.x FROM o JOIN (SELECT k AS key FROM v WHERE name <> 'a') d ON o.k = d.key", 5),
+    (
+        "WITH d AS (SELECT * FROM v) SELECT o.x, d.name FROM o JOIN d ON o.s = d.s "
+        "WHERE d.name = 'c'",
+        1,
+    ),
+    (
+        "WITH d AS (SELECT k FROM v GROUP BY k HAVING count(*) = 1) "
+        "SELECT o.x FROM o JOIN d ON o.k = d.k",
+        5,
+    ),
+    ("WITH d AS (SELECT k FROM v ORDER BY k LIMIT 2) SELECT o.x FROM o JOIN d ON o.k = d.k", 5),
+    (
+        "WITH d AS (SELECT DISTINCT s FROM v WHERE k IN (1, 2)) "
+        "SELECT o.x FROM o WHERE o.s IN (SELECT s FROM d)",
+        2,
+    ),
+    (
+        "WITH d AS (SELECT k, name FROM v) "
+        "SELECT o.x FROM o WHERE o.k IN (SELECT k FROM d WHERE name = 'b')",
+        1,
+    ),
+    (
+        "WITH d AS (SELECT k, upper(name) AS name FROM v) "
+        "SELECT o.x, d.name FROM o JOIN d ON o.k = d.k WHERE d.name = 'A'",
+        5,
+    ),
+    (
+        "SELECT o.x FROM o LEFT JOIN (SELECT k FROM v WHERE name = 'd') d ON o.k = d.k "
+        "WHERE o.k = d.k",
+        1,
+    ),
+    # o.k IN (500, 1) implies d.k IN (500, 1) of the rows d gives (after its LIMIT)
+    (
+        "WITH d AS (SELECT k FROM v ORDER BY k LIMIT 2) SELECT o.x, d.k FROM o JOIN d "
+        "ON o.k = d.k WHERE o.k IN (500, 1)",
+        2,
+    ),
+]
+
+
+@pytest.mark.parametrize(("sql", "keys"), RUNTIME_DERIVED)
+def test_a_derived_small_side_gives_its_tables_keys(
+    tables: dict[str, Path], sql: str, keys: int
+) -> None:
+    """Keys are read from the table the CTE / derived table reads, among its rows that meet
+    the body's WHERE and the enclosing query's conditions on plain columns (a computed
+    output, ``upper(name)``, restricts nothing); the answer is DuckDB's alone."""
+    scan = _scan(sql, tables)
+    runtime = [t for t in scan.terms if t.reason.startswith("at run time")]
+    assert runtime and runtime[0].used_index, scan.terms
+    assert runtime[0].reason.startswith(f"at run time: {keys} key"), runtime[0].reason
+    assert scan.zones_selected * 4 <= scan.zones_total, scan
+    assert multiset(pruner.query(sql, tables)) == multiset(engine_alone("duckdb", sql, tables))
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT o.x FROM o LEFT JOIN (SELECT k FROM v) d ON o.k = d.k",
+        "WITH d AS (SELECT k FROM v UNION ALL SELECT k FROM w) "
+        "SELECT o.x FROM o JOIN d ON o.k = d.k",
+        "WITH d AS (SELECT v.k FROM v JOIN w ON v.s = w.s) SELECT o.x FROM o JOIN d ON o.k = d.k",
+        "WITH d AS (SELECT k + 0 AS k FROM v) SELECT o.x FROM o JOIN d ON o.k = d.k",
+        "WITH d AS (SELECT k + 1 AS j, k FROM v) SELECT o.x FROM o JOIN d ON o.k = d.j",
+        "WITH d AS (SELECT row_number() OVER () AS k FROM v) SELECT o.x FROM o JOIN d ON o.k = d.k",
+        "WITH d AS (SELECT k FROM (SELECT k FROM v) e) SELECT o.x FROM o JOIN d ON o.k = d.k",
+        "WITH d AS (SELECT k FROM v) SELECT o.x FROM o WHERE o.k NOT IN (SELECT k FROM d)",
+    ],
+)
+def test_no_derived_keys_where_they_would_narrow(tables: dict[str, Path], sql: str) -> None:
+    """Not one SELECT of plain columns over one table, or a join keeping o's rows: no keys."""
+    scan = _scan(sql, tables)
+    assert not any(t.reason.startswith("at run time") for t in scan.terms), scan.terms
+    assert multiset(pruner.query(sql, tables)) == multiset(engine_alone("duckdb", sql, tables))
+
+
+def test_a_sampled_derived_side_gives_no_keys(tables: dict[str, Path]) -> None:
+    """A sample draws from the table's rows before anything else: no keys from it."""
+    for sql in (
+        "WITH d AS (SELECT k FROM v USING SAMPLE 50%) SELECT o.x FROM o JOIN d ON o.k = d.k",
+        "WITH d AS (SELECT k FROM v TABLESAMPLE (50 PERCENT)) "
+        "SELECT o.x FROM o JOIN d ON o.k = d.k",
+    ):
+        scan = _scan(sql, tables)
+        assert not any(t.reason.startswith("at run time") for t in scan.terms), sql
 
 
 def test_an_equality_between_two_other_tables_is_not_an_edge_of_this_one(tmp_path: Path) -> None:
