@@ -866,6 +866,28 @@ def sql_queries(
     if shape == 25:  # CASE in WHERE
         condition, then, otherwise = (where(("", names)) for _ in range(3))
         return f"SELECT k FROM {table} WHERE CASE WHEN {condition} THEN {then} ELSE {otherwise} END"
+    if shape == 26 and draw(st.booleans()):  # a CTE / derived table as a join's small side
+        key = pick(plain)
+        condition = where(("", names))
+        body = pick(
+            [
+                f"SELECT {key} FROM {other} WHERE {condition}",
+                f"SELECT DISTINCT {key} FROM {other} WHERE {condition}",
+                f"SELECT {key} FROM {other} WHERE {condition} GROUP BY {key}",
+                f"SELECT {key} FROM {other} WHERE {condition} ORDER BY k LIMIT 3",
+                f"SELECT * FROM {other}",
+            ]
+        )
+        outer = where(("x.", names))
+        form = pick(["cte", "derived", "in"])
+        if form == "cte":
+            return (
+                f"WITH d AS ({body}) SELECT x.k FROM {table} AS x JOIN d "
+                f"ON x.{key} = d.{key} WHERE {outer}"
+            )
+        if form == "derived":
+            return f"SELECT x.k FROM {table} AS x JOIN ({body}) AS d ON x.{key} = d.{key}"
+        return f"WITH d AS ({body}) SELECT k FROM {table} WHERE {key} IN (SELECT {key} FROM d)"
     # no WHERE at all, or a constant one
     return f"SELECT count(*) AS n FROM {table}{pick(['', ' WHERE 1 = 1', ' WHERE 1 = 0'])}"
 
