@@ -52,7 +52,6 @@ __all__ = [
     "RowKeys",
     "ScanSelection",
     "TermReport",
-    "evaluate",
     "row_keys",
     "select_scans",
     "table_keys",
@@ -357,11 +356,6 @@ def _within(selected: Selection | None, table: Table) -> Selection:
     """Clip to the table's rows: zones of vanished fragments or beyond a fragment drop out."""
     whole = table.whole()
     return whole if selected is None else selected & whole
-
-
-def evaluate(predicate: Predicate, table: Table, dialect: str = "duckdb") -> Selection:
-    """The rows of ``table`` that may satisfy ``predicate`` (a superset, never fewer)."""
-    return _within(_run(predicate, table, dialect)[1], table)
 
 
 def _count_zones(starts: np.ndarray, ends: np.ndarray, selection: Selection) -> int:
