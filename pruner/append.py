@@ -38,7 +38,7 @@ def append(
     dataset or Parquet directory at ``path``, then update each of its pruner indexes;
     return what each update did, by column (a compound key by its shown name, ``(a, b)``).
 
-    A compound key's index is built again whole, on ``engine``
+    Compound keys' indexes are updated the same way, on ``engine``
     (:func:`pruner.index.update_index`).
 
     Raises:

@@ -594,7 +594,7 @@ def _parser() -> argparse.ArgumentParser:
         "--key",
         action="append",
         metavar="A,B[,C...]",
-        help="an indexed compound key (built again whole)",
+        help="an indexed compound key",
     )
     update.add_argument(
         "--deleted-share",

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from pruner.discover import is_lance_dataset, parquet_footer_hash
-from pruner.errors import IndexFormatError, IndexNotFoundError, InvalidParameterError
+from pruner.errors import InvalidParameterError
 from pruner.index.build import (
     DEFAULT_ITEMS,
     DEFAULT_PROBABILITY,
@@ -64,7 +64,7 @@ from pruner.index.hierarchy import (
     open_index,
     write_hierarchy_of,
 )
-from pruner.index.keys import Key, key_index_path, stored_keys
+from pruner.index.keys import KEY_ENCODING, Key, key_index_path, stored_keys
 from pruner.index.lance import (
     BLOOM_INDEX_DETAILS,
     BloomIndexInfo,
@@ -83,6 +83,7 @@ from pruner.index.update import (
     DEFAULT_DELETED_SHARE,
     UpdatePlan,
     fragment_rows_to_index,
+    key_plan,
     local_fragment_rows,
     merged_rows,
     plan_update,
@@ -247,26 +248,6 @@ def _build_key(
     return index
 
 
-def _rebuild_key(
-    path: Path, key: Key, progress: ProgressCallback | None, engine: str, spark: Any
-) -> tuple[ZoneIndex, UpdatePlan]:
-    """:func:`update_index` of a compound key: a whole build, with the old index's zone size
-    and probability."""
-    location = key_index_path(path, key)
-    try:
-        old = read_index_zones(location)
-    except (IndexFormatError, OSError) as err:
-        raise IndexNotFoundError(
-            f"no readable compound index {key.shown} in {path} ({err}); build one with "
-            f"`pruner index build {path} --key {','.join(key.columns)}`"
-        ) from err
-    index = _build_key(path, key, old.items, old.probability, progress, engine, spark)
-    kind = "lance" if is_lance_dataset(path) else "parquet"
-    plan = UpdatePlan(key.shown, kind, old.items, old.probability, whole="a compound key index")
-    plan.order = plan.add = sorted(set(index.fragment_id.tolist()))
-    return index, plan
-
-
 def update_index(
     source: str | os.PathLike[str],
     column: str | Sequence[str] | Key,
@@ -289,7 +270,8 @@ def update_index(
     small, which the new segment replaces), else it is committed as one segment over every
     fragment. An index that is current is left as it is. An index made from Parquet's own
     filters is made again from them (that reads no data). A compound key's index
-    (``column`` a sequence of columns) is built again whole, with its old parameters.
+    (``column`` a sequence of columns) is updated the same way, its fragments matched to it
+    by the files it records for them (:func:`pruner.index.update.key_plan`).
 
     Raises:
         IndexNotFoundError: there is no index to update; build one.
@@ -304,14 +286,15 @@ def update_index(
             f"deleted_share must be between 0 and 1 (a share of a fragment's rows), "
             f"not {deleted_share}"
         )
-    if not isinstance(column, str):
-        return _rebuild_key(Path(source), Key.of(column), progress, engine, spark)
-    plan = plan_update(source, column, deleted_share=deleted_share)
+    if isinstance(column, str):
+        plan = plan_update(source, column, deleted_share=deleted_share)
+    else:
+        plan = key_plan(source, Key.of(column), deleted_share=deleted_share)
     assert plan.old is not None
     if plan.current:
         return plan.old, plan
     if plan.old.value_encoding == "parquet":
-        return _build_from_parquet_filters(Path(source), column, "local"), plan
+        return _build_from_parquet_filters(Path(source), plan.column, "local"), plan
     wanted = plan.to_index()
     if engine in UPDATE_ENGINES:
         built = _engine_build(engine, UPDATE_ENGINES)(plan, wanted, spark=spark)
@@ -322,7 +305,8 @@ def update_index(
         return _add_segment(plan, built, total, progress), plan
     rows = merged_rows(plan, built)
     previous = _previous_coarse(plan) if plan.keep else None
-    if plan.kind == "lance":
+    column = plan.column
+    if plan.location is None:  # a Lance dataset's column: Lance commits it
         ds = plan.source
         _remove_lance_leftovers(ds)
         index_uuid = str(uuid.uuid4())
@@ -333,12 +317,13 @@ def update_index(
         plan.hierarchy = _write_companion(location, index, previous, plan.keep)
         commit_index_file(ds, index, index_uuid, size, None)
         return index, plan
-    location = parquet_index_path(source, column)
-    with IndexFileWriter(location) as sink:
+    with IndexFileWriter(plan.location) as sink:
         index = assemble(column, plan.items, plan.probability, rows, total, progress, sink)
         index.files, index.value_type = plan.files, plan.value_type
+        if plan.key is not None:
+            index.value_encoding = KEY_ENCODING
         sink.finish(index)
-    plan.hierarchy = _write_companion(location, index, previous, plan.keep)
+    plan.hierarchy = _write_companion(plan.location, index, previous, plan.keep)
     return index, plan
 
 
@@ -418,15 +403,14 @@ def _previous_coarse(plan: UpdatePlan) -> Coarse | None:
     """The coarse filters of the companions of the index an update replaces (of every
     segment of a Lance index), when each has a usable one."""
     kept = set(plan.keep.values())
-    if plan.kind == "lance":
+    if plan.location is None:
         files = [
             (s.path, [f for f in s.fragment_ids if f in kept])
             for s in list_bloom_indexes(plan.source)
             if s.column == plan.column and s.fragment_ids & kept
         ]
     else:
-        assert plan.root is not None
-        files = [(parquet_index_path(plan.root, plan.column), list(kept))]
+        files = [(plan.location, list(kept))]
     if not files:
         return None
     try:

@@ -44,12 +44,14 @@ from pruner.index.build import (
     FragmentZoneRows,
     index_in_threads,
     lance_fragments,
+    lance_key_files,
     parquet_fragments,
     parquet_index_value_type,
     read_lance_fragment,
     read_parquet_fragment,
 )
 from pruner.index.fileformat import read_index_file, read_index_zones
+from pruner.index.keys import Key, key_index_path
 from pruner.index.lance import list_bloom_indexes, load_lance_index, open_lance
 from pruner.index.model import FragmentFile, ZoneIndex
 from pruner.index.store import parquet_index_path
@@ -62,6 +64,7 @@ __all__ = [
     "UpdatePlan",
     "fragment_rows_to_index",
     "kept_rows",
+    "key_plan",
     "local_fragment_rows",
     "merged_rows",
     "plan_update",
@@ -123,6 +126,13 @@ class UpdatePlan:
     replaces: list[str] = field(default_factory=list)  # uuids of segments rewritten
     others: list[int] = field(default_factory=list)
     value_type: pa.DataType | None = None  # Parquet: what the new index hashes (ZoneIndex's)
+    key: Key | None = None  # a compound key's index (``column`` is then its index's name)
+    location: Path | None = None  # the index file, unless Lance commits it (a column's)
+
+    @property
+    def target(self) -> str | Key:
+        """What the update indexes: the column, or the compound key."""
+        return self.column if self.key is None else self.key
 
     @property
     def kept(self) -> list[int]:
@@ -305,10 +315,75 @@ def _parquet_plan(root: Path, column: str) -> UpdatePlan:
         )
     old = read_index_file(location, column)
     plan = UpdatePlan(
-        column, "parquet", old.items, old.probability, old=old, files=files, root=root
+        column,
+        "parquet",
+        old.items,
+        old.probability,
+        old=old,
+        files=files,
+        root=root,
+        location=location,
     )
     plan.value_type = parquet_index_value_type(metas[0], column) if metas else None
     plan.source = dict(zip([f.fragment_id for f in files], metas, strict=True))
+    _match_files(plan, files, old)
+    return _whole_if_changed(plan)
+
+
+def key_plan(
+    source: str | os.PathLike[str] | Any,
+    key: Key,
+    *,
+    deleted_share: float = DEFAULT_DELETED_SHARE,
+) -> UpdatePlan:
+    """What :func:`pruner.index.update_index` would do to the compound index of ``key``:
+    fragments are matched to the index by the files it records for them (Parquet files; for
+    a Lance fragment the data files holding the key's fields), as a Parquet column's index.
+
+    Raises:
+        IndexNotFoundError: there is no readable index of the key to update: build one.
+        InvalidParameterError: a column of the key is not (or no longer) indexable.
+    """
+    fragments: list[Any] = []
+    if isinstance(source, str | os.PathLike) and not is_lance_dataset(Path(source)):
+        root = Path(source)
+        metas, files = parquet_fragments(root, key)
+        types = key.types(metas[0].schema_arrow, f"Parquet file {root}")
+        kind: str = "parquet"
+        opened: Any = dict(zip([f.fragment_id for f in files], metas, strict=True))
+    else:
+        opened, fragments = lance_fragments(source, key)
+        root = Path(opened.uri)
+        files = lance_key_files(opened, fragments, key)
+        types = key.types(opened.schema, f"Lance dataset {opened.uri}")
+        kind = "lance"
+    location = key_index_path(root, key)
+    try:
+        old = read_index_file(location)
+    except (IndexFormatError, OSError) as err:
+        raise IndexNotFoundError(
+            f"no readable compound index {key.shown} in {root} ({err}); build one with "
+            f"`pruner index build {root} --key {','.join(key.columns)}`"
+        ) from err
+    name = key.describe(types)
+    plan = UpdatePlan(
+        name, kind, old.items, old.probability, old=old, files=files, root=root, key=key
+    )
+    plan.location, plan.source = location, opened
+    _match_files(plan, files, old)
+    for fragment in fragments:  # Lance: deletions past the share make a fragment's zones anew
+        fid = fragment.fragment_id
+        if fid in plan.keep and _deletions_to_drop(fragment, old, plan.items, deleted_share):
+            del plan.keep[fid]
+            plan.rebuild = [f for f in plan.order if f in {fid, *plan.rebuild}]
+    return _whole_if_changed(plan)
+
+
+def _match_files(plan: UpdatePlan, files: list[FragmentFile], old: ZoneIndex) -> None:
+    """Plan each of ``files`` (the table's fragments now, as an index records them) from
+    the entries ``old`` records: kept when its entry matches (a Parquet file renamed keeps
+    its zones), rebuilt when its zones are damaged, added otherwise; entries of gone files
+    are dropped."""
     recorded = {entry.path: entry for entry in old.files or []}
     present = {f.path for f in files}
     indexed = set(np.unique(old.fragment_id).tolist())
@@ -341,7 +416,6 @@ def _parquet_plan(root: Path, column: str) -> UpdatePlan:
         else:
             plan.add.append(file.fragment_id)
     plan.drop = sorted(indexed - kept_old - {f.fragment_id for f in files if f.path in recorded})
-    return _whole_if_changed(plan)
 
 
 def _whole_if_changed(plan: UpdatePlan) -> UpdatePlan:
@@ -416,12 +490,12 @@ def local_fragment_rows(
     num_bytes = sbbf.optimal_num_bytes(plan.items, plan.probability)
     if plan.kind == "lance":
         readers = [
-            partial(read_lance_fragment, plan.source, fid, plan.column, plan.items)
+            partial(read_lance_fragment, plan.source, fid, plan.target, plan.items)
             for fid in fragment_ids
         ]
     else:
         readers = [
-            partial(read_parquet_fragment, plan.source[fid], fid, plan.column, plan.items)
+            partial(read_parquet_fragment, plan.source[fid], fid, plan.target, plan.items)
             for fid in fragment_ids
         ]
     return index_in_threads(readers, num_bytes, threads)

@@ -453,10 +453,10 @@ def test_spark_builds_the_local_key_index(kind: str, tmp_path: Path, spark: Any)
     assert all(np.array_equal(nulls[f], expected_nulls[f]) for f in nulls)
     bound = open_table(copy).key_index(key)
     assert not isinstance(bound, str) and bound.uncovered.num_rows == 0
-    # appended rows: pruner.append builds the key again on Spark too
-    pruner.append(copy, _rows_of(copy).slice(0, 50), engine="spark", spark=spark)
-    again = open_table(copy).key_index(key)
-    assert not isinstance(again, str) and again.uncovered.num_rows == 0
+    # appended rows: pruner.append updates the key on Spark too, as a build would make it
+    plans = pruner.append(copy, _rows_of(copy).slice(0, 50), engine="spark", spark=spark)
+    assert len(plans[key.shown].add) == 1 and not plans[key.shown].whole
+    _same_as_a_fresh_build(copy, key)
 
 
 # ---------------------------------------------------------------------------- lookup, find
@@ -584,24 +584,116 @@ def test_edges_prune_existence_checks_and_reverse_traversals(tmp_path: Path) -> 
     assert "src unconstrained" in reasons["(src, rel, dst)"]
 
 
-def test_update_of_a_key_builds_it_again(
+def test_update_of_a_key_indexes_only_the_new_fragments(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = _make("lance", tmp_path)
-    lance.write_dataset(_data(seed=4, rows=300), str(path), mode="append")
     key = Key(("a", "b"))
+    before = read_index_file(key_index_path(path, key))
+    lance.write_dataset(_data(seed=4, rows=300), str(path), mode="append")
     assert open_table(path).key_index(key).uncovered.num_rows == 300  # type: ignore[union-attr]
     assert main(["index", "list", str(path)]) == 0
     assert f"pruner index update {path} --key a,b" in capsys.readouterr().out
     assert main(["index", "update", str(path), "--key", "a,b"]) == 0
-    assert "indexed all" in capsys.readouterr().out
+    assert "added 1 fragments; kept 3 as they were" in capsys.readouterr().out
     bound = open_table(path).key_index(key)
     assert not isinstance(bound, str) and bound.uncovered.num_rows == 0
     assert bound.index.items == 64  # the old zone size
+    after = read_index_file(key_index_path(path, key))
+    old_zones = len(before.fragment_id)
+    assert np.array_equal(after.filter_data[:old_zones], before.filter_data)  # kept as they were
+    _same_as_a_fresh_build(path, key)
     sql = "SELECT n FROM t WHERE a = 3 AND b = 'b7'"
     assert multiset(pruner.query(sql, {"t": path})) == multiset(
         engine_alone("duckdb", sql, {"t": path})
     )
+
+
+def _same_as_a_fresh_build(path: Path, key: Key) -> None:
+    """The updated index of ``key`` holds the zones, filters and null flags a build from
+    nothing gives now (zones in the table's fragment order), and binds every fragment."""
+    from pruner.index.update import key_plan
+
+    updated = read_index_file(key_index_path(path, key))
+    fresh_path = path.parent / f"fresh-{path.name}"
+    shutil.rmtree(fresh_path, ignore_errors=True)
+    shutil.copytree(path, fresh_path)
+    shutil.rmtree(fresh_path / "_pruner")
+    build_index(fresh_path, list(key.columns), items=updated.items, probability=updated.probability)
+    fresh = read_index_file(key_index_path(fresh_path, key))
+    by_file = {f.fragment_id: f.path for f in updated.files or []}
+    fresh_file = {f.fragment_id: f.path for f in fresh.files or []}
+    assert [by_file[int(f)] for f in updated.fragment_id] == [
+        fresh_file[int(f)] for f in fresh.fragment_id
+    ]
+    for name in ("zone_start", "zone_length", "has_null", "filter_data"):
+        assert np.array_equal(getattr(updated, name), getattr(fresh, name)), name
+    assert updated.column == fresh.column and updated.value_encoding == fresh.value_encoding
+    assert key_plan(path, key).current
+    bound = open_table(path).key_index(key)
+    assert not isinstance(bound, str) and bound.uncovered.num_rows == 0
+
+
+@pytest.mark.parametrize("kind", ["lance", "parquet"])
+def test_update_of_a_key_follows_every_change_of_its_table(tmp_path: Path, kind: str) -> None:
+    """Rows appended, a file rewritten or removed (Parquet), rows deleted past the share
+    and fragments compacted (Lance): each update reads only what changed and leaves the index
+    a build from nothing would make; the answers are DuckDB's alone."""
+    from pruner.index import update_index
+
+    path = _make(kind, tmp_path)
+    key = Key(("a", "b"))
+
+    def compact() -> None:
+        lance.dataset(str(path)).optimize.compact_files(target_rows_per_fragment=100_000)
+
+    steps: list[tuple[str, Any, dict[str, int]]]
+    if kind == "parquet":
+        steps = [
+            (
+                "a file added",
+                lambda: pq.write_table(_data(8, 500), path / "p9.parquet", row_group_size=300),
+                {"fragments_to_add": 1, "fragments_kept": 3},
+            ),
+            (
+                "a file rewritten",
+                lambda: pq.write_table(_data(9, 400), path / "p1.parquet", row_group_size=300),
+                {"fragments_to_add": 1, "fragments_to_drop": 0, "fragments_kept": 3},
+            ),
+            (
+                "a file removed",
+                lambda: (path / "p2.parquet").unlink(),
+                {"fragments_to_add": 0, "fragments_to_drop": 1, "fragments_kept": 3},
+            ),
+        ]
+    else:
+        steps = [
+            (
+                "rows appended",
+                lambda: lance.write_dataset(_data(8, 500), str(path), mode="append"),
+                {"fragments_to_add": 1, "fragments_kept": 3},
+            ),
+            (
+                "rows deleted",
+                # n < 400: most of the first fragment and of the appended one
+                lambda: lance.dataset(str(path)).delete("n < 400"),
+                {"fragments_to_rebuild": 2, "fragments_kept": 2},
+            ),
+            ("compacted", compact, {"fragments_kept": 0}),
+        ]
+    for step, change, expected in steps:
+        change()
+        _, plan = update_index(path, list(key.columns))
+        summary = plan.summary()
+        assert {k: summary[k] for k in expected} == expected, (step, summary)
+        assert summary["rebuild_all"] == "", step
+        _same_as_a_fresh_build(path, key)
+        for sql in (
+            "SELECT n FROM t WHERE a = 3 AND b = 'b7'",
+            "SELECT n FROM t WHERE a IS NULL AND b = 'b2'",
+        ):
+            expected_rows = multiset(engine_alone("duckdb", sql, {"t": path}))
+            assert multiset(pruner.query(sql, {"t": path})) == expected_rows, step
 
 
 @pytest.mark.parametrize("engine", ["duckdb", "datafusion"])

@@ -329,6 +329,6 @@ def index_fragments_spark(
         version = ds.version
     if not fragments:
         return []
-    job = ZoneJob(plan.column, plan.items, num_bytes, fragments, version)
+    job = ZoneJob(plan.target, plan.items, num_bytes, fragments, version)
     table = run_job(spark or session(), job)
     return fragment_rows(table, list(fragment_ids), expected_rows, num_bytes)
