@@ -301,6 +301,12 @@ class Analyzer:
         query = scope.expression
         if not isinstance(query, exp.Select) or query.args.get("sample"):
             return None
+        from_ = query.args.get("from_") or query.args.get("from")
+        item = from_.this if from_ is not None else None
+        if not isinstance(item, exp.Table) or not isinstance(
+            scope.sources.get(item.alias_or_name), exp.Table
+        ):
+            return None  # not a table: a CTE's origin is not followed (each is its own scan)
         inner = self.sources(scope, query)
         if len(inner) != 1 or inner[0].table is None or not inner[0].prunable:
             return None
