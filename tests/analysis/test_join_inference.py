@@ -8,6 +8,7 @@ between. Every answer is checked against DuckDB alone.
 from __future__ import annotations
 
 import datetime
+import re
 from pathlib import Path
 from typing import Any
 
@@ -254,6 +255,8 @@ def test_a_derived_small_side_gives_its_tables_keys(
     runtime = [t for t in scan.terms if t.reason.startswith("at run time")]
     assert runtime and runtime[0].used_index, scan.terms
     assert runtime[0].reason.startswith(f"at run time: {keys} key"), runtime[0].reason
+    assert " of v." in runtime[0].reason  # read from the table the CTE reads
+    assert re.search(r"\bd\b", runtime[0].term)  # the join's condition, as written
     assert scan.zones_selected * 4 <= scan.zones_total, scan
     assert multiset(pruner.query(sql, tables)) == multiset(engine_alone("duckdb", sql, tables))
 
