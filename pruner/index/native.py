@@ -301,6 +301,8 @@ class NativeFilters:
         }
         self._probes = 0  # probes so far: a table kept open keeps its filters once it is used
         self._whole: dict[int, np.ndarray] = {}  # position -> the (blocks, 32) bitset, kept
+        # Once every bitset is kept: per bitset size, the positions and their bitsets stacked.
+        self._stacks: list[tuple[np.ndarray, np.ndarray]] | None = None
 
     @property
     def num_zones(self) -> int:
@@ -326,6 +328,11 @@ class NativeFilters:
         self._probes += 1
         keep = len(hashes) >= _WHOLE_AT or self._probes >= _KEEP_AFTER
         holds = np.ones(len(self._usable), bool)
+        if self._stacks is not None:
+            fresh = self._unchanged()
+            holds[fresh] = self._check_kept(fresh, blocks[:, fresh], hashes)
+            mask[self._usable] = holds
+            return Probe(mask, self.note())
         for path, (file, members) in self._files.items():
             try:
                 handle = os.open(path, os.O_RDONLY)
@@ -340,8 +347,53 @@ class NativeFilters:
                 continue  # an unreadable filter proves nothing
             finally:
                 os.close(handle)
+        if len(self._whole) == len(self._usable):
+            self._stack()
         mask[self._usable] = holds
         return Probe(mask, self.note())
+
+    def _stack(self) -> None:
+        """Stack the kept bitsets by size, so that later probes check every zone at once
+        (the kept bitsets become views of the stacks)."""
+        stacks = []
+        sizes = self._blocks
+        for size in np.unique(sizes).tolist():
+            positions = np.flatnonzero(sizes == size)
+            stack = np.stack([self._whole[int(p)] for p in positions.tolist()])
+            for i, position in enumerate(positions.tolist()):
+                self._whole[position] = stack[i]
+            stacks.append((positions, stack))
+        self._stacks = stacks
+
+    def _unchanged(self) -> np.ndarray:
+        """The positions of the usable zones whose file has the size and modification time
+        it had when the table was opened (a changed or gone file's are read whole)."""
+        fresh = np.zeros(len(self._usable), bool)
+        for path, (file, members) in self._files.items():
+            try:
+                stat = os.stat(path)
+            except OSError:
+                continue
+            if stat.st_size == file.identity.size and stat.st_mtime_ns == file.identity.mtime_ns:
+                fresh[members] = True
+        return np.flatnonzero(fresh)
+
+    def _check_kept(
+        self, positions: np.ndarray, blocks: np.ndarray, hashes: np.ndarray
+    ) -> np.ndarray:
+        """:meth:`_check` of ``positions`` (sorted) from the stacked bitsets, all at once."""
+        assert self._stacks is not None
+        found = np.zeros(len(positions), bool)
+        for members, stack in self._stacks:
+            here = np.isin(positions, members)
+            if not here.any():
+                continue
+            local = np.searchsorted(members, positions[here])
+            rows = stack[local[None, :], blocks[:, here]]  # (values, zones, 32)
+            count = rows.shape[1]
+            hit = sbbf.check_blocks(rows.reshape(-1, _BLOCK), np.repeat(hashes, count))
+            found[here] = hit.reshape(len(hashes), count).any(axis=0)
+        return found
 
     def _check(
         self,
