@@ -255,7 +255,7 @@ def test_many_keys_never_trust_a_damaged_companion(
     its rows."""
     from pruner.index import hierarchy
 
-    monkeypatch.setattr(hierarchy, "_DENSE", dense)
+    monkeypatch.setattr(hierarchy, "_SMALL_READ", dense)
     path = tmp_path / "t.lance"
     ids = np.random.default_rng(4).permutation(ROWS)
     lance.write_dataset(_data(ids), str(path), max_rows_per_file=1_500)

@@ -584,13 +584,13 @@ def test_the_bulk_probe_by_chunks_and_pieces_selects_as_value_by_value(
 ) -> None:
     """The bulk probe's fragment level a chunk of values at a time (``_BULK_PAIRS`` pairs:
     10,000 values over 200 fragments take 50 chunks) and its zone level read piece by piece
-    or whole (``_DENSE``) select exactly the zones, and give exactly the (value, zone)
+    or whole (``_SMALL_READ``) select exactly the zones, and give exactly the (value, zone)
     pairs, of value-by-value probes; a list of absent values only is "dataset filter:
     absent" as each of its parts is. Mutation testing found a chunk loop that skipped its
     first chunk and piece numbers naming the wrong fragment surviving the other tests: both
     narrow (their zones' blocks are left unread, all zero)."""
     monkeypatch.setattr(hierarchy_module, "_BULK_PAIRS", pairs)
-    monkeypatch.setattr(hierarchy_module, "_DENSE", dense)
+    monkeypatch.setattr(hierarchy_module, "_SMALL_READ", dense)
     index = open_index(_index_file(table), "id")
     hierarchy = index.hierarchy
     assert hierarchy is not None and len(hierarchy.fragments) == ROWS // PER_FRAGMENT
