@@ -267,6 +267,15 @@ def test_compound_prunes_what_single_columns_cannot(table: Path) -> None:
     assert multiset(pruner.query(sql, {"t": table})) == multiset(
         engine_alone("duckdb", sql, {"t": table})
     )
+    # Explain's line for the key: the terms it fixes, what decided, and its zones (at least
+    # those the AND with a's and b's indexes keeps, and fewer than all).
+    (term,) = [t for t in scan.terms if t.column == "(a, b)"]
+    assert term.term == "a = 3 AND b = 'b7'" and term.used_index
+    assert term.reason.startswith("compound index (a, b), 1 tuples; "), term.reason
+    assert "zone filters" in term.reason, term.reason
+    assert term.zones_selected is not None
+    assert scan.zones_selected <= term.zones_selected, term
+    assert term.zones_selected * 4 <= scan.zones_total, term
 
 
 @pytest.mark.parametrize(
