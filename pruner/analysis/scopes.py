@@ -459,9 +459,7 @@ class Analyzer:
                 continue
             sources = self.sources(sub, inner)
             other = sources[0] if len(sources) == 1 else None
-            if other is None or (other.table is None and other.origin is None):
-                continue
-            if not other.prunable:
+            if other is None:
                 continue
             inner_resolver = Resolver(sources, self)
             theirs = inner_resolver.column(inner.expressions[0])
@@ -477,13 +475,9 @@ class Analyzer:
             predicate: Predicate = AlwaysTrue()
             if condition is not None:
                 predicate = rewrite_not(inner_resolver.predicate(condition.this, other.alias))
-            text = resolver.sql(part)
-            if other.table is not None:
-                edge = JoinEdge(mine[1], other.table, other.alias, theirs[1], predicate, text)
-            else:
-                assert other.origin is not None
-                edge = _origin_edge(mine[1], other.origin, theirs[1], predicate, text)
-            found.setdefault(mine[0], []).append(edge)
+            edge = _edge(mine[1], other, theirs[1], predicate, resolver.sql(part))
+            if edge is not None:
+                found.setdefault(mine[0], []).append(edge)
         return found
 
     def derived_names(self, scope: Scope) -> list[str | None] | None:
@@ -611,25 +605,30 @@ def _edges(
     for a, b, sql in pairs:
         for mine, other in ((a, b), (b, a)):
             target = sources[other[0]]
-            if mine[0] != source.alias:
-                continue
-            if target.table is not None and target.prunable:
-                edges.append(
-                    JoinEdge(mine[1], target.table, other[0], other[1], predicates[other[0]], sql)
-                )
-            elif target.origin is not None and other[1] in target.origin.columns:
-                edges.append(
-                    _origin_edge(mine[1], target.origin, other[1], predicates[other[0]], sql)
-                )
+            if mine[0] == source.alias:
+                edge = _edge(mine[1], target, other[1], predicates[other[0]], sql)
+                if edge is not None:
+                    edges.append(edge)
     return tuple(edges)
 
 
-def _origin_edge(column: str, origin: Origin, output: str, outer: Predicate, sql: str) -> JoinEdge:
-    """The edge to a CTE / derived table's ``output`` column, as an edge to its origin
-    table's column: the rows it joins are rows of that table meeting the body's WHERE
-    and ``outer`` (what the enclosing query asks of the CTE's rows, on its outputs)."""
+def _edge(
+    column: str, target: Source, output: str, predicate: Predicate, sql: str
+) -> JoinEdge | None:
+    """The edge from ``column`` to ``target``'s ``output`` column, whose rows meet
+    ``predicate``: to a known table it may prune; to a CTE / derived table's plain column
+    as an edge to its origin table's column (the rows it joins are rows of that table
+    meeting the body's WHERE and ``predicate``, renamed onto the table's columns); else
+    None (no keys to read)."""
+    if target.table is not None:
+        if not target.prunable:
+            return None
+        return JoinEdge(column, target.table, target.alias, output, predicate, sql)
+    origin = target.origin
+    if origin is None or output not in origin.columns:
+        return None
     assert origin.source.table is not None
-    renamed = _renamed(outer, origin.columns, "not a plain column of the table it reads")
+    renamed = _renamed(predicate, origin.columns, "not a plain column of the table it reads")
     return JoinEdge(
         column,
         origin.source.table,

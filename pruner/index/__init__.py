@@ -305,20 +305,19 @@ def update_index(
         return _add_segment(plan, built, total, progress), plan
     rows = merged_rows(plan, built)
     previous = _previous_coarse(plan) if plan.keep else None
-    column = plan.column
     if plan.location is None:  # a Lance dataset's column: Lance commits it
         ds = plan.source
         _remove_lance_leftovers(ds)
         index_uuid = str(uuid.uuid4())
         location = lance_index_path(ds, index_uuid)
         with IndexFileWriter(location) as sink:
-            index = assemble(column, plan.items, plan.probability, rows, total, progress, sink)
+            index = assemble(plan.column, plan.items, plan.probability, rows, total, progress, sink)
             size = sink.finish(index)
         plan.hierarchy = _write_companion(location, index, previous, plan.keep)
         commit_index_file(ds, index, index_uuid, size, None)
         return index, plan
     with IndexFileWriter(plan.location) as sink:
-        index = assemble(column, plan.items, plan.probability, rows, total, progress, sink)
+        index = assemble(plan.column, plan.items, plan.probability, rows, total, progress, sink)
         index.files, index.value_type = plan.files, plan.value_type
         if plan.key is not None:
             index.value_encoding = KEY_ENCODING

@@ -371,11 +371,15 @@ def key_plan(
     )
     plan.location, plan.source = location, opened
     _match_files(plan, files, old)
-    for fragment in fragments:  # Lance: deletions past the share make a fragment's zones anew
-        fid = fragment.fragment_id
-        if fid in plan.keep and _deletions_to_drop(fragment, old, plan.items, deleted_share):
-            del plan.keep[fid]
-            plan.rebuild = [f for f in plan.order if f in {fid, *plan.rebuild}]
+    # Lance: deletions past the share make a fragment's zones anew.
+    dropping = {
+        f.fragment_id
+        for f in fragments
+        if f.fragment_id in plan.keep and _deletions_to_drop(f, old, plan.items, deleted_share)
+    }
+    for fid in dropping:
+        del plan.keep[fid]
+    plan.rebuild = [f for f in plan.order if f in dropping or f in plan.rebuild]
     return _whole_if_changed(plan)
 
 
