@@ -310,14 +310,21 @@ ENGINE_CASES = [
 def test_answers_equal_the_engine_alone(
     written: Path, engine: str, dialect: str, where: str
 ) -> None:
-    sql = f"SELECT id, d9, d38 FROM t WHERE {_where(where, written)}"
-    expected = multiset(engine_alone(engine, sql, {"t": written}))
-    explained = pruner.explain(sql, {"t": written}, dialect=engine)
-    assert multiset(pruner.query(sql, {"t": written}, engine=engine)) == expected
-    unique = not written.parent.name.startswith("decimals-duckdb")  # else every file holds it
+    _answers_as_alone(written, engine, dialect, where)
+
+
+def _answers_as_alone(root: Path, engine: str, dialect: str, where: str) -> Any:
+    """pruner on ``engine`` answers as the engine alone; a value of the data prunes (in
+    DuckDB's dialect, where the files' values are unique); the scan explain gives."""
+    sql = f"SELECT id, d9, d38 FROM t WHERE {_where(where, root)}"
+    expected = multiset(engine_alone(engine, sql, {"t": root}))
+    explained = pruner.explain(sql, {"t": root}, dialect=engine)
+    assert multiset(pruner.query(sql, {"t": root}, engine=engine)) == expected
+    (scan,) = explained.scans
+    unique = "decimals-duckdb" not in root.parent.name  # else every file holds it
     if "{" in where and engine == dialect == "duckdb" and unique:
-        (scan,) = explained.scans
         assert scan.zones_selected < scan.zones_total, scan.terms[0].reason
+    return scan
 
 
 def test_spark_answers_equal_spark_alone(written: Path, spark: Any) -> None:
@@ -495,15 +502,8 @@ def test_pruners_own_index_hashes_the_formats_encoding(own_index: Path, column: 
 def test_answers_on_pruners_own_index_equal_the_engine_alone(
     own_index: Path, engine: str, dialect: str, where: str
 ) -> None:
-    sql = f"SELECT id, d9, d38 FROM t WHERE {_where(where, own_index)}"
-    expected = multiset(engine_alone(engine, sql, {"t": own_index}))
-    explained = pruner.explain(sql, {"t": own_index}, dialect=engine)
-    assert multiset(pruner.query(sql, {"t": own_index}, engine=engine)) == expected
-    (scan,) = explained.scans
+    scan = _answers_as_alone(own_index, engine, dialect, where)
     assert all("parquet bloom filter" not in term.reason for term in scan.terms)
-    unique = "duckdb" not in own_index.parent.name  # else every file holds every value
-    if "{" in where and engine == dialect == "duckdb" and unique:
-        assert scan.zones_selected < scan.zones_total, scan.terms[0].reason
 
 
 def test_an_update_of_a_decimal_index_hashes_new_files_alike(tmp_path: Path) -> None:
