@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import xxhash
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -266,6 +267,28 @@ def _removed(companion: Path) -> None:
     companion.unlink()
 
 
+def _zeroed(companion: Path) -> None:
+    """The zone rows and their checksums all zero (a region never written, or wiped)."""
+    opened = Hierarchy(companion.with_name("bloomfilter.lance"))
+    start, end = opened._offsets["zone_rows"], opened._offsets["zone_sums"]
+    sums = 8 * len(opened.fragments) * (opened.zone_bytes // 32)
+    del opened
+    with open(companion, "r+b") as handle:
+        handle.seek(start)
+        handle.write(bytes(end - start + sums))
+
+
+def _other_version(companion: Path) -> None:
+    """A well-formed companion of another layout version (its header re-checksummed)."""
+    data = companion.read_bytes()
+    length = int.from_bytes(data[8:12], "little")
+    text = data[20 : 20 + length].decode()
+    at = text.index('"version": ') + len('"version": ')
+    changed = (text[:at] + "4" + text[at + 1 :]).encode()
+    checksum = xxhash.xxh64_intdigest(changed).to_bytes(8, "little")
+    companion.write_bytes(data[:12] + checksum + changed + data[20 + length :])
+
+
 DAMAGES = {
     "truncated": _truncate,
     "header": _header,
@@ -275,6 +298,8 @@ DAMAGES = {
     "zone_row": _flip("zone_rows"),
     "checksums": _flip("zone_sums"),
     "removed": _removed,
+    "zeroed": _zeroed,
+    "other_version": _other_version,
 }
 
 
@@ -308,7 +333,7 @@ def test_a_damaged_companion_never_narrows(table: Path, damage: str) -> None:
     assert len(expected) == 3
     assert pruner.query(sql, {"t": table}).column("pos").to_pylist() == expected
     reason, _, _ = _explained(table, sql)
-    if damage in ("truncated", "header", "zones", "removed"):
+    if damage in ("truncated", "header", "zones", "removed", "other_version"):
         assert "zone filters (" in reason and "hierarchy" in reason, reason
     else:  # found when the damaged block is read: dropped, then the index file is used
         assert "dropped" in reason or "fragment filters" in reason, reason
