@@ -147,12 +147,12 @@ def measure(
 
 def build_cost(data: point_lookup.Data, repeat: int = 2) -> tuple[float, float]:
     """Seconds to build the index of id on the Lance copy, with and without the hierarchy
-    (a build computing no distinct hashes, as the Spark build, writes no companion), best of
+    (a build that makes no coarse filters, as the Spark build, writes no companion), best of
     ``repeat``."""
     original = local_build.index_fragment
 
-    def without(part: Any, num_bytes: int) -> Any:
-        return original(part, num_bytes, keep_distinct=False)
+    def without(part: Any, num_bytes: int, probability: float) -> Any:
+        return original(part, num_bytes)
 
     best = {True: float("inf"), False: float("inf")}
     for _ in range(repeat):

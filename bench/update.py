@@ -185,7 +185,7 @@ def compaction(rows: int, fragments: int, small: int, share: float, repeat: int)
         with IndexFileWriter(location) as sink:
             index = assemble("id", plan.items, plan.probability, rows, total, None, sink)
             sink.finish(index)
-        assert not isinstance(write_hierarchy_of(location, index, index.build_distinct), str)
+        assert not isinstance(write_hierarchy_of(location, index, index.build_coarse or {}), str)
 
     timings = {
         "pruner update": _best(lambda: update_index(path, "id"), reset, repeat),

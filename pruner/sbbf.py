@@ -30,6 +30,7 @@ which is 10-100x faster on big indexes once the transposition is paid for.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from collections.abc import Iterator
@@ -137,6 +138,28 @@ def fpp_at(ndv: float, num_bytes: float) -> float:
     return min(total, 1.0)
 
 
+def estimated_count(filter_bytes: np.ndarray, inserted: int) -> int:
+    """The number of distinct values in one filter (its bytes), estimated from the share of
+    its bits still zero; never above ``inserted`` (the values put in, repeats included).
+
+    Linear counting: a value sets one bit in each of the 8 words of one block, so each of
+    the filter's ``m`` bits is set by a given value with probability ``8 / m``, and after
+    ``n`` distinct values the zero share is about ``exp(-8 n / m)``; ``n = -m / 8 x
+    ln(zero share)``. Unbiased, with a standard error of a fraction of a percent while the
+    filter is not nearly full (a filter sized for ``inserted`` values never is).
+
+    >>> hashes = np.arange(1, 2001, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    >>> f = insert(hashes, np.array([0, 2000]), 8192)
+    >>> estimated_count(f[0], 2000) in range(1980, 2001)
+    True
+    """
+    bits = filter_bytes.size * 8
+    zeros = bits - int(np.bitwise_count(filter_bytes).sum(dtype=np.int64))
+    if zeros == 0:
+        return inserted
+    return min(inserted, round(-bits / 8 * math.log(zeros / bits)))
+
+
 def optimal_num_bytes(ndv: int, fpp: float) -> int:
     """Filter size in bytes Lance chooses for ``ndv`` values at false-positive rate ``fpp``.
 
@@ -157,8 +180,10 @@ def optimal_num_bytes(ndv: int, fpp: float) -> int:
     return 1 << min(max(min_log2_bytes(ndv, fpp), MIN_LOG2_BYTES), MAX_LOG2_BYTES)
 
 
+@functools.lru_cache(maxsize=256)
 def min_log2_bytes(ndv: int, fpp: float) -> int:
     """Smallest log2(bytes) whose Putze probability is at most ``fpp`` (not clamped).
+    Cached: each call computes :func:`fpp_at` six times, 3-4 ms holding the GIL.
 
     >>> min_log2_bytes(1000, 0.01)
     11
@@ -217,8 +242,12 @@ def resize(filters: np.ndarray, num_bytes: int) -> np.ndarray:
     if new_blocks > old_blocks:
         grown = np.repeat(blocks, new_blocks // old_blocks, axis=1)
         return np.ascontiguousarray(grown.reshape(count, num_bytes))
-    groups = blocks.reshape(count, new_blocks, old_blocks // new_blocks, BLOCK_BYTES)
-    return np.bitwise_or.reduce(groups, axis=2).reshape(count, num_bytes)
+    lanes = np.ascontiguousarray(filters).view("<u8")  # a block is 4 lanes
+    groups = lanes.reshape(count, new_blocks, old_blocks // new_blocks, BLOCK_BYTES // 8)
+    folded = groups[:, :, 0].copy()  # OR in place: np.bitwise_or.reduce was 4x slower
+    for member in range(1, groups.shape[2]):
+        folded |= groups[:, :, member]
+    return folded.view(np.uint8).reshape(count, num_bytes)
 
 
 def masks(hashes: np.ndarray) -> np.ndarray:
@@ -241,14 +270,25 @@ def insert(hashes: np.ndarray, zone_bounds: np.ndarray, num_bytes: int) -> np.nd
     Returns:
         (num_zones, num_bytes) uint8: filter ``z`` is row ``z``, in Lance's byte layout.
     """
-    from pruner.kernels import insert_words  # compiled: a query never imports it
-
     validate_filter_length(num_bytes)
     bounds = np.asarray(zone_bounds, dtype=np.int64)
     words = np.zeros((len(bounds) - 1, num_bytes // 4), dtype="<u4")
     if len(hashes) and len(words):
-        insert_words(np.ascontiguousarray(hashes, dtype=np.uint64), bounds, words, _SALT64)
+        insert_into(words, hashes, bounds)
     return words.view(np.uint8)
+
+
+def insert_into(
+    words: np.ndarray, hashes: np.ndarray, zone_bounds: np.ndarray | None = None
+) -> None:
+    """Add to the filters ``words`` ((zones, bytes / 4) little-endian uint32, C order) the
+    hashes of each zone (``zone_bounds`` as for :func:`insert`; default: one filter, all of
+    ``hashes``). The compiled loop releases the GIL: threads may fill disjoint blocks of
+    one filter side by side."""
+    from pruner.kernels import insert_words  # compiled: a query never imports it
+
+    bounds = np.array([0, len(hashes)]) if zone_bounds is None else zone_bounds
+    insert_words(np.ascontiguousarray(hashes, dtype=np.uint64), bounds, words, _SALT64)
 
 
 def check(filters: np.ndarray, hashes: np.ndarray) -> np.ndarray:

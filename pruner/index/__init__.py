@@ -376,11 +376,11 @@ def _write_companion(
     previous: Coarse | None = None,
     kept: Mapping[int, int] | None = None,
 ) -> str:
-    """The hierarchy companion beside ``index_file``, when the build kept the values'
-    distinct hashes (or an update can carry the kept fragments' over from ``previous``);
-    else any old one is removed (it would be stale, and unused) and the reason returned."""
-    distinct, index.build_distinct = index.build_distinct, None
-    written = write_hierarchy_of(index_file, index, distinct or {}, previous, kept)
+    """The hierarchy companion beside ``index_file``, when the build made each fragment's
+    share of it (or an update can carry the kept fragments' over from ``previous``); else
+    any old one is removed (it would be stale, and unused) and the reason returned."""
+    fresh, index.build_coarse = index.build_coarse, None
+    written = write_hierarchy_of(index_file, index, fresh or {}, previous, kept)
     if isinstance(written, str):
         companion_path(index_file).unlink(missing_ok=True)
         return written

@@ -65,9 +65,9 @@ class ZoneIndex:
     hierarchy: Any = None
     plain: Callable[[], ZoneIndex] | None = field(default=None, repr=False)
     hierarchy_note: str | None = None
-    # Set by a build that hashed the values here: per fragment id, the distinct hashes of its
-    # values, for the hierarchy companion; never stored.
-    build_distinct: dict[int, np.ndarray] | None = field(default=None, repr=False)
+    # Set by a build that hashed the values here: per fragment id, its share of the hierarchy
+    # companion's coarse filters (a pruner.index.hierarchy.FragmentCoarse); never stored.
+    build_coarse: dict[int, Any] | None = field(default=None, repr=False)
     # The Arrow type whose bytes the filters hashed, when it is not the column's own
     # (Parquet's plain encoding: an int16 hashed as int32, :mod:`pruner.index.native`).
     value_type: pa.DataType | None = None

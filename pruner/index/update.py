@@ -491,7 +491,6 @@ def local_fragment_rows(
     plan: UpdatePlan, fragment_ids: Sequence[int], threads: int | None = None
 ) -> Iterator[FragmentZoneRows]:
     """The zone rows of ``fragment_ids`` of the plan's source, built in threads here."""
-    num_bytes = sbbf.optimal_num_bytes(plan.items, plan.probability)
     if plan.kind == "lance":
         readers = [
             partial(read_lance_fragment, plan.source, fid, plan.target, plan.items)
@@ -502,7 +501,7 @@ def local_fragment_rows(
             partial(read_parquet_fragment, plan.source[fid], fid, plan.target, plan.items)
             for fid in fragment_ids
         ]
-    return index_in_threads(readers, num_bytes, threads)
+    return index_in_threads(readers, plan.items, plan.probability, threads)
 
 
 def fragment_rows_to_index(plan: UpdatePlan, fragment_ids: Sequence[int]) -> int:

@@ -24,6 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pruner
+from pruner import sbbf
 from pruner.explain import explain
 from pruner.hashing import hash_array
 from pruner.index import (
@@ -37,7 +38,7 @@ from pruner.index import (
     read_index_file,
 )
 from pruner.index import hierarchy as hierarchy_module
-from pruner.index.hierarchy import _BULK_VALUES
+from pruner.index.hierarchy import _BULK_VALUES, FragmentCoarse
 from pruner.table import open_table
 from tests.support.engine_check import engine_alone
 
@@ -392,12 +393,10 @@ def test_a_spark_style_build_without_hashes_removes_the_companion(table: Path) -
 
     original = local_build.index_fragment
 
-    def without_distinct(part: Any, num_bytes: int) -> Any:
-        import dataclasses
+    def without_coarse(part: Any, num_bytes: int, probability: float) -> Any:
+        return original(part, num_bytes)
 
-        return dataclasses.replace(original(part, num_bytes), distinct=None)
-
-    local_build.index_fragment = without_distinct
+    local_build.index_fragment = without_coarse
     try:
         build_index(table, "id", items=1024)
     finally:
@@ -642,3 +641,25 @@ def test_the_bulk_probe_by_chunks_and_pieces_selects_as_value_by_value(
             assert truth.any() and not (truth & ~at_once.mask).any()
         elif decided == {True}:
             assert at_once.decided == "dataset filter: absent" and not at_once.mask.any()
+
+
+@pytest.mark.parametrize("count", [0, 1, 7, 10_000, 300_000])
+def test_a_fragments_coarse_share(count: int) -> None:
+    """What the coarse filters are built and sized from: every hash, in the order of its top
+    bits; a filter holding each; a distinct count within 1% of the true one (repeats
+    included in the input); and that filter folded to the size of the count is the filter
+    built at that size."""
+    rng = np.random.default_rng(count)
+    distinct = rng.integers(0, 2**64 - 1, count, dtype=np.uint64, endpoint=True)
+    hashes = np.concatenate([distinct, distinct[: count // 3], rng.choice(distinct, count // 5)])
+    share = FragmentCoarse.of(hashes, 0.00057)
+    assert np.array_equal(np.sort(share.hashes), np.sort(hashes))
+    top = share.hashes >> np.uint64(48)
+    assert (top[1:] >= top[:-1]).all()
+    true = len(np.unique(distinct))
+    assert abs(share.count - true) <= max(1, true // 100), (share.count, true)
+    if count:
+        assert sbbf.check(share.filter[None, :], hashes).all()
+    size = sbbf.optimal_num_bytes(max(share.count, 1), 0.00057)
+    direct = sbbf.insert(hashes, np.array([0, len(hashes)]), size)
+    assert np.array_equal(sbbf.resize(share.filter[None, :], size), direct)

@@ -184,16 +184,3 @@ def test_read_footer_gives_the_identity_file_identity_gives(tmp_path: Path) -> N
         else:
             assert footer is None
     assert len(read_footer(wide)[1] or b"") > 16 * 1024, "the second read is exercised"
-
-
-@pytest.mark.parametrize("count", [0, 1, 7, 10_000])
-def test_a_fragments_distinct_hashes_are_sorted_and_unique(count: int) -> None:
-    """What the hierarchy's coarse filters are built and sized from: every hash once, in
-    order (the sort-based replacement of ``np.unique`` gives exactly its result)."""
-    from pruner.index.build import _distinct
-
-    rng = np.random.default_rng(count)
-    hashes = rng.integers(0, 2**64 - 1, count, dtype=np.uint64, endpoint=True)
-    hashes = np.concatenate([hashes, hashes[: count // 3], rng.choice(hashes, count // 5)])
-    assert np.array_equal(_distinct(hashes), np.unique(hashes))
-    assert _distinct(hashes).dtype == np.uint64

@@ -486,7 +486,7 @@ def test_spark_update_gives_the_local_update(
     _, plan = update_index(path, "id", engine="spark", spark=spark)
     update_index(copy, "id")
     assert plan.add and plan.kept
-    assert plan.hierarchy == "fragments were indexed without their distinct values (a Spark build)"
+    assert plan.hierarchy == "fragments were indexed without their values' hashes (a Spark build)"
     if plan.kind == "lance":
         assert plan.segment
         updated, local = _segments_contents(path), _segments_contents(copy)

@@ -112,7 +112,7 @@ class ZoneJob:
                     part = read_lance_fragment(
                         path, fragment_id, self.column, self.items, self.lance_version
                     )
-                indexed = index_fragment(part, self.num_bytes, keep_distinct=False)
+                indexed = index_fragment(part, self.num_bytes)
                 yield from _zone_batches(part, indexed)
 
 
