@@ -49,6 +49,7 @@ from pruner.analyzer import templates  # noqa: E402
 from pruner.demo import uuid_strings  # noqa: E402
 from pruner.index import build as local_build  # noqa: E402
 from pruner.index import companion_path, list_bloom_indexes, parquet_index_path  # noqa: E402
+from pruner.index.hierarchy import Hierarchy, HierarchyUnusable  # noqa: E402
 
 ROWS_PER_FRAGMENT = 100_000
 
@@ -66,9 +67,17 @@ def ensure_companions(data: point_lookup.Data) -> None:
                 files = [Path(i.path) for i in infos if i.column == column]
             else:
                 files = [parquet_index_path(data.path(copy), column)]
-            if not files or not all(companion_path(f).exists() for f in files):
-                print(f"building the index of {column} on {copy} (its companion is missing)")
+            if not files or not all(_usable(f) for f in files):
+                print(f"building the index of {column} on {copy} (no usable companion)")
                 pruner.build_index(data.path(copy), column)
+
+
+def _usable(index_file: Path) -> bool:
+    try:
+        Hierarchy(index_file)
+    except HierarchyUnusable:
+        return False
+    return True
 
 
 def _sql(key: int | str) -> str:
