@@ -4,8 +4,11 @@ SQL too long or too deep to analyse refused with :class:`TooComplex`."""
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import sqlglot
 from sqlglot import exp
+from sqlglot.dialects.duckdb import DuckDB
 from sqlglot.errors import ParseError, TokenError
 
 from pruner.errors import SqlSyntaxError
@@ -19,9 +22,18 @@ __all__ = [
     "parse_folded",
 ]
 
+
+class PrunerDuckDB(DuckDB):
+    """sqlglot's DuckDB dialect reading ``X'0A0B'`` as DuckDB does (a BLOB literal; sqlglot
+    30 refuses the SQL). Written back as ``UNHEX('0A0B')``, the same bytes to DuckDB."""
+
+    class Tokenizer(DuckDB.Tokenizer):
+        HEX_STRINGS: ClassVar = [("x'", "'"), ("X'", "'")]
+
+
 # pruner dialect -> sqlglot dialect. DataFusion parses with sqlparser-rs' generic dialect,
 # which reads SQL as PostgreSQL does (double-quoted identifiers, ::casts, $1 parameters).
-DIALECTS = {"duckdb": "duckdb", "spark": "spark", "datafusion": "postgres"}
+DIALECTS = {"duckdb": "prunerduckdb", "spark": "spark", "datafusion": "postgres"}
 PARAMETER_PREFIX = "__pruner_parameter_"
 MAX_PARSED_CHARS = 262_144
 """Longest SQL text (after :mod:`pruner.folding` took its literal lists out) pruner parses:

@@ -282,6 +282,8 @@ WHERES = [
     ("duckdb", "d9 IS NULL"),
     ("spark", "d9 = {d9}"),
     ("spark", "d38 IN ({d38}, 1.5)"),
+    ("duckdb", "f = X'{f}'"),
+    ("duckdb", "f IN (x'{f}', X'00000000000000000000000000000000')"),
     ("spark", "f = X'{f}'"),
     ("datafusion", "f = X'{f}'"),
     ("datafusion", "d9 = {d9}"),  # DataFusion reads 1.25 as a DOUBLE: not pruned
