@@ -111,6 +111,29 @@ def test_keys_only_from_exact_top_level_equalities(lance_path: Path, sql: str) -
         assert keys is None
 
 
+@pytest.mark.parametrize("budget", [0, None])
+def test_parquet_row_groups_read_ahead_within_the_budget(
+    parquet_path: Path, budget: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DataFusion over Parquet: the selected row groups are read ahead into Arrow while their
+    footers' uncompressed size is within the budget (a memory scan), else their files are
+    read whole by DataFusion's reader; both answer as DataFusion alone."""
+    if budget is not None:
+        monkeypatch.setattr(df_adapter, "PARQUET_READ_AHEAD_BYTES", budget)
+    table = pruner.open_table(parquet_path)
+    ids = _rows().column("id").to_pylist()
+    sql = f"SELECT id, name, v FROM t WHERE id IN ({ids[10]}, {ids[2_010]}, {ids[4_010]})"
+    prepared = plan(sql, {"t": table}, dialect="datafusion")
+    assert 0 < prepared.selections["t"].num_rows < ROWS, "some row groups, in every file"
+    context = df_adapter.new_context()
+    with df_adapter.registered(context, prepared):
+        physical = context.sql(sql).execution_plan().display_indent()
+    files = sum("part-" in line for line in physical.splitlines() if "DataSourceExec" in line)
+    assert files == (3 if budget == 0 else 0), physical
+    expected = engine_answer("datafusion", sql, {"t": parquet_path})
+    assert multiset(pruner.query(sql, {"t": table}, engine="datafusion")) == expected
+
+
 def test_whole_parquet_directory_is_datafusions_own_listing(parquet_path: Path) -> None:
     table = pruner.open_table(parquet_path)
     sql = "SELECT count(*) AS n FROM t WHERE v > 0.5"
