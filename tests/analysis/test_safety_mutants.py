@@ -140,3 +140,23 @@ def test_float_zero_finds_negative_zero(
         assert 3 in alone
         pruned = pruner.query(sql, {"t": str(path)}).column("k").to_pylist()
         assert sorted(pruned) == sorted(alone), sql
+
+
+@pytest.mark.parametrize("name", ["a", "A"])
+def test_a_table_function_naming_a_table_in_any_case_reads_it_whole(
+    outer_join_tables: dict[str, Path], name: str
+) -> None:
+    """DuckDB resolves ``query_table('A')`` and the table named in ``query('... FROM A')``
+    to ``a`` whatever their case: pruner must bind ``a`` whole for them, though the other
+    reference to ``a`` prunes to one id (Analyzer.unanalysed: a case-sensitive match of the
+    name in the function's text bound ``a`` pruned, and counted 1 row of 1,000)."""
+    sources = {"a": str(outer_join_tables["a"])}
+    for function in (f"query_table('{name}')", f"query('SELECT * FROM {name}')"):
+        sql = (
+            "SELECT 'one' AS k, count(*) AS n FROM a WHERE id = 7 "
+            f"UNION ALL SELECT 'all', count(*) FROM {function}"
+        )
+        expected = _sorted_rows(_duckdb_alone(sql, sources, []))
+        assert expected == [("all", 1000), ("one", 1)]
+        got = pruner.query(sql, {"a": outer_join_tables["a"]}, engine="duckdb")
+        assert _sorted_rows(got) == expected, function
