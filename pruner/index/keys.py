@@ -7,8 +7,10 @@ tuples, each encoded as bytes by :func:`encode_tuples` and hashed as binary valu
 - per column, in key order, one tag byte: ``0x00`` for NULL (nothing follows), ``0x01`` for
   a value;
 - after ``0x01``, a fixed-width value's bytes exactly as a single-column index hashes them
-  (little-endian, at the column's width: :func:`pruner.hashing.hash_input_width`), or a
-  variable-width value's length as 8 bytes (little-endian) and then its bytes.
+  (little-endian, at the column's width: :func:`pruner.hashing.hash_input_width`; a decimal
+  its unscaled integer in 16 or 32 little-endian bytes, at the scale of the column's type,
+  which the index records; a fixed-size binary its bytes), or a variable-width value's
+  length as 8 bytes (little-endian) and then its bytes.
 
 Read left to right, the types say how many bytes each part takes, so every byte string
 decodes to at most one tuple: no two different tuples (NULLs and empty strings included)
@@ -118,7 +120,7 @@ class Key:
                     f"are {', '.join(schema.names)}"
                 )
             arrow_type = plain_type(schema.field(column).type)
-            hash_input_width(arrow_type)  # raises UnsupportedTypeError with advice
+            _width(arrow_type)  # raises UnsupportedTypeError with advice
             found.append(arrow_type)
         return found
 
@@ -158,7 +160,7 @@ def _part(values: pa.Array) -> pa.Array:
         values = values.dictionary_decode()
     if values.type != arrow_type:
         values = values.cast(arrow_type)
-    width = hash_input_width(arrow_type)
+    width = _width(arrow_type)
     if width:
         raw = pa.FixedSizeBinaryArray.from_buffers(
             pa.binary(width), len(values), values.buffers()[:2], offset=values.offset
@@ -174,6 +176,22 @@ def _part(values: pa.Array) -> pa.Array:
         )
     tagged = pc.binary_join_element_wise(_VALUE, payload, _NOTHING)
     return pc.fill_null(tagged, _NULL)
+
+
+def _width(arrow_type: pa.DataType) -> int:
+    """Bytes a value of ``arrow_type`` takes in a tuple (0: variable width). A decimal is its
+    unscaled integer (Arrow's little-endian 16 or 32 bytes; the scale is the type's, which
+    the index records), a fixed-size binary its bytes; any other type as a single-column
+    index hashes it.
+
+    Raises:
+        UnsupportedTypeError: neither a decimal, a fixed-size binary nor a type Lance hashes.
+    """
+    if pa.types.is_decimal(arrow_type):
+        return arrow_type.bit_width // 8
+    if pa.types.is_fixed_size_binary(arrow_type):
+        return arrow_type.byte_width
+    return hash_input_width(arrow_type)
 
 
 def encode_tuples(columns: Sequence[pa.Array | pa.ChunkedArray]) -> pa.Array:

@@ -120,6 +120,7 @@ class _Reader(DataSourceReader):
     def __init__(self, options: dict[str, str], schema: StructType) -> None:
         self.options = options
         self.columns = schema.fieldNames()
+        self.schema = schema
         self.pushed: list[tuple[str, str, list[object]]] = []  # (column, kind, values)
 
     def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
@@ -160,13 +161,30 @@ class _Reader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, ZonePartition):  # Spark's stand-in when there are none
             return
+        from pyspark.sql.pandas.types import to_arrow_schema
+
         table = _open(self.options)
         if table.kind == "lance":
             fragment = table.dataset.get_fragment(partition.fragment_id)
             ranges = None if partition.ranges is None else list(partition.ranges)
-            yield from lance_fragment_batches(table, fragment, ranges)
+            batches = lance_fragment_batches(table, fragment, ranges)
         else:
-            yield from _parquet_batches(table, partition)
+            batches = _parquet_batches(table, partition)
+        target = to_arrow_schema(self.schema)
+        for batch in batches:
+            yield _as_spark(batch, target)
+
+
+def _as_spark(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
+    """``batch`` in the Arrow types Spark expects of the schema it was given (Spark reads a
+    fixed-size binary as BINARY and refuses the batch unless it is Arrow's binary)."""
+    if batch.schema.equals(target, check_metadata=False):
+        return batch
+    columns = [
+        column if column.type == field.type else column.cast(field.type)
+        for column, field in zip(batch.columns, target, strict=True)
+    ]
+    return pa.RecordBatch.from_arrays(columns, schema=target)
 
 
 def _term(condition: Filter) -> tuple[str, str, list[object]] | None:
