@@ -168,6 +168,13 @@ def test_every_reference_to_a_known_table_gets_a_scan() -> None:
     assert scan.table == "a" and isinstance(scan.predicate, Unknown)
 
 
+def test_a_table_pruner_does_not_know_is_left_to_the_engine() -> None:
+    """A name outside the tables given (one of the caller's own) gets no scan, and the known
+    table beside it still prunes (Analyzer.known_table: None for it, never an error)."""
+    (scan,) = analyze("SELECT * FROM a JOIN other o ON a.k = o.k WHERE a.id = 1", SCHEMAS).scans
+    assert scan.table == "a" and str(scan.predicate).endswith(" AND id = 1"), scan.predicate
+
+
 def test_datafusion_right_anti_join_and_quoted_identifiers() -> None:
     sql = "SELECT * FROM a RIGHT ANTI JOIN b ON a.k = b.k AND b.id = 5 AND a.id = 6"
     analysis = analyze(sql, SCHEMAS, "datafusion")
