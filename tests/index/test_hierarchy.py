@@ -663,3 +663,22 @@ def test_a_fragments_coarse_share(count: int) -> None:
     size = sbbf.optimal_num_bytes(max(share.count, 1), 0.00057)
     direct = sbbf.insert(hashes, np.array([0, len(hashes)]), size)
     assert np.array_equal(sbbf.resize(share.filter[None, :], size), direct)
+
+
+@pytest.mark.parametrize("region_bytes", [1 << 20, 4096, 32])
+def test_the_dataset_filter_filled_by_regions_is_the_filter_of_every_value(
+    region_bytes: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Filled a region at a time from runs ordered by their top bits, in two threads, the
+    dataset filter is bit for bit the filter built from all the values at once (one region,
+    many, one block each; an empty run among them)."""
+    monkeypatch.setattr(hierarchy_module, "_REGION_BYTES", region_bytes)
+    rng = np.random.default_rng(region_bytes)
+    runs = [
+        FragmentCoarse.of(rng.integers(0, 2**64 - 1, n, dtype=np.uint64, endpoint=True), 0.01)
+        for n in (3_000, 0, 1, 7_777, 20_000)
+    ]
+    size = 1 << 16
+    got = hierarchy_module._dataset_filter([r.hashes for r in runs], size)
+    everything = np.concatenate([r.hashes for r in runs])
+    assert np.array_equal(got, sbbf.insert(everything, np.array([0, len(everything)]), size)[0])
