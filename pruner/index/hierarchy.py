@@ -167,8 +167,8 @@ def _block_major(filters: np.ndarray) -> np.ndarray:
 
 
 _REGION_BYTES = 1 << 20
-"""The dataset filter is filled a region of this many bytes at a time (an L2 cache's size:
-2 MiB here, shared by two threads)."""
+"""The dataset filter is filled a region of this many bytes at a time: one core's L2 cache
+here (lscpu: 2 MiB in 2 instances)."""
 _ORDER_BITS = 16
 """A fragment's hashes are ordered by this many top bits, the top bits of a value's block
 number in a filter of any size: a filter is then filled region by region, as if sorted,
