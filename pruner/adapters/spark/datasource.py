@@ -120,7 +120,6 @@ class _Reader(DataSourceReader):
     def __init__(self, options: dict[str, str], schema: StructType) -> None:
         self.options = options
         self.columns = schema.fieldNames()
-        self.schema = schema
         self.pushed: list[tuple[str, str, list[object]]] = []  # (column, kind, values)
 
     def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
@@ -161,8 +160,6 @@ class _Reader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, ZonePartition):  # Spark's stand-in when there are none
             return
-        from pyspark.sql.pandas.types import to_arrow_schema
-
         table = _open(self.options)
         if table.kind == "lance":
             fragment = table.dataset.get_fragment(partition.fragment_id)
@@ -170,21 +167,20 @@ class _Reader(DataSourceReader):
             batches = lance_fragment_batches(table, fragment, ranges)
         else:
             batches = _parquet_batches(table, partition)
-        target = to_arrow_schema(self.schema)
         for batch in batches:
-            yield _as_spark(batch, target)
+            yield _as_spark(batch)
 
 
-def _as_spark(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
-    """``batch`` in the Arrow types Spark expects of the schema it was given (Spark reads a
-    fixed-size binary as BINARY and refuses the batch unless it is Arrow's binary)."""
-    if batch.schema.equals(target, check_metadata=False):
+def _as_spark(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """``batch`` with its fixed-size binary columns as Arrow's binary: Spark reads the type as
+    BINARY and refuses a batch holding it otherwise (DATA_SOURCE_RETURN_SCHEMA_MISMATCH)."""
+    if not any(pa.types.is_fixed_size_binary(field.type) for field in batch.schema):
         return batch
     columns = [
-        column if column.type == field.type else column.cast(field.type)
-        for column, field in zip(batch.columns, target, strict=True)
+        column.cast(pa.binary()) if pa.types.is_fixed_size_binary(column.type) else column
+        for column in batch.columns
     ]
-    return pa.RecordBatch.from_arrays(columns, schema=target)
+    return pa.RecordBatch.from_arrays(columns, names=batch.schema.names)
 
 
 def _term(condition: Filter) -> tuple[str, str, list[object]] | None:
