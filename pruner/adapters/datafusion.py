@@ -119,7 +119,7 @@ def parquet_frame(
         # parallelises and pushes filters into).
         return context.read_parquet(whole_directory, schema=table.schema)
     partial = [part for part in parts if part.row_groups is not None]
-    if _read_ahead_bytes(partial, table) > PARQUET_READ_AHEAD_BYTES:  # too much to hold
+    if _read_ahead_bytes(partial) > PARQUET_READ_AHEAD_BYTES:  # too much to hold
         parts = [ParquetPart(part.file, None) for part in parts]
         partial = []
     frames = [
@@ -146,18 +146,14 @@ so reading files whole reads everything: a run-time join's 100 keys over 2M rows
 260 row groups) took 127 ms read whole, 79 ms read ahead, 108 ms in DataFusion alone."""
 
 
-def _read_ahead_bytes(parts: list[ParquetPart], table: Table) -> int:
-    """The uncompressed bytes of the row groups of ``parts`` (from the files' footers; 8
-    bytes a value where a footer is not at hand)."""
-    total = 0
-    for part in parts:
-        groups = part.row_groups or ()
-        metadata = part.file.metadata
-        if metadata is None:
-            total += part.rows() * max(1, len(table.schema)) * 8
-        else:
-            total += sum(metadata.row_group(group).total_byte_size for group in groups)
-    return total
+def _read_ahead_bytes(parts: list[ParquetPart]) -> int:
+    """The uncompressed bytes of the row groups of ``parts``, from the files' footers (read
+    when the table was opened)."""
+    return sum(
+        part.file.metadata.row_group(group).total_byte_size
+        for part in parts
+        for group in part.row_groups or ()
+    )
 
 
 def _listed_alone(table: Table) -> str | None:

@@ -96,17 +96,16 @@ def index_fragment(
     zones = part.zones
     hashes, valid = hash_array(part.values, scratch("fragment-hashes", len(part.values), np.uint64))
     null_offsets = None
-    coarse = None
-    if probability is not None:
-        coarse = FragmentCoarse.of(hashes if valid is None else hashes[valid], probability)
+    present = hashes if valid is None else hashes[valid]  # the non-null values' hashes
+    coarse = None if probability is None else FragmentCoarse.of(present, probability)
     if valid is None:
-        filters = sbbf.insert(hashes, zones.first_row, num_bytes)
+        filters = sbbf.insert(present, zones.first_row, num_bytes)
         has_null = np.zeros(zones.num_zones, dtype=bool)
     else:
         # Zone bounds among the non-null values: count the valid rows of each zone.
         valid_per_zone = np.add.reduceat(valid, zones.first_row[:-1], dtype=np.int64)
         valid_bounds = np.concatenate(([0], np.cumsum(valid_per_zone)))
-        filters = sbbf.insert(hashes[valid], valid_bounds, num_bytes)
+        filters = sbbf.insert(present, valid_bounds, num_bytes)
         has_null = valid_per_zone < np.diff(zones.first_row)
         null_rows = np.flatnonzero(~valid)
         if len(null_rows):

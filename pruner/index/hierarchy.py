@@ -148,7 +148,7 @@ def _row_checksums(rows: np.ndarray) -> np.ndarray:
     about 2^-64. NumPy sums all rows in one pass: xxHash64 row by row cost a Python call per
     row (tens of thousands per build and per bulk probe).
     """
-    words = rows.view("<u8") if rows.flags.c_contiguous else np.ascontiguousarray(rows).view("<u8")
+    words = np.ascontiguousarray(rows).view("<u8")
     return np.einsum("ij,j->i", words, _weights(words.shape[1])) + _SUM_START
 
 
@@ -191,8 +191,9 @@ class FragmentCoarse:
     @classmethod
     def of(cls, hashes: np.ndarray, probability: float) -> FragmentCoarse:
         """The coarse share of a fragment whose non-null values hash to ``hashes``."""
+        hashes = np.asarray(hashes, np.uint64)
         order = np.argsort((hashes >> np.uint64(64 - _ORDER_BITS)).astype(np.uint16), kind="stable")
-        ordered = np.asarray(hashes, np.uint64)[order]
+        ordered = hashes[order]
         # Sized for the next power of two of values: a few sizes, each computed once.
         size = sbbf.optimal_num_bytes(1 << max(len(ordered) - 1, 0).bit_length(), probability)
         bits = sbbf.insert(ordered, np.array([0, len(ordered)]), size)[0]
