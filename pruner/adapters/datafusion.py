@@ -357,11 +357,11 @@ def query(
             query_text,
         )
     except Exception as err:  # DataFusion's own error
-        if _PUSHED_CONSTANT not in str(err):
+        if not any(failure in str(err) for failure in _PUSH_FAILURES):
             raise
-    # DataFusion folded a pushed filter to a constant (``k = 0 AND k IN (2147483648)``) and
-    # could not hand it to the Lance dataset's scan (its pyarrow filter conversion fails on
-    # a BooleanScalar; found by make fuzz): run it again with no filter pushed into Lance.
+    # DataFusion pushed a filter into the Lance dataset's scan that its pyarrow filter
+    # conversion cannot express (see _PUSH_FAILURES; found by make fuzz) and failed
+    # planning it, before reading a row: run it again with no filter pushed into Lance.
     return _on_stack(
         lambda: _frame(session, prepared, query_text, parameters, push=False).to_arrow_table(),
         prepared,
@@ -369,8 +369,12 @@ def query(
     )
 
 
-_PUSHED_CONSTANT = "pyarrow.lib.BooleanScalar"
-"""In DataFusion's error when it pushed a filter folded to a constant into a dataset scan."""
+_PUSH_FAILURES = ("pyarrow.lib.BooleanScalar", "PyArrow can't handle ScalarValue")
+"""In DataFusion's error when it pushed into a dataset scan a filter its pyarrow
+conversion cannot express: one folded to a constant (``k = 0 AND k IN (2147483648)``), or
+an IN list of timestamps with a time zone (it made one of ``y.tz = T1 OR ... OR y.tz = T4``
+in a LEFT JOIN's ON clause: "PyArrow can't handle ScalarValue: TimestampMicrosecond(-1000000,
+Some("UTC"))", DataFusion 55)."""
 
 
 _shared: datafusion.SessionContext | None = None

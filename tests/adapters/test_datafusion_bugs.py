@@ -211,3 +211,39 @@ def test_datafusion_with_parquet_pushdown_keeps_a_null_extended_row(
                 parameters=parameters,
             )
             assert got.num_rows == 0, (where, prune)
+
+
+_TIMES = ", ".join(
+    f"TIMESTAMP '{t}'"
+    for t in (
+        "1969-12-31 23:59:59",
+        "2024-01-01 00:00:04",
+        "2024-01-01 00:00:00.000123",
+        "2024-01-01",
+    )
+)
+
+
+def test_datafusion_alone_cannot_push_zoned_timestamps_into_a_dataset(tmp_path: Path) -> None:
+    """DataFusion 55 makes ``y.tz IN (...)`` of a LEFT JOIN's ``ON ... OR y.tz = T2 OR
+    ...`` of timestamps with a time zone, pushes it into the right side's dataset scan, and
+    fails planning it ("PyArrow can't handle ScalarValue: TimestampMicrosecond(...,
+    Some("UTC"))"); make fuzz found pruner raising so on Lance tables where DataFusion over
+    the rows answers. The query now runs again with no filter pushed into Lance. Judged by
+    the engine alone over the raw files."""
+    import pyarrow.dataset as pads
+
+    ors = " OR ".join(f"y.tz = {t}" for t in _TIMES.split(", "))
+    sql = f"SELECT x.k AS xk, y.k AS yk FROM a AS x LEFT JOIN b AS y ON x.tz = y.tz AND {ors}"
+    zoned = pa.timestamp("us", tz="UTC")
+    rows = {"k": pa.array(range(12), pa.int64()), "tz": pa.array([None] * 12, zoned)}
+    context = datafusion.SessionContext()
+    for name in ("a", "b"):
+        context.register_dataset(name, pads.dataset(pa.table(rows)))
+    with pytest.raises(Exception, match="PyArrow can't handle ScalarValue"):
+        context.sql(sql).to_arrow_table()
+    tables = {
+        name: TableSpec(layout="lance", data=pa.table(rows), fragments=(5, 7), items={"tz": 1})
+        for name in ("a", "b")
+    }
+    assert_same_answer("datafusion", tables, sql, tmp_path)
