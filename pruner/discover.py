@@ -17,6 +17,7 @@ import struct
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ __all__ = [
     "is_lance_dataset",
     "parquet_files",
     "parquet_footer_hash",
+    "parquet_names",
     "read_parquet_file",
     "signature",
 ]
@@ -45,19 +47,24 @@ def is_lance_dataset(path: Path) -> bool:
 def parquet_files(directory: Path) -> list[Path]:
     """Every ``*.parquet`` under ``directory``, skipping ``_`` and ``.`` folders and files
     (never looked into: an index build's staging folders come and go there)."""
-    return [directory / name for name in _visible_files(directory) if name.endswith(".parquet")]
+    return [directory / name for name in parquet_names(directory)]
+
+
+def parquet_names(directory: Path) -> list[str]:
+    """The paths of :func:`parquet_files` relative to ``directory`` (``/``-separated,
+    sorted)."""
+    return [name for name in _visible_files(directory) if name.endswith(".parquet")]
 
 
 def _visible_files(directory: Path, hidden: tuple[str, ...] = ("_", ".")) -> list[str]:
     """Paths (``/``-separated, relative, sorted) of the files under ``directory`` outside
     folders whose names start with ``hidden`` and not named so themselves."""
-    found = []
+    found: list[str] = []
     for folder, folders, files in os.walk(directory):
         folders[:] = [f for f in folders if not f.startswith(hidden)]
-        relative = Path(folder).relative_to(directory)
-        for name in files:
-            if not name.startswith(hidden):
-                found.append((relative / name).as_posix())
+        relative = Path(folder).relative_to(directory).as_posix()
+        prefix = "" if relative == "." else relative + "/"
+        found.extend(prefix + name for name in files if not name.startswith(hidden))
     return sorted(found)
 
 
@@ -141,7 +148,7 @@ def read_footer(path: Path) -> tuple[FileIdentity, bytes | None]:
     return FileIdentity(size, stat.st_mtime_ns, int(xxhash.xxh3_64_intdigest(footer))), footer
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class ParquetFile:
     """A Parquet file of a table as it is now: where it is, its rows and its identity.
 
@@ -154,32 +161,38 @@ class ParquetFile:
     relative: str
     identity: FileIdentity
     rows: int
-    row_group_rows: tuple[int, ...] = ()
     # The file's parsed footer (pyarrow.parquet.FileMetaData), as read when the table was
     # opened: where its row groups' own bloom filters are (pruner.index.native).
-    metadata: Any = field(default=None, compare=False, repr=False)
+    metadata: Any = field(compare=False, repr=False)
+
+    @cached_property
+    def row_group_rows(self) -> tuple[int, ...]:
+        """Each row group's rows (listed when a read or explain first asks: a lookup reads
+        a few files of the table)."""
+        metadata = self.metadata
+        return tuple(metadata.row_group(g).num_rows for g in range(metadata.num_row_groups))
 
 
-def read_parquet_file(path: Path, root: Path) -> ParquetFile:
-    """The Parquet file at ``path`` (under ``root``) as it is now: its identity and its
-    parsed footer, from one read of the footer.
+def read_parquet_file(path: Path, relative: str) -> ParquetFile:
+    """The Parquet file at ``path`` (``relative``, ``/``-separated, to its table's
+    directory) as it is now: its identity and its parsed footer, from one read of the
+    footer.
+
+    The footer is parsed by ``pq.ParquetReader``, which ``pq.read_metadata`` opens inside
+    a ``pq.ParquetFile``; that wrapper's set-up (file system resolution, nested column
+    paths) cost as much again as the parse (200 footers: 16 ms against 8 ms, measured).
 
     Raises:
         pyarrow.ArrowInvalid: the file is not Parquet (pyarrow's own error).
     """
     identity, footer = read_footer(path)
     if footer is None or footer[-4:] != b"PAR1":
-        metadata = pq.read_metadata(path)  # raises pyarrow's own error for such a file
-    else:
-        metadata = pq.read_metadata(pa.BufferReader(b"PAR1" + footer))
-    return ParquetFile(
-        path,
-        path.relative_to(root).as_posix(),
-        identity,
-        metadata.num_rows,
-        tuple(metadata.row_group(g).num_rows for g in range(metadata.num_row_groups)),
-        metadata,
-    )
+        pq.read_metadata(path)  # raises pyarrow's own error for such a file
+        raise pa.ArrowInvalid(f"{path}: no Parquet footer found")
+    reader = pq.ParquetReader()
+    reader.open(pa.BufferReader(b"PAR1" + footer))
+    metadata = reader.metadata
+    return ParquetFile(path, relative, identity, metadata.num_rows, metadata)
 
 
 RACY_SECONDS = 2.0

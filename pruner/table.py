@@ -32,6 +32,7 @@ from pruner.discover import (
     ParquetFile,
     is_lance_dataset,
     parquet_files,
+    parquet_names,
     read_parquet_file,
     signature,
 )
@@ -383,18 +384,18 @@ def open_table(source: str | os.PathLike[str] | pads.Dataset, version: int | Non
     if path.is_file() and path.suffix == ".parquet":
         # One file: a table of one fragment (no index lives beside a single file, so it is
         # read whole: a small table joined to an indexed one, say).
-        return _parquet_table(path, [path], path.parent)
+        return _parquet_table(path, path.parent, [path.name])
     if not path.is_dir():
         raise InvalidParameterError(
             f"{path} does not exist; give a Lance dataset, a directory of Parquet files or a "
             "Parquet file"
         )
-    found = parquet_files(path)
+    found = parquet_names(path)
     if not found:
         raise InvalidParameterError(
             f"{path} is neither a Lance dataset nor a directory of Parquet files"
         )
-    return _parquet_table(path, found, path)
+    return _parquet_table(path, path, found)
 
 
 def _lance_table(path: Path, dataset: Any) -> Table:
@@ -429,18 +430,24 @@ def _open_dataset(source: pads.Dataset, version: int | None) -> Table:
     )
 
 
-def _parquet_table(path: Path, found: list[Path], root: Path) -> Table:
-    """The Parquet files ``found`` (under ``root``) as one table at ``path``."""
+def _parquet_table(path: Path, root: Path, found: list[str]) -> Table:
+    """The Parquet files ``found`` (paths relative to ``root``) as one table at ``path``.
+
+    A file whose Parquet schema and key-value metadata equal the first file's has its
+    Arrow schema (pyarrow derives that from those two alone) and is not converted."""
     files: dict[int, ParquetFile] = {}
     schema = None
+    first: tuple[Any, Any] | None = None
     mixed: set[str] = set()
     uniform = True
-    for fid, file in enumerate(found):
-        files[fid] = read_parquet_file(file, root)
+    for fid, name in enumerate(found):
+        files[fid] = read_parquet_file(root / name, name)
         metadata = files[fid].metadata
+        if first is not None and metadata.schema.equals(first[0]) and metadata.metadata == first[1]:
+            continue
         file_schema = metadata.schema.to_arrow_schema()
         if schema is None:
-            schema = file_schema
+            schema, first = file_schema, (metadata.schema, metadata.metadata)
         uniform = uniform and file_schema.equals(schema, check_metadata=False)
         mixed.update(
             f.name

@@ -610,20 +610,21 @@ def index_from_filters(directory: str | os.PathLike[str], column: str) -> ZoneIn
         InvalidParameterError: not a directory of Parquet files, or no file has a usable
             filter for ``column``.
     """
-    from pruner.discover import parquet_files, read_parquet_file
+    from pruner.discover import parquet_names, read_parquet_file
     from pruner.errors import InvalidParameterError
     from pruner.hashing import hash_alike
     from pruner.index.model import FragmentFile
 
     root = Path(directory)
-    paths = parquet_files(root) if root.is_dir() else []
-    if not paths:
+    names = parquet_names(root) if root.is_dir() else []
+    if not names:
         raise InvalidParameterError(f"no *.parquet files under {root}")
-    files = {fid: read_parquet_file(path, root) for fid, path in enumerate(paths)}
+    files = {fid: read_parquet_file(root / name, name) for fid, name in enumerate(names)}
     schema = files[0].metadata.schema.to_arrow_schema()
     if column not in schema.names:
         raise InvalidParameterError(
-            f"column {column!r} is not in {paths[0]}; its columns are {', '.join(schema.names)}"
+            f"column {column!r} is not in {files[0].path}; its columns are "
+            f"{', '.join(schema.names)}"
         )
     found = native_index(files, schema, column)
     if found is None:

@@ -243,6 +243,38 @@ def test_a_parquet_set_whose_files_disagree_on_schema_is_read_whole(tmp_path: Pa
     assert [p.row_groups for p in parts] == [None, None]
 
 
+@pytest.mark.parametrize(
+    "other",
+    [
+        pa.array(["c", "d"], pa.large_string()),
+        pa.array([3, 4], pa.timestamp("us", tz="UTC")),
+    ],
+)
+def test_files_alike_in_parquet_but_not_in_their_arrow_schema_are_read_whole(
+    tmp_path: Path, other: pa.Array
+) -> None:
+    """The Parquet schemas are the same (a string; a UTC-adjusted timestamp); only the
+    Arrow schema pyarrow stores beside them (``ARROW:schema``) says large_string, or
+    another time zone: the files still disagree on their Arrow schema."""
+    path = tmp_path / "alike"
+    path.mkdir()
+    first = (
+        pa.array(["a", "b"])
+        if pa.types.is_large_string(other.type)
+        else pa.array([1, 2], pa.timestamp("us", tz="Asia/Tokyo"))
+    )
+    pq.write_table(pa.table({"v": first}), path / "a.parquet")
+    pq.write_table(pa.table({"v": other}), path / "b.parquet")
+    assert pq.read_metadata(path / "a.parquet").schema.equals(
+        pq.read_metadata(path / "b.parquet").schema
+    )
+    table = open_table(path)
+    assert not table.uniform_schema
+    assert table.schema.field("v").type == first.type
+    parts = parquet_parts(table, Selection.from_ranges([(1, 0, 1)]))
+    assert [p.row_groups for p in parts] == [None, None]
+
+
 @pytest.mark.parametrize("name", ['my "table"', "ünï cödé", "with space", "select"])
 @pytest.mark.parametrize("engine", ENGINES)
 def test_table_names_are_quoted_not_pasted(engine: str, name: str, lance_table: Path) -> None:
