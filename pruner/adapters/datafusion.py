@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import threading
+import uuid
 from collections.abc import Callable, Iterator, Mapping
 from typing import TypeVar
 
@@ -96,12 +97,25 @@ inside the Parquet decoder is off.
 
 
 def new_context(settings: Mapping[str, str] = SAFE_SETTINGS) -> datafusion.SessionContext:
-    """A SessionContext with ``settings`` (:data:`SAFE_SETTINGS`): the one pruner runs a
-    query on when the caller gives none."""
+    """A SessionContext with ``settings`` (:data:`SAFE_SETTINGS`) and no cache of Parquet
+    footers (:data:`NO_FOOTER_CACHE`): the one pruner runs a query on when the caller gives
+    none."""
     config = datafusion.SessionConfig()
     for key, value in settings.items():
         config = config.set(key, value)
-    return datafusion.SessionContext(config)
+    context = datafusion.SessionContext(config)
+    context.sql(NO_FOOTER_CACHE).collect()
+    return context
+
+
+NO_FOOTER_CACHE = "SET datafusion.runtime.metadata_cache_limit = '0'"
+"""A runtime setting of every SessionContext pruner creates (not a SessionConfig key): no
+cache of parsed Parquet footers. DataFusion 55 keeps each file's footer, checked only
+against the file's size and modification time, so a file rewritten in place within the
+file system's timestamp granularity keeps its old statistics, and row-group pruning by
+them drops the new rows (``k > 10`` answered none of 4 rows; found by make fuzz, whose
+cases rewrite files at the same paths). pruner reads every footer when it opens a table
+anyway, and identifies a file by its footer's hash too."""
 
 
 def parquet_frame(
@@ -115,9 +129,7 @@ def parquet_frame(
     )
     whole_directory = _listed_alone(table) if every_file_whole else None
     if whole_directory is not None:
-        # DataFusion's own listing of the directory, as a user registers it (one scan it
-        # parallelises and pushes filters into).
-        return context.read_parquet(whole_directory, schema=table.schema)
+        return _listed_frame(context, whole_directory, table.schema)
     partial = [part for part in parts if part.row_groups is not None]
     if _read_ahead_bytes(partial) > PARQUET_READ_AHEAD_BYTES:  # too much to hold
         parts = [ParquetPart(part.file, None) for part in parts]
@@ -154,6 +166,22 @@ def _read_ahead_bytes(parts: list[ParquetPart]) -> int:
         for part in parts
         for group in part.row_groups or ()
     )
+
+
+def _listed_frame(
+    context: datafusion.SessionContext, directory: str, schema: pa.Schema
+) -> datafusion.DataFrame:
+    """DataFusion's own listing of ``directory`` as a user registers it (one scan it
+    parallelises and pushes filters into), listed now: ``read_parquet`` of a directory
+    answers from the context's cache of listings (DataFusion 55: a file added since an
+    earlier ``read_parquet`` of it is not read, 3 rows counted of 5), ``register_parquet``
+    lists it anew. Registered under a name of its own only while the frame is made."""
+    name = f"pruner_listing_{uuid.uuid4().hex}"
+    context.register_parquet(name, directory, schema=schema)
+    try:
+        return context.table(name)
+    finally:
+        context.deregister_table(name)
 
 
 def _listed_alone(table: Table) -> str | None:
@@ -383,8 +411,8 @@ _shared_lock = threading.Lock()
 
 def _shared_context() -> datafusion.SessionContext:
     """The context :func:`query` uses when given none (one per process, as DataFusion users
-    keep theirs: its caches of Parquet footers and statistics then serve every query). pruner
-    binds its tables on it only while a query plans (:func:`registered`)."""
+    keep theirs; it caches no Parquet footer: :data:`NO_FOOTER_CACHE`). pruner binds its
+    tables on it only while a query plans (:func:`registered`)."""
     global _shared
     with _shared_lock:
         if _shared is None:

@@ -247,3 +247,61 @@ def test_datafusion_alone_cannot_push_zoned_timestamps_into_a_dataset(tmp_path: 
         for name in ("a", "b")
     }
     assert_same_answer("datafusion", tables, sql, tmp_path)
+
+
+def _write_two_groups(path: Path, values: list[int]) -> None:
+    pq.write_table(pa.table({"k": pa.array(values, pa.int64())}), path, row_group_size=2)
+
+
+def test_datafusion_alone_keeps_the_footer_of_a_file_rewritten_in_place(tmp_path: Path) -> None:
+    """DataFusion 55 caches each Parquet footer, checked only by the file's size and
+    modification time: a file rewritten in place with both the same (a rewrite within the
+    file system's timestamp granularity) keeps its old statistics, and row-group pruning
+    by them drops every new row. pruner's own contexts cache no footer
+    (``NO_FOOTER_CACHE``)."""
+    import os
+
+    from pruner.adapters.datafusion import NO_FOOTER_CACHE
+
+    directory = tmp_path / "t"
+    directory.mkdir()
+    file = directory / "0.parquet"
+    _write_two_groups(file, [1, 2, 3, 4])
+    before = os.stat(file)
+    sql = "SELECT k FROM t WHERE k > 10 ORDER BY k"
+    context = datafusion.SessionContext()
+    context.register_parquet("t", str(directory))
+    assert context.sql(sql).to_pylist() == []
+    for prune in (True, False):
+        assert query(sql, {"t": directory}, prune=prune).to_pylist() == []
+    context.deregister_table("t")
+
+    _write_two_groups(file, [11, 12, 13, 14])
+    os.utime(file, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert os.stat(file).st_size == before.st_size
+    context.register_parquet("t", str(directory))
+    assert context.sql(sql).to_pylist() == [], "DataFusion fixed its footer cache"
+    for prune in (True, False):
+        got = query(sql, {"t": directory}, prune=prune).column("k").to_pylist()
+        assert got == [11, 12, 13, 14]
+    assert NO_FOOTER_CACHE.endswith("metadata_cache_limit = '0'")
+
+
+def test_datafusion_alone_reads_a_directory_from_its_cached_listing(tmp_path: Path) -> None:
+    """DataFusion 55's ``read_parquet`` of a directory lists it from the context's cache:
+    a file added since an earlier ``read_parquet`` of it is not read. pruner lists a
+    directory with ``register_parquet``, which lists it anew, also on the caller's context."""
+    directory = tmp_path / "t"
+    directory.mkdir()
+    _write_two_groups(directory / "0.parquet", [1, 2, 3])
+    uri = directory.as_uri() + "/"
+    context = datafusion.SessionContext()
+    assert context.read_parquet(uri).count() == 3
+    sql = "SELECT count(*) AS n FROM t"
+    assert query(sql, {"t": directory}).to_pylist() == [{"n": 3}]
+
+    _write_two_groups(directory / "1.parquet", [4, 5])
+    assert context.read_parquet(uri).count() == 3, "DataFusion fixed its cached listing"
+    for prune in (True, False):
+        assert query(sql, {"t": directory}, prune=prune).to_pylist() == [{"n": 5}]
+        assert query(sql, {"t": directory}, prune=prune, context=context).to_pylist() == [{"n": 5}]
