@@ -113,9 +113,8 @@ NO_FOOTER_CACHE = "SET datafusion.runtime.metadata_cache_limit = '0'"
 cache of parsed Parquet footers. DataFusion 55 keeps each file's footer, checked only
 against the file's size and modification time, so a file rewritten in place within the
 file system's timestamp granularity keeps its old statistics, and row-group pruning by
-them drops the new rows (``k > 10`` answered none of 4 rows; found by make fuzz, whose
-cases rewrite files at the same paths). pruner reads every footer when it opens a table
-anyway, and identifies a file by its footer's hash too."""
+them drops the new rows (``k > 10`` answered none of 4 rows). pruner reads every footer
+when it opens a table anyway, and identifies a file by its footer's hash too."""
 
 
 def parquet_frame(
