@@ -305,3 +305,77 @@ def test_datafusion_alone_reads_a_directory_from_its_cached_listing(tmp_path: Pa
     for prune in (True, False):
         assert query(sql, {"t": directory}, prune=prune).to_pylist() == [{"n": 5}]
         assert query(sql, {"t": directory}, prune=prune, context=context).to_pylist() == [{"n": 5}]
+
+
+@pytest.fixture
+def null_keys(tmp_path: Path) -> dict[str, Path]:
+    """``a``: one file, every ``i8`` NULL; ``b``: files in nested folders (``x/``,
+    ``x/y/``), one ``i8`` not NULL. ``a RIGHT JOIN b ON i8`` matches no row."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    (b / "x" / "y").mkdir(parents=True)
+    a.mkdir()
+    i8 = pa.int8()
+    pq.write_table(
+        pa.table({"k": pa.array(range(7), pa.int64()), "i8": pa.array([None] * 7, i8)}),
+        a / "part-00.parquet",
+    )
+    pq.write_table(
+        pa.table({"k": pa.array([0], pa.int64()), "i8": pa.array([None], i8)}),
+        b / "x" / "part-00.parquet",
+    )
+    pq.write_table(
+        pa.table({"k": pa.array(range(1, 8), pa.int64()), "i8": pa.array([None] * 6 + [0], i8)}),
+        b / "x" / "y" / "part-01.parquet",
+        row_group_size=1,
+    )
+    return {"a": a, "b": b}
+
+
+_RIGHT_JOIN = "SELECT x.k AS xk, y.k AS yk FROM a AS x RIGHT JOIN b AS y ON x.i8 = y.i8 WHERE "
+
+
+def _duckdb_alone(sql: str, paths: dict[str, Path]) -> list[tuple[object, ...]]:
+    con = duckdb.connect()
+    for name, path in paths.items():
+        con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet('{path}/**/*.parquet')")
+    return sorted(con.execute(sql).fetchall(), key=repr)
+
+
+def test_datafusion_alone_pushes_a_null_extended_filter_into_the_other_side(
+    null_keys: dict[str, Path],
+) -> None:
+    """DataFusion 55 pushes ``x.k IS NULL``, kept above a RIGHT JOIN (``x`` is its
+    null-extended side), into ``b``'s scan, matching the column by its name ``k``: no row,
+    where DuckDB answers all 8. Upstream's family of bugs on same-named join columns; pruner
+    runs the query as DataFusion plans it and cannot avoid this one."""
+    sql = _RIGHT_JOIN + "x.k IS NULL"
+    assert len(_duckdb_alone(sql, null_keys)) == 8
+    context = datafusion.SessionContext(
+        datafusion.SessionConfig().set(
+            "datafusion.execution.listing_table_ignore_subdirectory", "false"
+        )
+    )
+    for name, path in null_keys.items():
+        context.register_parquet(name, str(path))
+    assert context.sql(sql).to_arrow_table().num_rows == 0, "DataFusion fixed it: say so in docs"
+
+
+def test_a_table_in_nested_folders_is_one_listed_scan(null_keys: dict[str, Path]) -> None:
+    """Read whole, ``b`` (files in ``x/`` and ``x/y/``) was a union of one scan per file, into
+    which DataFusion 55 pushed the filter on ``x`` of this query (found by make fuzz: no row
+    of 8, where DataFusion alone and DuckDB answer 8). pruner's context lists sub-folders,
+    so it is one scan, as DataFusion's users register it. A caller's context lists no
+    sub-folders: there the union ends in a limit, through which no filter is pushed."""
+    from pruner.adapters.datafusion import parquet_frame
+    from pruner.table import open_table
+
+    sql = _RIGHT_JOIN + "((x.k IS NOT NULL AND (x.k IS NOT NULL AND x.k != NULL)) OR x.k IS NULL)"
+    expected = _duckdb_alone(sql, null_keys)
+    assert len(expected) == 8
+    tables = {name: str(path) for name, path in null_keys.items()}
+    for prune in (True, False):
+        for context in (None, datafusion.SessionContext()):
+            got = query(sql, tables, prune=prune, context=context)
+            assert sorted(tuple(r.values()) for r in got.to_pylist()) == expected
+    frame = parquet_frame(new_context(), open_table(null_keys["b"]), None)
+    assert "Union" not in str(frame.logical_plan())
