@@ -69,6 +69,9 @@ QUERIES = [
     "SELECT a.id, b.name FROM t a JOIN t b ON a.id = b.id WHERE a.id = 9 OR b.id = 10",
     "SELECT * FROM t WHERE name = 'n5'",
     "SELECT count(*) AS n FROM t WHERE id > 10",
+    # two scans of t, each with keys: the read-ahead holds the rows of either's keys
+    "SELECT id FROM t WHERE id = 17 UNION ALL SELECT id FROM t WHERE id = 4000",
+    "SELECT id, name FROM t WHERE id = 17 UNION ALL SELECT id, name FROM t WHERE name = 'n5'",
 ]
 
 
