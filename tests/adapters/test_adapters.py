@@ -579,3 +579,23 @@ def test_a_filter_pyarrow_cannot_put_into_substrait_is_applied_by_pyarrow(
                 parameters=[value],
             )
             assert sorted(got.column("k").to_pylist()) == expected, (value, prune)
+
+
+@pytest.mark.parametrize("literal", ["9007199254740993.0", "9007199254740992.5"])
+def test_datafusion_types_a_decimal_literal_as_a_float(tmp_path: Path, literal: str) -> None:
+    """DataFusion reads ``9007199254740992.5`` as a float64, which equals both 2**53 and
+    2**53 + 1 once the column is cast to it: the engine alone answers both rows, and pruner
+    must probe both (DuckDB's exact decimal would probe neither). Kills a mutation run's
+    survivor that bound every literal with DuckDB's rules."""
+    from pruner.index import build_index
+
+    path = tmp_path / "t.lance"
+    values = np.arange(20_000, dtype=np.int64) + 2**53 - 10_000
+    lance.write_dataset(pa.table({"k": values}), str(path), max_rows_per_file=5_000)
+    build_index(path, "k", items=1_000)
+    sql = f"SELECT k FROM t WHERE k = {literal} ORDER BY k"
+    context = datafusion.SessionContext()
+    context.register_record_batches("t", [lance.dataset(str(path)).to_table().to_batches()])
+    alone = context.sql(sql).to_arrow_table().column("k").to_pylist()
+    assert alone == [2**53, 2**53 + 1]
+    assert pruner.query(sql, {"t": path}, engine="datafusion").column("k").to_pylist() == alone
