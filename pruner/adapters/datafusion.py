@@ -101,7 +101,7 @@ inside the Parquet decoder is off.
 ``listing_table_ignore_subdirectory`` off: DataFusion lists a directory's sub-folders too,
 so a table whose files sit in nested or hive folders is read whole as one listed scan, as
 its users register it (with the setting off), not as a union of one scan per file, on
-which DataFusion 55 answers wrongly (see :data:`_NO_PUSHDOWN_BELOW`).
+which DataFusion 55 answered wrongly (see :func:`parquet_frame`).
 """
 
 
