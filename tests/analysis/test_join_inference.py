@@ -382,6 +382,31 @@ def test_the_small_side_is_judged_at_its_own_types(
     assert any(t.reason.startswith("at run time") for t in scan.terms), scan.terms
 
 
+def test_the_small_side_is_judged_in_the_querys_dialect(tmp_path: Path) -> None:
+    """DataFusion reads ``9007199254740992.5`` as a float64, equal to both 2**53 and
+    2**53 + 1 once the column is cast to it, so the small side keeps two rows; DuckDB's
+    rules (an exact decimal: no row) would give no key and prune the big side to nothing.
+    (pruner keeps all three: it cannot evaluate that term exactly.) Kills a mutation run's
+    survivor that read the small side's keys with DuckDB's rules."""
+    o = pa.table({"k": pa.array(np.arange(4_000), pa.int64()), "x": np.arange(4_000)})
+    u = pa.table(
+        {
+            "k": pa.array([1, 2, 3], pa.int32()),
+            "big": pa.array([2**53, 2**53 + 1, 0], pa.int64()),
+        }
+    )
+    paths = _one_file_tables(tmp_path, {"o": o, "u": u})
+    build_index(paths["o"], "k", items=256)
+    sql = "SELECT o.x FROM o JOIN u ON o.k = u.k WHERE u.big = 9007199254740992.5"
+    alone = engine_alone("datafusion", sql, paths)
+    assert sorted(alone.column("x").to_pylist()) == [1, 2]
+    assert multiset(pruner.query(sql, paths, engine="datafusion")) == multiset(alone)
+    scan = [
+        s for s in pruner.explain(sql, paths, dialect="datafusion").scans if s.scan.alias == "o"
+    ]
+    assert any(t.reason.startswith("at run time") for t in scan[0].terms), scan[0].terms
+
+
 def test_a_lance_small_side_gives_its_live_keys(tables: dict[str, Path], tmp_path: Path) -> None:
     """A Lance dataset as the small side: its keys are read from its live rows (a deleted
     row's key joins nothing), among the rows its conditions keep."""
