@@ -451,6 +451,42 @@ def test_a_file_changed_after_opening_is_read_whole(
     assert filters.probe(hashes).mask[zones_of_first].all()
 
 
+def test_kept_bitsets_of_several_sizes_outlive_a_changed_file(tmp_path: Path) -> None:
+    """Kept bitsets are stacked by size; when every zone of one size belongs to a file
+    changed since opening, the zones of the other sizes are still probed. Kills a mutation
+    run's survivor that stopped at the first size with no zone to probe (the other sizes'
+    zones then never matched: file 1's row of 1,500 pruned away)."""
+    from pruner.index.native import write_parquet
+
+    root = tmp_path / "t"
+    root.mkdir()
+    ids = pa.array(np.arange(3_000), pa.int64())
+    data = pa.table({"id": ids, "n": ids})
+    write_parquet(data.slice(0, 1_024), root / "a.parquet", ["id"], items=256)  # small filters
+    write_parquet(data.slice(1_024), root / "b.parquet", ["id"], items=2_048)  # larger ones
+    table = open_table(root)
+    bound = table.index("id")
+    assert bound is not None
+    filters = bound.index.hierarchy
+    assert isinstance(filters, NativeFilters)
+    usable_in_b = bound.index.fragment_id[filters._usable] == 1
+    assert filters._blocks[usable_in_b].min() > filters._blocks[~usable_in_b].max(), "b last"
+    many, _ = hash_array(pa.array(range(-40, -20), pa.int64()))
+    filters.probe(many)
+    assert filters._stacks is not None and len(filters._stacks) >= 2
+    os.utime(root / "a.parquet", ns=(1, 1))  # the small bitsets' only file: none left fresh
+    hashes, _ = hash_array(pa.array([1_500], pa.int64()))
+    mask = filters.probe(hashes).mask
+    in_b = bound.index.fragment_id == 1
+    assert mask[~in_b].all(), "the changed file is read whole"
+    assert mask[in_b].any(), "the row group holding 1,500 is selected"
+    sql = "SELECT n FROM t WHERE id = 1500"
+    assert pruner.query(sql, {"t": table}).column("n").to_pylist() == [1_500]
+    assert multiset(engine_alone("duckdb", sql, {"t": root})) == multiset(
+        pruner.query(sql, {"t": table})
+    )
+
+
 def test_files_without_filters_are_read_whole(pyarrow_dir: Path, tmp_path: Path) -> None:
     copy = tmp_path / "t"
     shutil.copytree(pyarrow_dir, copy)
