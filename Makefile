@@ -68,16 +68,23 @@ fuzz: $(STAMP)
 # background). Configured in pyproject.toml [tool.mutmut]; results in mutants/ (mutmut results,
 # mutmut show NAME), summarised in docs/mutation.md. MUTANTS narrows it: one module's mutants
 # (make mutate MUTANTS='pruner.binding.*'), or one function's. The default list takes from
-# pruner/table.py only the index fitting and damage checks (Table._fit, _parquet_ids,
-# _unexplained_gaps), from pruner/expressions.py only negation (not_, _Negate, rewrite_not)
-# and from pruner/discover.py only FileIdentity.matches.
+# pruner/table.py only the binding of an index to the files and fragments it covers (Table._fit,
+# _parquet_ids, _file_ids, _overlapping, _unexplained_gaps, TableIndex.coverage, _load_key) and
+# the Parquet open, from pruner/expressions.py only negation (not_, _Negate, rewrite_not) and
+# from pruner/discover.py only the file identities (FileIdentity.matches, read_footer,
+# read_parquet_file, signature).
 MUTANTS ?= 'pruner.binding.*' 'pruner.selection.*' 'pruner.evaluate.*' \
 	'pruner.expressions.x_not_*' 'pruner.expressions.*_Negate*' \
 	'pruner.expressions.*_RewriteNot*' 'pruner.expressions.x_rewrite_not*' \
 	'pruner.analysis.scopes.*' 'pruner.analysis.conditions.*' \
 	'pruner.literals.*' 'pruner.table.*_fit__mutmut_*' 'pruner.table.*_parquet_ids__mutmut_*' \
-	'pruner.table.*_unexplained_gaps__mutmut_*' 'pruner.discover.*FileIdentity*matches__mutmut_*' \
-	'pruner.index.hierarchy.*' 'pruner.index.native.*' 'pruner.index.update.*'
+	'pruner.table.*_unexplained_gaps__mutmut_*' 'pruner.table.x__file_ids__mutmut_*' \
+	'pruner.table.x__overlapping__mutmut_*' 'pruner.table.*TableIndex*coverage__mutmut_*' \
+	'pruner.table.*Table*_load_key__mutmut_*' 'pruner.table.x__parquet_table__mutmut_*' \
+	'pruner.discover.*FileIdentity*matches__mutmut_*' 'pruner.discover.x_read_footer__mutmut_*' \
+	'pruner.discover.x_read_parquet_file__mutmut_*' 'pruner.discover.x_signature__mutmut_*' \
+	'pruner.index.hierarchy.*' 'pruner.index.native.*' 'pruner.index.update.*' \
+	'pruner.index.keys.*' 'pruner.index.lance.*' 'pruner.lookup.*'
 MUTATE_CHILDREN ?= 2
 mutate: $(STAMP)
 	$(VENV)/bin/mutmut run --max-children $(MUTATE_CHILDREN) $(MUTANTS)
