@@ -1,12 +1,12 @@
-"""Row-value IN lists, ``(a, b) IN ((1, 'x'), ...)``, against DuckDB alone over the raw files.
+"""Row-value IN lists, ``(a, b) IN ((1, 'x'), ...)``, against the engines alone over the raw files.
 
 Written for the survivors of a mutation run of ``Resolver._tuple_in``
 (docs/mutation.md): a row-value IN over a subquery read as an empty list of rows (FALSE:
 the table pruned to nothing), as was one over a column (DuckDB's "contains" of an unnamed
 struct), a NULL field of a row, a field compared with an expression
-or naming no column of the table. Each answer is DuckDB's alone, and pruner must give the engine's
-own answer on DuckDB and DataFusion (or its error, where DataFusion alone refuses the query)
-with the single-column and the compound indexes in place.
+or naming no column of the table. DuckDB alone says what each query means; pruner must give
+each engine's own answer on DuckDB and DataFusion (or its error, where DataFusion alone refuses
+the query) with the single-column and the compound indexes in place.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ QUERIES = [
 
 @pytest.mark.parametrize(("sql", "count"), QUERIES)
 @pytest.mark.parametrize("engine", ["duckdb", "datafusion"])
-def test_row_value_in_answers_as_duckdb_alone(
+def test_row_value_in_answers_as_the_engine_alone(
     tables: dict[str, Path], sql: str, count: int, engine: str
 ) -> None:
     assert engine_alone("duckdb", sql, tables).num_rows == count  # it means what it says
@@ -85,9 +85,9 @@ def test_row_value_in_answers_as_duckdb_alone(
     assert multiset(pruner.query(sql, tables, engine=engine)) == multiset(alone)
 
 
-def test_a_null_field_prunes_to_the_zones_holding_both() -> None:
+def test_a_null_field_reads_as_is_null_of_its_column() -> None:
     """A NULL field reads as IS NULL of its column (the engines compare the rows as
-    structs): the row-value IN still prunes, and keeps the row of (7, NULL)."""
+    structs), the other fields as null-safe equalities: the row-value IN still prunes."""
     from pruner.analyzer import analyze
 
     schema = pa.schema([("a", pa.int64()), ("b", pa.string())])

@@ -794,7 +794,7 @@ def test_a_float_zero_in_a_tuple_finds_both_zeros(tmp_path: Path) -> None:
     build_index(path, ["f", "s"], items=256)
     keys = [(1.5, "s3"), (0.0, "a"), (2.5, "s7")]
     found = pruner.lookup(path, ["f", "s"], keys)
-    assert any(f == 3 and start <= 123 < start + n for f, start, n in found.ranges(1))
+    assert any(file == 3 and start <= 123 < start + n for file, start, n in found.ranges(1))
     sql = "SELECT * FROM t WHERE f = 0 AND s = 'a'"
     expected = engine_alone("duckdb", sql, {"t": path})
     assert expected.column("n").to_pylist() == [6_123]
