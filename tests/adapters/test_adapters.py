@@ -29,7 +29,7 @@ from pruner.index import build_index
 from pruner.reads import parquet_parts
 from pruner.selection import Selection
 from pruner.table import open_table
-from tests.support.engine_check import Refused, engine_answer, outcome
+from tests.support.engine_check import Refused, engine_alone, engine_answer, outcome
 
 EXAMPLES = read_sql_examples()
 ENGINES = ("duckdb", "datafusion")
@@ -594,8 +594,6 @@ def test_datafusion_types_a_decimal_literal_as_a_float(tmp_path: Path, literal: 
     lance.write_dataset(pa.table({"k": values}), str(path), max_rows_per_file=5_000)
     build_index(path, "k", items=1_000)
     sql = f"SELECT k FROM t WHERE k = {literal} ORDER BY k"
-    context = datafusion.SessionContext()
-    context.register_record_batches("t", [lance.dataset(str(path)).to_table().to_batches()])
-    alone = context.sql(sql).to_arrow_table().column("k").to_pylist()
+    alone = engine_alone("datafusion", sql, {"t": path}).column("k").to_pylist()
     assert alone == [2**53, 2**53 + 1]
     assert pruner.query(sql, {"t": path}, engine="datafusion").column("k").to_pylist() == alone
