@@ -111,9 +111,8 @@ class _Evaluator(PredicateVisitor[Selection | None]):
     """A bound predicate -> the selected rows; None means every row (kept symbolic: it is
     the common case). Records a :class:`TermReport` per leaf as it goes."""
 
-    def __init__(self, table: Table, dialect: str) -> None:
+    def __init__(self, table: Table) -> None:
         self.table = table
-        self.dialect = dialect
         self.terms: list[TermReport] = []
         self.layout: TableIndex | None = None
         # Compound keys: which were probed or reported, and what the predicate said of the
@@ -332,7 +331,7 @@ def _run(
 ) -> tuple[_Evaluator, Selection | None, Predicate]:
     """The evaluator (its term reports, its layout), the selection (None for every row) and
     the bound predicate."""
-    evaluator = _Evaluator(table, dialect)
+    evaluator = _Evaluator(table)
     bound = bind(predicate, table.schema, dialect, table.hash_type)
     selected = visit(bound, evaluator)
     evaluator.unused_keys()

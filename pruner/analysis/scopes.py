@@ -263,7 +263,7 @@ class Analyzer:
 
     def sources(self, scope: Scope, query: exp.Select) -> list[Source]:
         items: list[exp.Expr] = []
-        from_ = query.args.get("from_") or query.args.get("from")
+        from_ = query.args.get("from_")
         if from_ is not None:
             items.append(from_.this)
             items.extend(from_.expressions or [])
@@ -301,7 +301,7 @@ class Analyzer:
         query = scope.expression
         if not isinstance(query, exp.Select) or query.args.get("sample"):
             return None
-        from_ = query.args.get("from_") or query.args.get("from")
+        from_ = query.args.get("from_")
         item = from_.this if from_ is not None else None
         if not isinstance(item, exp.Table) or not isinstance(
             scope.sources.get(item.alias_or_name), exp.Table
@@ -329,7 +329,7 @@ class Analyzer:
         if len({s.alias for s in sources}) < len(sources):
             refusal = "two FROM items share a name"
         seen: list[str] = [sources[0].alias] if sources else []
-        from_ = query.args.get("from_") or query.args.get("from")
+        from_ = query.args.get("from_")
         extra_from = len(from_.expressions) if from_ is not None and from_.expressions else 0
         seen.extend(s.alias for s in sources[1 : 1 + extra_from])
         inner_on: list[exp.Expr] = []  # ON clauses of inner and semi joins
@@ -487,7 +487,7 @@ class Analyzer:
             query = query.this
         names = output_names(query, self.fold)
         if names is None and isinstance(query, exp.Select) and not query.args.get("joins"):
-            from_ = query.args.get("from_") or query.args.get("from")
+            from_ = query.args.get("from_")
             item = from_.this if from_ is not None else None
             only_star = len(query.expressions) == 1 and bare_star(query.expressions[0])
             if only_star and isinstance(item, exp.Table) and not _renames_columns(item, None):
