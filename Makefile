@@ -69,10 +69,12 @@ fuzz: $(STAMP)
 # mutmut show NAME), summarised in docs/mutation.md. MUTANTS narrows it: one module's mutants
 # (make mutate MUTANTS='pruner.binding.*'), or one function's. The default list takes from
 # pruner/table.py only the binding of an index to the files and fragments it covers (Table._fit,
-# _parquet_ids, _file_ids, _overlapping, _unexplained_gaps, TableIndex.coverage, _load_key) and
-# the Parquet open, from pruner/expressions.py only negation (not_, _Negate, rewrite_not) and
-# from pruner/discover.py only the file identities (FileIdentity.matches, read_footer,
-# read_parquet_file, signature).
+# _parquet_ids, _file_ids, _overlapping, _unexplained_gaps, TableIndex.coverage, _load_key),
+# what forms a table (open_table, _open_dataset, _lance_table, _parquet_table, as_table,
+# Table._load, _lance_ids, default_zones), from pruner/expressions.py only negation (not_,
+# _Negate, rewrite_not) and from pruner/discover.py the file identities (FileIdentity.matches,
+# read_footer, read_parquet_file, signature) and which files form a table (parquet_names,
+# _visible_files, hive_partitioned).
 MUTANTS ?= 'pruner.binding.*' 'pruner.selection.*' 'pruner.evaluate.*' \
 	'pruner.expressions.x_not_*' 'pruner.expressions.*_Negate*' \
 	'pruner.expressions.*_RewriteNot*' 'pruner.expressions.x_rewrite_not*' \
@@ -83,6 +85,11 @@ MUTANTS ?= 'pruner.binding.*' 'pruner.selection.*' 'pruner.evaluate.*' \
 	'pruner.table.*Table*_load_key__mutmut_*' 'pruner.table.x__parquet_table__mutmut_*' \
 	'pruner.discover.*FileIdentity*matches__mutmut_*' 'pruner.discover.x_read_footer__mutmut_*' \
 	'pruner.discover.x_read_parquet_file__mutmut_*' 'pruner.discover.x_signature__mutmut_*' \
+	'pruner.table.x_open_table__mutmut_*' 'pruner.table.x__open_dataset__mutmut_*' \
+	'pruner.table.x__lance_table__mutmut_*' 'pruner.table.x_as_table__mutmut_*' \
+	'pruner.table.*Table*_load__mutmut_*' 'pruner.table.*Table*_lance_ids__mutmut_*' \
+	'pruner.table.*Table*default_zones__mutmut_*' 'pruner.discover.x_parquet_names__mutmut_*' \
+	'pruner.discover.x__visible_files__mutmut_*' 'pruner.discover.x_hive_partitioned__mutmut_*' \
 	'pruner.index.hierarchy.*' 'pruner.index.native.*' 'pruner.index.update.*' \
 	'pruner.index.keys.*' 'pruner.index.lance.*' 'pruner.lookup.*'
 MUTATE_CHILDREN ?= 2
