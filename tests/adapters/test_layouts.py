@@ -1,7 +1,8 @@
 """Parquet directories laid out in folders: pruner answers what each engine alone answers.
 
-Four layouts of one table's files: flat, nested plain folders (``x/y/part.parquet``), hive
-(``p=1/part.parquet``) and mixed (files at the root *and* in ``day=2/``). The engine alone
+Layouts of one table's files: flat, nested plain folders (``x/y/part.parquet``), hive
+(``p=1/part.parquet``) and mixed (files at the root *and* in ``day=2/``, the root's files
+sorting after ``day=2/`` or before it). The engine alone
 is read as its users read a directory of every Parquet file under it:
 
 - DuckDB: ``read_parquet('<dir>/**/*.parquet')`` with its own hive auto-detection: hive
