@@ -49,7 +49,6 @@ from pruner.analyzer import templates  # noqa: E402
 from pruner.demo import uuid_strings  # noqa: E402
 from pruner.index import build as local_build  # noqa: E402
 from pruner.index import companion_path, list_bloom_indexes, parquet_index_path  # noqa: E402
-from pruner.index.hierarchy import Hierarchy, HierarchyUnusable  # noqa: E402
 
 ROWS_PER_FRAGMENT = 100_000
 
@@ -57,27 +56,6 @@ ROWS_PER_FRAGMENT = 100_000
 def _index_files(data: point_lookup.Data) -> list[Path]:
     lance_files = [Path(i.path) for i in list_bloom_indexes(data.path("lance")) if i.column == "id"]
     return [*lance_files, parquet_index_path(data.path("parquet8k"), "id")]
-
-
-def ensure_companions(data: point_lookup.Data) -> None:
-    for copy in ("lance", "parquet8k"):
-        for column in ("id", "trace_id"):
-            if copy == "lance":
-                infos = list_bloom_indexes(data.path(copy))
-                files = [Path(i.path) for i in infos if i.column == column]
-            else:
-                files = [parquet_index_path(data.path(copy), column)]
-            if not files or not all(_usable(f) for f in files):
-                print(f"building the index of {column} on {copy} (no usable companion)")
-                pruner.build_index(data.path(copy), column)
-
-
-def _usable(index_file: Path) -> bool:
-    try:
-        Hierarchy(index_file)
-    except HierarchyUnusable:
-        return False
-    return True
 
 
 def _sql(key: int | str) -> str:
@@ -186,7 +164,6 @@ def main() -> None:
     notes: list[str] = []
     for rows in args.rows:
         data = point_lookup.load_data(rows, max(1, rows // ROWS_PER_FRAGMENT))
-        ensure_companions(data)
         present = [int(k) for k in data.keys["id"]]
         absent = [rows + 1 + 7919 * i for i in range(len(present))]
         # Random UUIDs: absent, and inside the column's min/max range (no statistics help).

@@ -81,6 +81,8 @@ from pruner.adapters import datafusion as df_adapter  # noqa: E402
 from pruner.adapters import duckdb as duck_adapter  # noqa: E402
 from pruner.analyzer import templates  # noqa: E402
 from pruner.demo import uuid_strings  # noqa: E402
+from pruner.index import list_bloom_indexes, parquet_index_path  # noqa: E402
+from pruner.index.hierarchy import Hierarchy, HierarchyUnusable  # noqa: E402
 from pruner.reads import parquet_parts  # noqa: E402
 
 DATA_DIR = Path(__file__).resolve().parent / "data" / "point_lookup"
@@ -172,7 +174,33 @@ def load_data(rows: int, fragments: int) -> Data:
         keys = {c: table.column(c).take(pa.array(picks)).to_pylist() for c in COLUMNS}
         (root / "keys.json").write_text(json.dumps(keys))
         print(f"generated in {time.perf_counter() - began:.1f} s, into {root}")
-    return Data(root, json.loads((root / "keys.json").read_text()))
+    data = Data(root, json.loads((root / "keys.json").read_text()))
+    ensure_companions(data)
+    return data
+
+
+def ensure_companions(data: Data) -> None:
+    """Rebuild the indexes of the cached copies whose hierarchy companion this pruner cannot
+    use (missing, or written by a pruner whose companion layout was another): pruner would
+    read those index files whole, and a cold lookup would measure that, not pruner."""
+    for copy in INDEXED:
+        for column in COLUMNS:
+            if copy.startswith("lance"):
+                infos = list_bloom_indexes(data.path(copy))
+                files = [Path(i.path) for i in infos if i.column == column]
+            else:
+                files = [parquet_index_path(data.path(copy), column)]
+            if not files or not all(_usable(f) for f in files):
+                print(f"  rebuilding the index of {column} on {copy} (no usable companion)")
+                pruner.build_index(data.path(copy), column)
+
+
+def _usable(index_file: Path) -> bool:
+    try:
+        Hierarchy(index_file)
+    except HierarchyUnusable:
+        return False
+    return True
 
 
 def check_layout(data: Data, rows: int, fragments: int) -> None:
