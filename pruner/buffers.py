@@ -1,4 +1,5 @@
-"""Per-thread scratch arrays that are reused across calls.
+"""NumPy helpers of the hot paths: per-thread scratch arrays reused across calls, and the
+distinct values of an array.
 
 A fresh large NumPy array page-faults on first touch; on this kind of machine that costs
 ~1.7 us per 4 KiB page, 0.4 ns per byte, as much as the hashing itself. The hot paths (hash,
@@ -13,7 +14,7 @@ import threading
 
 import numpy as np
 
-__all__ = ["scratch"]
+__all__ = ["distinct", "scratch"]
 
 _local = threading.local()
 
@@ -32,3 +33,20 @@ def scratch(name: str, count: int, dtype: type | np.dtype) -> np.ndarray:
         held = np.empty(max(nbytes, 1 << 16), dtype=np.uint8)
         arrays[name] = held
     return held[:nbytes].view(dtype)
+
+
+def distinct(values: np.ndarray) -> np.ndarray:
+    """``np.unique(values)`` by a sort: NumPy 2.4's ``np.unique`` hashes when asked for the
+    values alone, 3-5x slower than sorting on the 1e5 block numbers and hashes of a many-key
+    probe (measured: 14-20 ms against 4 ms).
+
+    >>> distinct(np.array([3, 1, 3, 2])).tolist()
+    [1, 2, 3]
+    """
+    ordered = np.sort(values)
+    if len(ordered) < 2:
+        return ordered
+    keep = np.empty(len(ordered), bool)
+    keep[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
+    return ordered[keep]

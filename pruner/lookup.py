@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from pruner.buffers import distinct
 from pruner.errors import IndexNotFoundError, InvalidParameterError
 from pruner.hashing import hash_array, plain_type
 from pruner.index.keys import Key, hash_tuples
@@ -214,7 +215,7 @@ def _ranges(
     # Fragments the index does not cover may hold every key that can match; a key pruner
     # cannot tell about may be anywhere. (Zones, uncovered fragments and the whole table
     # are each disjoint ranges, and a key gets zones and uncovered ones, or the whole.)
-    for keys_of, selection in ((np.unique(owner), bound.uncovered), (whole, table.whole())):
+    for keys_of, selection in ((distinct(owner), bound.uncovered), (whole, table.whole())):
         if len(keys_of) and selection.num_ranges:
             key_parts.append(np.repeat(keys_of, selection.num_ranges))
             starts.append(np.tile(selection.starts, len(keys_of)))

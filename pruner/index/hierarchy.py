@@ -49,6 +49,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import threading
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -59,6 +60,7 @@ import pyarrow as pa
 import xxhash
 
 from pruner import sbbf
+from pruner.buffers import distinct
 from pruner.errors import PrunerError
 from pruner.index.fileformat import (
     arrow_type_from_text,
@@ -106,6 +108,11 @@ fragment block rows, a fragment's zones in a block row), each a read of its own,
 more than the section's bytes over this: one more small read costs about what copying this
 many bytes from the page cache does (1,980 reads of 0.2-6 KiB took 0.12 s where one read of
 a 52 MB section takes about 10 ms)."""
+_KEEP_BYTES = 512 << 20
+"""Bytes of checked companion units the open companions of a process keep in memory
+together (:class:`_Kept`): a probe reads and checks a unit once, later probes of the same
+open index use it as it was checked. A companion whose kept units would pass this drops
+them all and reads again, as on its first probe."""
 
 
 class HierarchyUnusable(PrunerError):
@@ -431,6 +438,32 @@ class Probe:
     decided: str
 
 
+class _Section:
+    """One section of an open companion as probes read it: an image of its ``rows`` x
+    ``edges[-1]`` bytes, zeroed until read (pages never written are never allocated), in
+    which a unit (``row * parts + part``; part ``p`` of a row is its bytes ``edges[p]`` to
+    ``edges[p + 1]``; the unit's checksum is the section's ``unit``-th) is used only once
+    it passed its checksum, and is never written again after that."""
+
+    def __init__(self, offset: int, sums: int, rows: int, edges: list[int]) -> None:
+        self.offset = offset
+        self.sums = sums
+        self.rows = rows
+        self.edges = np.array(edges, np.int64)
+        self.parts = len(edges) - 1
+        self.width = int(edges[-1])
+        self.image: np.ndarray | None = None
+        self.checked = np.zeros(0, bool)
+        self.written = 0  # bytes read into the image, what keeping it costs
+
+    def drop(self) -> None:
+        self.image, self.checked, self.written = None, np.zeros(0, bool), 0
+
+
+_kept_bytes = 0
+_kept_lock = threading.Lock()
+
+
 class Hierarchy:
     """An open companion: its zones' metadata in memory, its filters read by offset.
 
@@ -450,6 +483,8 @@ class Hierarchy:
             raise HierarchyUnusable(
                 "no hierarchy companion (pruner index build writes one)"
             ) from err
+        self._lock = threading.Lock()
+        self._kept = 0
         try:
             self._open()
         except BaseException:
@@ -539,6 +574,25 @@ class Hierarchy:
             raise HierarchyUnusable(f"{self.path}: damaged header (fragment zones)")
         if size < offsets["zone_sums"] + 8 * len(self.fragments) * (self.zone_bytes // _BLOCK):
             raise HierarchyUnusable(f"hierarchy companion {self.path} is truncated")
+        chunk = min(self.dataset_bytes, _DATASET_CHUNK)
+        count = len(self.fragments)
+        self._sections = {
+            "dataset": _Section(
+                offsets["dataset"], offsets["dataset_sums"], self.dataset_bytes // chunk, [0, chunk]
+            ),
+            "fragments": _Section(
+                offsets["fragments"],
+                offsets["fragment_sums"],
+                self.fragment_bytes // _BLOCK,
+                [0, count * _BLOCK],
+            ),
+            "zones": _Section(
+                offsets["zone_rows"],
+                offsets["zone_sums"],
+                self.zone_bytes // _BLOCK,
+                [z * _BLOCK for z in [*self._first_zone, zones]],
+            ),
+        }
 
     def coarse(self, fragments: Iterable[int] | None = None) -> Coarse:
         """The coarse filters, checked, with the counts they were sized from: the dataset
@@ -593,14 +647,16 @@ class Hierarchy:
         fd, self._fd = getattr(self, "_fd", -1), -1
         if fd >= 0:
             os.close(fd)
+        self._release()
 
-    def _checked(self, offset: int, length: int, sum_offset: int, what: str) -> bytes:
-        """``length`` bytes at ``offset``, once they match the checksum at ``sum_offset``."""
-        data = self._read(offset, length)
-        stored = int.from_bytes(self._read(sum_offset, 8), "little")
-        if _checksum(data) != stored:
-            raise HierarchyUnusable(f"{self.path}: a {what} block fails its checksum")
-        return data
+    def _release(self) -> None:
+        """Drop every kept unit (their bytes no longer count against :data:`_KEEP_BYTES`)."""
+        global _kept_bytes
+        kept, self._kept = getattr(self, "_kept", 0), 0
+        for section in getattr(self, "_sections", {}).values():
+            section.drop()
+        with _kept_lock:
+            _kept_bytes -= kept
 
     def probe(self, hashes: np.ndarray) -> Probe:
         """Zones that may hold any of the hashed values, read level by level.
@@ -608,7 +664,7 @@ class Hierarchy:
         Raises:
             HierarchyUnusable: a piece read is truncated or fails its checksum.
         """
-        hashes = np.unique(np.asarray(hashes, np.uint64))
+        hashes = distinct(np.asarray(hashes, np.uint64))
         mask = np.zeros(self.num_zones, bool)
         touched: int | None
         if len(hashes) > _BULK_VALUES:
@@ -658,38 +714,93 @@ class Hierarchy:
         positions = order[first[value[pair]] + step]
         return positions.astype(np.int64), zone[pair].astype(np.int64)
 
-    def _section(
-        self, name: str, sums: str, units: int, width: int, used: np.ndarray
-    ) -> np.ndarray:
-        """The units ``used`` (sorted, distinct) of a section of (units, width) uint8, each
-        checked against its stored checksum; the others zero. A section of which many units
-        are used (:data:`_SMALL_READ`) is read whole, else unit by unit into a zeroed image
-        (pages never written are never allocated).
+    def _units(self, name: str, units: np.ndarray) -> np.ndarray:
+        """The image of section ``name`` in which ``units`` (distinct unit numbers, see
+        :class:`_Section`) hold the companion's bytes, each checked against its stored
+        checksum (other units' bytes are not to be used).
+
+        Units already checked by an earlier probe of this companion are not read again.
+        The others are read one by one, or with the section whole when many are wanted
+        (:data:`_SMALL_READ`), and checked. The image is kept for later probes while the
+        process's open companions keep at most :data:`_KEEP_BYTES` together.
 
         Raises:
             HierarchyUnusable: a unit read is truncated or fails its checksum.
         """
-        stored = np.frombuffer(self._read(self._offsets[sums], 8 * units), "<u8")
-        if len(used) * _SMALL_READ > units * width:
-            data = np.frombuffer(self._read(self._offsets[name], units * width), np.uint8)
-            data = data.reshape(units, width)
-        else:
-            data = np.zeros((units, width), np.uint8)
-            for unit in used.tolist():
-                target = memoryview(data[unit])
-                got = os.preadv(self._fd, [target], self._offsets[name] + unit * width)
+        with self._lock:
+            section = self._sections[name]
+            if section.image is None:
+                section.image = np.zeros((section.rows, section.width), np.uint8)
+                section.checked = np.zeros(section.rows * section.parts, bool)
+            image = section.image
+            need = units[~section.checked[units]]
+            if len(need):
+                self._read_units(name, section, need)
+                section.checked[need] = True
+                self._keep()
+            return image
+
+    def _read_units(self, name: str, section: _Section, need: np.ndarray) -> None:
+        """Read the units ``need`` (none of them checked yet) into the section's image and
+        check them."""
+        image = section.image
+        assert image is not None
+        row, part = np.divmod(need, section.parts)
+        lo, hi = section.edges[part], section.edges[part + 1]
+        total = section.rows * section.width
+        if len(need) * _SMALL_READ > total:
+            stored = np.frombuffer(self._read(section.sums, 8 * len(section.checked)), "<u8")
+            stored = stored[need]
+            if not section.checked.any():  # nothing checked to keep: straight into the image
+                target = memoryview(image.reshape(-1))  # type: ignore[arg-type]
+                got = os.preadv(self._fd, [target], section.offset)
                 self.bytes_read += got
-                if got != width:
+                if got != total:
                     raise HierarchyUnusable(f"hierarchy companion {self.path} is truncated")
-        if not np.array_equal(_row_checksums(data[used]), stored[used]):
-            raise HierarchyUnusable(f"{self.path}: a {name} block fails its checksum")
-        return data
+            else:
+                whole = np.frombuffer(self._read(section.offset, total), np.uint8)
+                whole = whole.reshape(section.rows, section.width)
+                if section.parts == 1:
+                    image[row] = whole[row]
+                else:
+                    for r, a, b in zip(row.tolist(), lo.tolist(), hi.tolist(), strict=True):
+                        image[r, a:b] = whole[r, a:b]
+            section.written += total
+        else:
+            stored = np.empty(len(need), np.uint64)
+            for i, (r, a, b, unit) in enumerate(
+                zip(row.tolist(), lo.tolist(), hi.tolist(), need.tolist(), strict=True)
+            ):
+                target = memoryview(image[r, a:b])  # type: ignore[arg-type]
+                got = os.preadv(self._fd, [target], section.offset + r * section.width + a)
+                self.bytes_read += got
+                if got != b - a:
+                    raise HierarchyUnusable(f"hierarchy companion {self.path} is truncated")
+                stored[i] = int.from_bytes(self._read(section.sums + 8 * unit, 8), "little")
+                section.written += got
+        # Checked a part at a time: its units are one width.
+        for p in distinct(part).tolist():
+            these = part == p
+            a, b = int(section.edges[p]), int(section.edges[p + 1])
+            if not np.array_equal(_row_checksums(image[row[these], a:b]), stored[these]):
+                raise HierarchyUnusable(f"{self.path}: a {name} block fails its checksum")
+
+    def _keep(self) -> None:
+        """Count what the images now hold against :data:`_KEEP_BYTES`; past it, drop them
+        (this probe still uses what it read)."""
+        global _kept_bytes
+        written = sum(section.written for section in self._sections.values())
+        with _kept_lock:
+            _kept_bytes += written - self._kept
+            self._kept = written
+            over = _kept_bytes > _KEEP_BYTES
+        if over:
+            self._release()
 
     def _pairs_bulk(self, hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray, int | None]:
-        """:meth:`probe_each` of many distinct hashes: each level's section read whole once
-        and probed for all of them together; only the pieces used are checksummed. Also the
-        number of fragments whose filters may hold one of them (None: the dataset filter
-        rules every one out)."""
+        """:meth:`probe_each` of many distinct hashes: each level probed for all of them
+        together, its units read at once (:meth:`_units`). Also the number of fragments
+        whose filters may hold one of them (None: the dataset filter rules every one out)."""
         empty = np.zeros(0, np.int64), np.zeros(0, np.int64)
         if not self.num_zones:
             return *empty, None
@@ -697,8 +808,7 @@ class Hierarchy:
         # Dataset level.
         chunk = min(self.dataset_bytes, _DATASET_CHUNK)
         blocks = sbbf.block_of(hashes, self.dataset_bytes // _BLOCK)
-        used = np.unique(blocks // (chunk // _BLOCK))
-        data = self._section("dataset", "dataset_sums", self.dataset_bytes // chunk, chunk, used)
+        data = self._units("dataset", distinct(blocks // (chunk // _BLOCK)))
         present = sbbf.check_blocks(data.reshape(-1, _BLOCK)[blocks], hashes)
         kept = np.flatnonzero(present)
         hashes = hashes[kept]
@@ -707,8 +817,7 @@ class Hierarchy:
         # Fragment level: (value, fragment) pairs, a chunk of values at a time.
         rows = self.fragment_bytes // _BLOCK
         blocks = sbbf.block_of(hashes, rows)
-        data = self._section("fragments", "fragment_sums", rows, count * _BLOCK, np.unique(blocks))
-        by_fragment = data.reshape(rows, count, _BLOCK)
+        by_fragment = self._units("fragments", distinct(blocks)).reshape(rows, count, _BLOCK)
         step = max(1, _BULK_PAIRS // count)
         candidates = np.zeros((len(hashes), count), bool)
         for first in range(0, len(hashes), step):
@@ -719,46 +828,19 @@ class Hierarchy:
         value, fragment = np.nonzero(candidates)
         if not len(value):
             return *empty, 0
-        # Zone level: every zone of each candidate fragment, at the value's block row. Only
-        # those pieces (a fragment's zones in one block row) are checked; they are read one
-        # by one into a zeroed image of the section (pages never written are never
-        # allocated), or the section whole when many are used (_SMALL_READ).
+        # Zone level: every zone of each candidate fragment, at the value's block row (a
+        # unit: a fragment's zones in one block row).
         zone_rows = self.zone_bytes // _BLOCK
-        row_bytes = self.num_zones * _BLOCK
         blocks = sbbf.block_of(hashes, zone_rows)
         edges = np.array([*self._first_zone, self.num_zones], np.int64)
-        pieces = np.unique(blocks[value] * count + fragment)
-        sums = np.frombuffer(self._read(self._offsets["zone_sums"], 8 * zone_rows * count), "<u8")
-        dense = len(pieces) * _SMALL_READ > zone_rows * row_bytes
-        if dense:
-            whole = self._read(self._offsets["zone_rows"], zone_rows * row_bytes)
-            data = np.frombuffer(whole, np.uint8).reshape(zone_rows, row_bytes)
-        else:
-            data = np.zeros((zone_rows, row_bytes), np.uint8)
-        if not dense:
-            for piece in pieces.tolist():
-                block, f = divmod(piece, count)
-                lo, hi = int(edges[f]) * _BLOCK, int(edges[f + 1]) * _BLOCK
-                target = memoryview(data[block, lo:hi])  # type: ignore[arg-type]
-                at = self._offsets["zone_rows"] + block * row_bytes + lo
-                got = os.preadv(self._fd, [target], at)
-                self.bytes_read += got
-                if got != hi - lo:
-                    raise HierarchyUnusable(f"hierarchy companion {self.path} is truncated")
-        # Checked a fragment at a time: its pieces are one width.
-        piece_block, piece_fragment = np.divmod(pieces, count)
-        for f in np.unique(piece_fragment).tolist():
-            these = piece_fragment == f
-            checked = data[piece_block[these], edges[f] * _BLOCK : edges[f + 1] * _BLOCK]
-            if not np.array_equal(_row_checksums(checked), sums[pieces[these]]):
-                raise HierarchyUnusable(f"{self.path}: a zone block fails its checksum")
+        data = self._units("zones", distinct(blocks[value] * count + fragment))
         sizes = edges[fragment + 1] - edges[fragment]
         pair = np.repeat(np.arange(len(value)), sizes)
         zone = np.arange(len(pair)) - np.repeat(np.cumsum(sizes) - sizes, sizes)
         zone += edges[fragment][pair]
         by_zone = data.reshape(zone_rows, self.num_zones, _BLOCK)
         hits = sbbf.check_blocks(by_zone[blocks[value][pair], zone], hashes[value][pair])
-        touched = len(np.unique(fragment))
+        touched = len(distinct(fragment))
         return kept[value[pair[hits]]].astype(np.int64), zone[hits].astype(np.int64), touched
 
     def _walk(
@@ -769,60 +851,39 @@ class Hierarchy:
         number) read, ``(first zone, positions in hashes, (n, fragment's zones) bool)``."""
         if not len(hashes) or not self.num_zones:
             return None
-        # Dataset level: one block per distinct block number.
+        # Dataset level: the chunk of each value's block.
         chunk = min(self.dataset_bytes, _DATASET_CHUNK)
         blocks = sbbf.block_of(hashes, self.dataset_bytes // _BLOCK)
-        chunks = blocks // (chunk // _BLOCK)
-        present = np.zeros(len(hashes), bool)
-        for number in np.unique(chunks).tolist():
-            data = self._checked(
-                self._offsets["dataset"] + number * chunk,
-                chunk,
-                self._offsets["dataset_sums"] + 8 * number,
-                "dataset",
-            )
-            these = chunks == number
-            inside = blocks[these] - number * (chunk // _BLOCK)
-            rows = np.frombuffer(data, np.uint8).reshape(-1, _BLOCK)[inside]
-            present[these] = sbbf.check_blocks(rows, hashes[these])
+        data = self._units("dataset", distinct(blocks // (chunk // _BLOCK)))
+        present = sbbf.check_blocks(data.reshape(-1, _BLOCK)[blocks], hashes)
         kept = np.flatnonzero(present)
         hashes = hashes[kept]
         if not len(hashes):
             return None
         # Fragment level: one row of every fragment's block per distinct block number.
         count = len(self.fragments)
-        blocks = sbbf.block_of(hashes, self.fragment_bytes // _BLOCK)
+        rows = self.fragment_bytes // _BLOCK
+        blocks = sbbf.block_of(hashes, rows)
+        used = distinct(blocks)
+        by_fragment = self._units("fragments", used).reshape(rows, count, _BLOCK)
         candidates = np.zeros((len(hashes), count), bool)
-        for block in np.unique(blocks).tolist():
-            data = self._checked(
-                self._offsets["fragments"] + block * count * _BLOCK,
-                count * _BLOCK,
-                self._offsets["fragment_sums"] + 8 * block,
-                "fragment",
-            )
+        for block in used.tolist():
             these = blocks == block
-            rows = np.frombuffer(data, np.uint8).reshape(count, _BLOCK)
-            candidates[these] = sbbf.check(rows, hashes[these])
+            candidates[these] = sbbf.check(by_fragment[block], hashes[these])
         # Zone level: the zones of each candidate fragment, one row slice per block number.
-        zone_blocks = self.zone_bytes // _BLOCK
-        row_bytes = self.num_zones * _BLOCK
-        blocks = sbbf.block_of(hashes, zone_blocks)
+        blocks = sbbf.block_of(hashes, self.zone_bytes // _BLOCK)
         edges = [*self._first_zone, self.num_zones]
-        found = []
         touched = np.flatnonzero(candidates.any(axis=0)).tolist()
-        for f in touched:
+        wanted = {f: distinct(blocks[candidates[:, f]]).tolist() for f in touched}
+        units = [block * count + f for f, used_blocks in wanted.items() for block in used_blocks]
+        data = self._units("zones", np.array(sorted(units), np.int64))
+        found = []
+        for f, used_blocks in wanted.items():
             lo, hi = edges[f], edges[f + 1]
-            wanted = candidates[:, f]
-            for block in np.unique(blocks[wanted]).tolist():
-                data = self._checked(
-                    self._offsets["zone_rows"] + block * row_bytes + lo * _BLOCK,
-                    (hi - lo) * _BLOCK,
-                    self._offsets["zone_sums"] + 8 * (block * count + f),
-                    "zone",
-                )
-                these = np.flatnonzero(wanted & (blocks == block))
-                rows = np.frombuffer(data, np.uint8).reshape(hi - lo, _BLOCK)
-                found.append((lo, kept[these], sbbf.check(rows, hashes[these])))
+            for block in used_blocks:
+                these = np.flatnonzero(candidates[:, f] & (blocks == block))
+                rows_of = data[block, lo * _BLOCK : hi * _BLOCK].reshape(hi - lo, _BLOCK)
+                found.append((lo, kept[these], sbbf.check(rows_of, hashes[these])))
         return len(touched), found
 
 

@@ -6,6 +6,7 @@ is missing, stale or damaged, the index file is used instead: never a narrower s
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import shutil
@@ -235,6 +236,85 @@ def test_answers_with_the_companion_equal_the_engine_alone(table: Path) -> None:
     for engine in ("duckdb", "datafusion"):
         got = pruner.query(sql, {"t": table}, engine=engine).column("pos").to_pylist()
         assert got == expected, engine
+
+
+def test_a_probe_reads_and_checks_each_unit_once(table: Path) -> None:
+    """The units a probe read and checked stay with the open companion: the same point
+    probe, or the same many-value probe, again reads no byte and selects the same zones
+    (a batch lookup on an opened table read and checked a 64 MiB dataset filter on every
+    call)."""
+    index = open_index(_index_file(table), "id")
+    hierarchy = index.hierarchy
+    assert hierarchy is not None
+    many = _hashes([*range(0, ROWS, 97), *range(-400, 0)], pa.int64())
+    for hashes in (_hashes([7], pa.int64()), many):
+        first = hierarchy.probe(hashes)
+        read = hierarchy.bytes_read
+        again = hierarchy.probe(hashes)
+        assert again.mask.tolist() == first.mask.tolist() and again.decided == first.decided
+        assert hierarchy.bytes_read == read
+    truth = _zones_holding(index, _rows_by_fragment(table, index), [*range(0, ROWS, 97)])
+    assert truth.any() and not (truth & ~hierarchy.probe(many).mask).any()
+
+
+@pytest.mark.parametrize("small_read", [0, 10**9], ids=["unit-by-unit", "whole"])
+def test_a_checked_unit_keeps_the_bytes_it_was_checked_with(
+    table: Path, monkeypatch: pytest.MonkeyPatch, small_read: int
+) -> None:
+    """A unit checked by one probe is never read again by a later one, not even when that
+    one reads the section whole: here the dataset chunk of 7's block is zeroed in the file
+    after a probe of 7 checked it, and a many-value probe read unit by unit or whole
+    (``_SMALL_READ``) still finds 7, where bytes read again would say "absent" (no checksum
+    is consulted for a unit already checked)."""
+    monkeypatch.setattr(hierarchy_module, "_SMALL_READ", small_read)
+    index = open_index(_index_file(table), "id")
+    hierarchy = index.hierarchy
+    assert hierarchy is not None
+    seven = _hashes([7], pa.int64())
+    assert hierarchy.probe(seven).mask.any()
+    chunk = min(hierarchy.dataset_bytes, hierarchy_module._DATASET_CHUNK)
+    block = int(sbbf.block_of(seven, hierarchy.dataset_bytes // 32)[0])
+    offset = hierarchy._offsets["dataset"] + block // (chunk // 32) * chunk
+    with open(companion_path(_index_file(table)), "r+b") as handle:
+        handle.seek(offset)
+        handle.write(bytes(chunk))
+    values = [7, *range(-400, 0)]
+    mask = hierarchy.probe(_hashes(values, pa.int64())).mask
+    truth = _zones_holding(index, _rows_by_fragment(table, index), [7])
+    assert truth.any() and not (truth & ~mask).any()
+    # A new opening of the damaged companion checks that chunk and drops the companion.
+    reopened = open_index(_index_file(table), "id")
+    got, decided = reopened.zone_mask_explained(seven)
+    assert "dropped" in (decided or "") and not (truth & ~got).any(), decided
+
+
+def test_past_the_budget_a_companion_keeps_nothing(
+    table: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What open companions keep together is bounded (``_KEEP_BYTES``): past it a companion
+    drops its units and reads them again on the next probe, which selects the same zones;
+    a companion let go no longer counts."""
+    index = open_index(_index_file(table), "id")
+    hierarchy = index.hierarchy
+    assert hierarchy is not None
+    gc.collect()  # earlier tests' companions let go now, not while this one counts
+    before = hierarchy_module._kept_bytes
+    many = _hashes([*range(0, ROWS, 97), *range(-400, 0)], pa.int64())
+    kept = hierarchy.probe(many)
+    assert hierarchy_module._kept_bytes > before
+    del index, hierarchy
+    gc.collect()
+    assert hierarchy_module._kept_bytes == before
+    monkeypatch.setattr(hierarchy_module, "_KEEP_BYTES", 0)
+    index = open_index(_index_file(table), "id")
+    hierarchy = index.hierarchy
+    assert hierarchy is not None
+    first = hierarchy.probe(many)
+    read = hierarchy.bytes_read
+    assert hierarchy_module._kept_bytes == before
+    again = hierarchy.probe(many)
+    assert hierarchy.bytes_read > read
+    assert again.mask.tolist() == first.mask.tolist() == kept.mask.tolist()
 
 
 # ------------------------------------------------------------------------ damage
