@@ -175,15 +175,18 @@ def find(
     if not isinstance(column, str):
         return _find_tuples(table, column, found, engine, name)
     sql = f"SELECT * FROM t WHERE {name(column)} IN (SELECT k FROM k)"
+    # A row holding a key lies in one of that key's ranges: the keys no range may hold
+    # match no row read, so only the others (the candidates) are handed to the engine.
+    candidate_values = found.candidate_values()
     with tempfile.TemporaryDirectory(prefix="pruner-keys-") as scratch:
         folder = Path(scratch)
-        pq.write_table(pa.table({"k": found.values}), folder / "keys.parquet")
+        pq.write_table(pa.table({"k": candidate_values}), folder / "keys.parquet")
         keys_table = open_table(folder)
-        # Every row the query keeps holds a key some range may hold: a reader may drop the
-        # other rows of the ranges (Lance: read the key column, then take the matches).
+        # Every row the query keeps holds a candidate: a reader may drop the other rows of
+        # the ranges (Lance: read the key column, then take the matches).
         column_type = table.schema.field(column).type
         exact = pa.types.is_integer(column_type) or pa.types.is_string(column_type)
-        candidates = frozenset(found.candidate_values().to_pylist())
+        candidates = frozenset(candidate_values.to_pylist())
         prepared = Plan(
             {"t": table, "k": keys_table},
             {"t": found.selection(), "k": None},
