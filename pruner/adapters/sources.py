@@ -35,6 +35,7 @@ from pruner.selection import Selection
 from pruner.table import Table
 
 __all__ = [
+    "KEYS_IN_SCAN",
     "READ_AHEAD_VALUES",
     "ParquetPart",
     "PrunedLanceDataset",
@@ -69,7 +70,8 @@ class PrunedLanceDataset(lance.LanceDataset):
     scan is restricted to, None: whole fragments), ``pruner_whole`` (the selection is every
     row: scans are Lance's own, with its indexes, as for the dataset itself) and
     ``pruner_may_refuse_filters`` (the table has a column Lance may refuse a pushed filter
-    on).
+    on) and ``pruner_keys`` (a filter every scan also applies: ``column IN (values)``, when
+    every row the query keeps holds one of them, :class:`~pruner.evaluate.RowKeys`).
     """
 
     _pruner_fragments: list[Any]
@@ -78,9 +80,11 @@ class PrunedLanceDataset(lance.LanceDataset):
     _pruner_fragment_allowlists: dict[int, bytes | None]
     _pruner_options: dict[str, Any]
     pruner_may_refuse_filters: bool
+    pruner_keys: pc.Expression | None
 
     def scanner(self, *args: Any, **kwargs: Any) -> Any:
         kwargs.update(self._pruner_options)
+        _add_keys(kwargs, self.pruner_keys)
         if not self.pruner_whole:  # else Lance scans as for the dataset itself
             kwargs["fragments"] = self._pruner_fragments
         if self.pruner_allowlist is not None:
@@ -103,6 +107,7 @@ class _PrunedFragment:
 
     def scanner(self, schema: Any = None, **kwargs: Any) -> Any:
         kwargs.update(self._dataset._pruner_options)
+        _add_keys(kwargs, self._dataset.pruner_keys)
         kwargs["fragments"] = [self._fragment]
         allow = self._dataset._pruner_fragment_allowlists[self._fragment.fragment_id]
         if allow is not None:
@@ -114,6 +119,19 @@ class _PrunedFragment:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._fragment, name)
+
+
+def _add_keys(options: dict[str, Any], keys: pc.Expression | None) -> None:
+    """Add ``keys`` to the filter of a scan's ``options`` (the engine's pushed one, which
+    :func:`_scan` has Lance or else pyarrow apply). A constant filter (DataFusion pushed
+    ``NULL`` as a BooleanScalar) is left alone: the scan then reads every selected row."""
+    if keys is None:
+        return
+    condition = options.get("filter")
+    if condition is None:
+        options["filter"] = keys
+    elif isinstance(condition, pc.Expression):
+        options["filter"] = keys & condition
 
 
 def lance_cannot_filter(arrow_type: pa.DataType) -> bool:
@@ -178,6 +196,14 @@ def _scan(make: Any, options: dict[str, Any], dataset: PrunedLanceDataset) -> An
     return pads.Scanner.from_batches(reader, filter=condition, columns=columns)
 
 
+KEYS_IN_SCAN = 4096
+"""A larger selection whose rows the query keeps all hold one of at most this many keys
+(:class:`~pruner.evaluate.RowKeys`) is scanned with ``column IN (keys)`` added to every scan's
+filter, which Lance applies while it reads: an engine then joins or filters the matching
+rows only (a 100,000-key batch lookup: 1,000 rows of 990,144 read; DuckDB's semi-join of
+them took 122 ms against 49 ms for the read). Lance turns the list into Substrait at about
+3 us a value (measured: 1,000 values 5.7 ms, 10,000 29 ms), hence the limit."""
+
 READ_AHEAD_VALUES = 1 << 18
 """A Lance selection of at most this many values (rows x columns) is read before the query
 runs and handed to the engine as an Arrow table (a zone of 8,192 rows of up to 32 columns).
@@ -225,6 +251,16 @@ def lance_source(
     )
     pruned._pruner_options = {"use_scalar_index": False} if selection is None else {}
     pruned.pruner_may_refuse_filters = any(lance_cannot_filter(f.type) for f in table.schema)
+    pruned.pruner_keys = None
+    if (
+        selection is not None
+        and keys is not None
+        and keys.column in table.schema.names
+        and _filterable(table, keys.column)
+        and len(keys.values) <= KEYS_IN_SCAN
+    ):
+        column_type = table.schema.field(keys.column).type
+        pruned.pruner_keys = pc.field(keys.column).isin(pa.array(sorted(keys.values), column_type))
     pruned._pruner_fragment_allowlists = {
         f.fragment_id: _allowlist_of(f.fragment_id, partial) for f in fragments
     }

@@ -97,6 +97,49 @@ def test_read_ahead_holds_only_matching_rows(lance_path: Path) -> None:
     assert rows.schema == table.schema
 
 
+STREAMED = [
+    *QUERIES,
+    "SELECT v FROM t WHERE name IN ('n5', 'n6', 'absent') AND v > 0.25",
+    "SELECT count(*) AS n FROM t WHERE id IN (SELECT id FROM t WHERE name = 'n7')",
+    "SELECT * FROM t WHERE id = 17 AND NULL",  # DataFusion: no filter reaches the scan
+    "SELECT name, count(*) AS n FROM t WHERE name = 'n5' OR name = 'n9' GROUP BY name",
+]
+
+
+@pytest.mark.parametrize("engine", ["duckdb", "datafusion"])
+@pytest.mark.parametrize("sql", STREAMED)
+def test_scans_that_add_the_keys_to_their_filter_answer_as_the_engine_alone(
+    engine: str, sql: str, lance_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Selections too large to read ahead are scanned with ``column IN (keys)`` added to the
+    filter the engine pushes, or as the filter when it pushes none."""
+    monkeypatch.setattr(sources, "READ_AHEAD_VALUES", 0)
+    table = pruner.open_table(lance_path)
+    expected = engine_answer(engine, sql, {"t": lance_path})
+    assert multiset(pruner.query(sql, {"t": table}, engine=engine)) == expected
+
+
+def test_a_streamed_scan_reads_only_the_rows_of_its_keys(
+    lance_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sources, "READ_AHEAD_VALUES", 0)
+    table = pruner.open_table(lance_path)
+    prepared = plan("SELECT * FROM t WHERE name IN ('n5', 'n6')", {"t": table}, dialect="duckdb")
+    keys = prepared.keys("t")
+    assert keys is not None and keys.values == {"n5", "n6"}
+    source = lance_source(table, prepared.selections["t"], keys)
+    assert isinstance(source, PrunedLanceDataset) and source.pruner_keys is not None
+    names = source.scanner(columns=["name"]).to_table().column("name").to_pylist()
+    expected = sum(1 for n in _rows().column("name").to_pylist() if n in ("n5", "n6"))
+    assert sorted(set(names)) == ["n5", "n6"] and len(names) == expected
+    (fragment,) = source.get_fragments()[:1]
+    part = fragment.scanner(columns=["id"], filter=pc.field("v") >= 0).to_table()
+    assert part.num_rows < fragment.count_rows()
+    # More keys than Lance turns into a filter cheaply: the scan is the engine's alone.
+    monkeypatch.setattr(sources, "KEYS_IN_SCAN", 1)
+    assert lance_source(table, prepared.selections["t"], keys).pruner_keys is None
+
+
 @pytest.mark.parametrize(
     "sql",
     [
