@@ -1,5 +1,5 @@
-"""NumPy helpers of the hot paths: per-thread scratch arrays reused across calls, and the
-distinct values of an array.
+"""NumPy helpers of the hot paths: per-thread scratch arrays reused across calls, sparse
+zeroed arrays, and the distinct values of an array.
 
 A fresh large NumPy array page-faults on first touch; on this kind of machine that costs
 ~1.7 us per 4 KiB page, 0.4 ns per byte, as much as the hashing itself. The hot paths (hash,
@@ -10,11 +10,12 @@ asks for the same name again.
 
 from __future__ import annotations
 
+import mmap
 import threading
 
 import numpy as np
 
-__all__ = ["distinct", "scratch"]
+__all__ = ["distinct", "scratch", "sparse_zeros"]
 
 _local = threading.local()
 
@@ -50,3 +51,16 @@ def distinct(values: np.ndarray) -> np.ndarray:
     keep[0] = True
     np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
     return ordered[keep]
+
+
+def sparse_zeros(rows: int, width: int) -> np.ndarray:
+    """A zeroed (rows, width) uint8 array whose memory is taken 4 KiB page by page as it is
+    written (an anonymous mapping, unmapped with the array). ``np.zeros`` of a large array
+    asks for transparent huge pages, so each first write zeroes 2 MiB: measured, 16 MiB with
+    one byte per MiB written took 0.9 ms, this 0.12 ms, per array.
+
+    >>> a = sparse_zeros(2, 3); a[1, 2] = 7; a.tolist()
+    [[0, 0, 0], [0, 0, 7]]
+    """
+    region = mmap.mmap(-1, max(1, rows * width))
+    return np.frombuffer(region, np.uint8)[: rows * width].reshape(rows, width)

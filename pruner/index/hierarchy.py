@@ -60,7 +60,7 @@ import pyarrow as pa
 import xxhash
 
 from pruner import sbbf
-from pruner.buffers import distinct
+from pruner.buffers import distinct, sparse_zeros
 from pruner.errors import PrunerError
 from pruner.index.fileformat import (
     arrow_type_from_text,
@@ -730,7 +730,7 @@ class Hierarchy:
         with self._lock:
             section = self._sections[name]
             if section.image is None:
-                section.image = np.zeros((section.rows, section.width), np.uint8)
+                section.image = sparse_zeros(section.rows, section.width)
                 section.checked = np.zeros(section.rows * section.parts, bool)
             image = section.image
             need = units[~section.checked[units]]
