@@ -13,12 +13,28 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from pruner.discover import ParquetFile
 from pruner.selection import Selection
 from pruner.table import Table
 
-__all__ = ["ParquetPart", "parquet_parts"]
+__all__ = [
+    "PARQUET_READ_AHEAD_BYTES",
+    "ParquetPart",
+    "parquet_parts",
+    "read_ahead_bytes",
+    "read_row_groups",
+]
+
+PARQUET_READ_AHEAD_BYTES = 256 << 20
+"""An adapter reads the selected row groups of a Parquet table's files ahead into Arrow
+only while their uncompressed size (their footers' ``total_byte_size``) is at most this;
+past it, the engine reads those files itself. DataFusion's Python API reads no subset of a
+file's row groups, so there reading files whole reads everything: a run-time join's 100
+keys over 2M rows (83 of 260 row groups) took 127 ms read whole, 79 ms read ahead, 108 ms
+in DataFusion alone."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,3 +106,23 @@ def _overlapping_groups(group_rows: tuple[int, ...], ranges: list[tuple[int, int
     np.add.at(marks, first, 1)
     np.add.at(marks, last, -1)
     return np.flatnonzero(np.cumsum(marks)[:-1] > 0).tolist()
+
+
+def read_ahead_bytes(parts: list[ParquetPart]) -> int:
+    """The uncompressed bytes of the row groups of ``parts``, from the files' footers (read
+    when the table was opened)."""
+    return sum(
+        part.file.metadata.row_group(group).total_byte_size
+        for part in parts
+        for group in part.row_groups or ()
+    )
+
+
+def read_row_groups(table: Table, parts: list[ParquetPart]) -> pa.Table:
+    """The row groups of ``parts`` (each a part of some row groups of one file of
+    ``table``), read by pyarrow, one after the other, as the table's schema."""
+    ahead = [
+        pq.ParquetFile(part.file.path).read_row_groups(part.row_groups or ()).cast(table.schema)
+        for part in parts
+    ]
+    return pa.concat_tables(ahead) if ahead else table.schema.empty_table()

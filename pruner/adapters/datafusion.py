@@ -8,7 +8,7 @@ The SQL runs unchanged; each table name it uses is registered on the SessionCont
   its partitions, each restricted to the selected row addresses;
 - Parquet: DataFusion's own Parquet reader (``read_parquet``) on each file read whole, and
   the selected row groups of the other files read ahead into Arrow when they are not too
-  large (:data:`PARQUET_READ_AHEAD_BYTES`), else those files read whole too;
+  large (:data:`pruner.reads.PARQUET_READ_AHEAD_BYTES`), else those files read whole too;
   registered as one view, the union of them. DataFusion's Python API has no row-range read,
   so row groups are the finest unit (a superset of the selection). Nothing goes through a
   ``pyarrow.dataset``: DataFusion pushes its filters into one as exact and pyarrow applies
@@ -38,8 +38,8 @@ from typing import TypeVar
 
 import lance
 import pyarrow as pa
-import pyarrow.parquet as pq
 
+from pruner import reads
 from pruner.adapters.naming import quote_identifier
 from pruner.adapters.sources import (
     lance_cannot_filter,
@@ -49,7 +49,7 @@ from pruner.errors import EngineError
 from pruner.evaluate import RowKeys
 from pruner.parameters import Parameters
 from pruner.plan import Plan, plan
-from pruner.reads import ParquetPart, parquet_parts
+from pruner.reads import ParquetPart, parquet_parts, read_ahead_bytes, read_row_groups
 from pruner.selection import Selection
 from pruner.stacks import on_big_stack
 from pruner.table import Table, TableSource, as_table
@@ -145,7 +145,7 @@ def parquet_frame(
     if whole_directory is not None:
         return _listed_frame(context, whole_directory, table.schema)
     partial = [part for part in parts if part.row_groups is not None]
-    if _read_ahead_bytes(partial) > PARQUET_READ_AHEAD_BYTES:  # too much to hold
+    if read_ahead_bytes(partial) > reads.PARQUET_READ_AHEAD_BYTES:  # too much to hold
         parts = [ParquetPart(part.file, None) for part in parts]
         partial = []
     frames = [
@@ -154,13 +154,7 @@ def parquet_frame(
         if part.row_groups is None
     ]
     if partial or not frames:
-        ahead = [
-            pq.ParquetFile(part.file.path).read_row_groups(part.row_groups or ()).cast(table.schema)
-            for part in partial
-        ]
-        frames.append(
-            _memory_frame(context, pa.concat_tables(ahead) if ahead else table.schema.empty_table())
-        )
+        frames.append(_memory_frame(context, read_row_groups(table, partial)))
     if len(frames) == 1:
         return frames[0]
     # A union ends in a limit no table reaches: DataFusion 55 pushes a filter it keeps above
@@ -170,24 +164,6 @@ def parquet_frame(
     # of 8 (found by make fuzz on files in nested folders; the same over a union of
     # in-memory tables). No filter is pushed through a limit; DataFusion applies it above.
     return functools.reduce(lambda left, right: left.union(right), frames).limit(_NO_LIMIT)
-
-
-PARQUET_READ_AHEAD_BYTES = 256 << 20
-"""The selected row groups of a Parquet table's files are read ahead into Arrow while their
-uncompressed size (their footers' ``total_byte_size``) is at most this; past it, those
-files are read whole by DataFusion. Its Python API reads no subset of a file's row groups,
-so reading files whole reads everything: a run-time join's 100 keys over 2M rows (83 of
-260 row groups) took 127 ms read whole, 79 ms read ahead, 108 ms in DataFusion alone."""
-
-
-def _read_ahead_bytes(parts: list[ParquetPart]) -> int:
-    """The uncompressed bytes of the row groups of ``parts``, from the files' footers (read
-    when the table was opened)."""
-    return sum(
-        part.file.metadata.row_group(group).total_byte_size
-        for part in parts
-        for group in part.row_groups or ()
-    )
 
 
 def _listed_frame(

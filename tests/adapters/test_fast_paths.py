@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import pruner
+from pruner import reads
 from pruner.adapters import datafusion as df_adapter
 from pruner.adapters import duckdb as duck_adapter
 from pruner.adapters import sources
@@ -165,7 +166,7 @@ def test_parquet_row_groups_read_ahead_within_the_budget(
     footers' uncompressed size is within the budget (a memory scan), else their files are
     read whole by DataFusion's reader; both answer as DataFusion alone."""
     if budget is not None:
-        monkeypatch.setattr(df_adapter, "PARQUET_READ_AHEAD_BYTES", budget)
+        monkeypatch.setattr(reads, "PARQUET_READ_AHEAD_BYTES", budget)
     table = pruner.open_table(parquet_path)
     ids = _rows().column("id").to_pylist()
     sql = f"SELECT id, name, v FROM t WHERE id IN ({ids[10]}, {ids[2_010]}, {ids[4_010]})"
