@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.dataset as pads
 
 from pruner.adapters.naming import quote_identifier
 from pruner.adapters.sources import lance_source
@@ -159,15 +158,10 @@ def _bind_table(
     keys: RowKeys | None = None,
 ) -> None:
     if opened.kind == "lance":
-        source = lance_source(opened, selection, keys)
-        if isinstance(source, pa.Table):
-            # As a pyarrow dataset: DuckDB 2.0 over an Arrow table drops an outer join's ON
-            # condition on it when it turns the join into an anti join (``a LEFT JOIN t ON
-            # a.x = t.x AND t.k IS NULL WHERE t.x IS NULL`` lost its ``t.k IS NULL``: a row
-            # too few; found by make fuzz, tests/adapters/test_duckdb_bugs.py). Over a
-            # dataset it answers right.
-            source = pads.dataset(source)
-        connection.register(name, source)
+        # Rows read ahead are registered as the Arrow table they are: DuckDB scans it with
+        # its own filters (DuckDB 2.0.0 dropped an outer join's ON condition over one, fixed
+        # in 2.0.1, which pyproject requires: tests/adapters/test_duckdb_bugs.py).
+        connection.register(name, lance_source(opened, selection, keys))
     else:
         connection.execute(
             f"CREATE TEMP VIEW {quote_identifier(name)} AS {parquet_view_sql(opened, selection)}"
