@@ -264,3 +264,84 @@ def test_whole_parquet_directory_is_duckdbs_own_parquet_scan(parquet_path: Path)
     cursor.close()
     assert physical.count("READ_PARQUET") == 1 and "UNION" not in physical
     assert "Filters:v>0.5" in physical.replace(" ", "")
+
+
+def _duckdb_plan(table: pruner.Table, sql: str) -> str:
+    prepared = plan(sql, {"t": table}, dialect="duckdb")
+    cursor = duck_adapter.registered(duck_adapter.shared_connection(), prepared)
+    try:
+        [(_, physical)] = cursor.execute("EXPLAIN " + sql).fetchall()
+    finally:
+        cursor.close()
+    return str(physical)
+
+
+def _point_sql(positions: list[int]) -> str:
+    ids = _rows().column("id").to_pylist()
+    return f"SELECT id, name, v FROM t WHERE id IN ({', '.join(str(ids[p]) for p in positions)})"
+
+
+def test_duckdb_reads_the_selected_row_groups_ahead(
+    parquet_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Some row groups of every file read: they are read ahead by pyarrow and DuckDB scans
+    them as Arrow (no READ_PARQUET), exactly those row groups; past the budget, or with a
+    file read whole, DuckDB's own reader reads them. Each answers as DuckDB alone."""
+    table = pruner.open_table(parquet_path)
+    sql = _point_sql([10, 2_010, 4_010])
+    prepared = plan(sql, {"t": table}, dialect="duckdb")
+    rows = duck_adapter._parquet_rows(table, prepared.selections["t"])
+    assert rows is not None and rows.schema == table.schema
+    assert rows.num_rows == 3 * 500  # one row group of 500 rows in each of the 3 files
+    assert "READ_PARQUET" not in _duckdb_plan(table, sql)
+    expected = engine_answer("duckdb", sql, {"t": parquet_path})
+    assert multiset(pruner.query(sql, {"t": table})) == expected
+    # Every row group of the first file: that file is read whole, by DuckDB's reader.
+    whole = _point_sql([10, 510, 1_010, 1_510, 2_010])
+    selection = plan(whole, {"t": table}, dialect="duckdb").selections["t"]
+    assert duck_adapter._parquet_rows(table, selection) is None
+    assert multiset(pruner.query(whole, {"t": table})) == engine_answer(
+        "duckdb", whole, {"t": parquet_path}
+    )
+    monkeypatch.setattr(duck_adapter, "READ_AHEAD_BYTES", 0)
+    assert duck_adapter._parquet_rows(table, prepared.selections["t"]) is None
+    assert "READ_PARQUET" in _duckdb_plan(table, sql)
+    assert multiset(pruner.query(sql, {"t": table})) == expected
+
+
+def test_duckdb_reads_ahead_only_what_it_reads_alike(tmp_path: Path) -> None:
+    """No read-ahead for a column whose type pyarrow and DuckDB's reader may see differently
+    (a timestamp), nor for hive partitions (their columns come from the folder names)."""
+    ids = np.arange(2_000, dtype=np.int64)
+    stamped = tmp_path / "stamped"
+    stamped.mkdir()
+    when = pa.array(ids * 1_000_000, pa.timestamp("us"))
+    pq.write_table(pa.table({"id": ids, "at": when}), stamped / "a.parquet", row_group_size=500)
+    hive = tmp_path / "hive"
+    for day in (1, 2):
+        (hive / f"day={day}").mkdir(parents=True)
+        part = pa.table({"id": ids + 10_000 * day})
+        pq.write_table(part, hive / f"day={day}" / "a.parquet", row_group_size=500)
+    for path, sql in (
+        (stamped, "SELECT * FROM t WHERE id = 7"),
+        (hive, "SELECT * FROM t WHERE id IN (10007, 20007)"),
+    ):
+        build_index(path, "id", items=500)
+        table = pruner.open_table(path)
+        prepared = plan(sql, {"t": table}, dialect="duckdb")
+        assert 0 < prepared.selections["t"].num_rows < table.num_rows
+        assert duck_adapter._parquet_rows(table, prepared.selections["t"]) is None
+        expected = engine_answer("duckdb", sql, {"t": path})
+        assert multiset(pruner.query(sql, {"t": table})) == expected
+
+
+def test_row_groups_read_ahead_are_the_files_row_groups(parquet_path: Path) -> None:
+    table = pruner.open_table(parquet_path)
+    files = table.files or {}
+    parts = [reads.ParquetPart(files[0], (0, 3)), reads.ParquetPart(files[2], (1,))]
+    got = reads.read_row_groups(table, parts)
+    first = pq.ParquetFile(files[0].path)
+    expected = pa.concat_tables(
+        [first.read_row_groups([0, 3]), pq.ParquetFile(files[2].path).read_row_group(1)]
+    )
+    assert got.equals(expected.cast(table.schema))

@@ -395,8 +395,13 @@ def _check_damage(root: Path, how: str, damage: Callable[[], None]) -> None:
             try:
                 alone = multiset(engine_alone(engine, sql, {"t": root}))
             except Exception as err:  # the engine itself reads the damaged filter
-                with pytest.raises(type(err)):
-                    pruner.query(sql, {"t": root}, engine=engine)
+                # pruner raises as the engine does, or, where it reads the selected row
+                # groups ahead with pyarrow (which reads no filter), answers the rows.
+                try:
+                    answered = multiset(pruner.query(sql, {"t": root}, engine=engine))
+                except type(err):
+                    continue
+                assert answered == truth, (engine, how, value)
                 continue
             got = multiset(pruner.query(sql, {"t": root}, engine=engine))
             assert got == truth, (engine, how, value)
