@@ -24,7 +24,6 @@ hierarchy. Ratios are medians of round-robin runs in one process.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -42,7 +41,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import point_lookup  # noqa: E402 (bench/ is sys.path[0] when run as a script)
-from common import print_header  # noqa: E402
+from common import medians_of, print_header  # noqa: E402
 
 import pruner  # noqa: E402
 from pruner.analyzer import templates  # noqa: E402
@@ -113,23 +112,14 @@ def pruner_cold(path: Path, engine: str, seen: list[int]) -> Callable[[str], pa.
 
 def measure(
     cases: dict[str, Callable[[str], pa.Table]], keys: list[int] | list[str], repeat: int
-) -> dict:
-    times: dict[str, list[float]] = {name: [] for name in cases}
-    for run in cases.values():
-        run(_sql(keys[0]))
-    for rep in range(repeat):
-        sql = _sql(keys[rep % len(keys)])
-        reference = None
-        for name, run in cases.items():
-            began = time.perf_counter()
-            answer = run(sql)
-            times[name].append(time.perf_counter() - began)
-            rows = sorted(answer.column("trace_id").to_pylist())
-            if reference is None:
-                reference = rows
-            elif rows != reference:
-                raise AssertionError(f"{name} answered differently for {sql!r}")
-    return {name: statistics.median(t) * 1000 for name, t in times.items()}
+) -> dict[str, float]:
+    """Median ms per case (:func:`common.medians_of`: round-robin, rotated each turn)."""
+    return medians_of(
+        cases,
+        [_sql(k) for k in keys],
+        repeat,
+        lambda answer: sorted(answer.column("trace_id").to_pylist()),
+    )
 
 
 def build_cost(data: point_lookup.Data, repeat: int = 2) -> tuple[float, float]:

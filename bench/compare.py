@@ -53,7 +53,7 @@ if str(ROOT) not in sys.path:
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import point_lookup  # noqa: E402 (bench/ is sys.path[0] when run as a script)
-from common import print_header  # noqa: E402
+from common import print_header, rotated  # noqa: E402
 
 import pruner  # noqa: E402
 from pruner.adapters import datafusion as df_adapter  # noqa: E402
@@ -123,15 +123,16 @@ def _rows(table: pa.Table) -> list[tuple[Any, ...]]:
 
 
 def measure(cases: list[Case], sqls: list[str], repeat: int) -> None:
-    """Each case runs every SQL ``repeat`` times round-robin (after one warm-up pass); the
-    first case is the reference every other answer must equal."""
+    """Each case runs every SQL ``repeat`` times round-robin (after one warm-up pass), in an
+    order rotated each turn (:func:`common.rotated`); every answer must equal the turn's
+    first."""
     for sql in sqls[:2]:
         for case in cases:
             case.run(sql)
     for rep in range(repeat):
         sql = sqls[rep % len(sqls)]
         reference = None
-        for case in cases:
+        for case in rotated(cases, rep):
             began = time.perf_counter()
             answer = case.run(sql)
             case.times.append(time.perf_counter() - began)

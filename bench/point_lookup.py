@@ -74,7 +74,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from common import print_header  # noqa: E402 (bench/ is sys.path[0] when run as a script)
+from common import print_header, rotated  # noqa: E402 (bench/ is sys.path[0] when run as a script)
 
 import pruner  # noqa: E402
 from pruner.adapters import datafusion as df_adapter  # noqa: E402
@@ -398,7 +398,7 @@ def measure(cases: list[Case], keys: dict[str, list[Any]], repeat: int) -> None:
             answer(case, case.run(key), key)
     for rep in range(repeat):
         slot = rep % KEYS
-        for case in cases:
+        for case in rotated(cases, rep):
             key = keys[case.column][slot]
             templates.clear(texts_only=True)
             began = time.perf_counter()
