@@ -201,21 +201,21 @@ def _reads_alike(arrow_type: pa.DataType) -> bool:
 
 
 def _parquet_rows(table: Table, selection: Selection | None) -> pa.Table | None:
-    """The selected row groups of ``table`` read ahead (:data:`READ_AHEAD_BYTES`), or None
-    when the view reads them: nothing or everything selected, a file read whole, files that
-    disagree on their schema, hive partitions (their columns come from the paths), or a
-    column of a type that pyarrow and DuckDB read differently."""
+    """The selected row groups of ``table`` read ahead (:data:`READ_AHEAD_BYTES`; no rows
+    when none is selected), or None when the view reads them: everything selected, a file
+    read whole, files that disagree on their schema, hive partitions (their columns come
+    from the paths), or a column of a type that pyarrow and DuckDB read differently."""
     if selection is None or not table.uniform_schema:
         return None
     if not all(_reads_alike(field.type) for field in table.schema):
         return None
-    parts = parquet_parts(table, selection)
-    if not parts or any(part.row_groups is None for part in parts):
-        return None
-    if read_ahead_bytes(parts) > READ_AHEAD_BYTES:
-        return None
     files = (table.files or {}).values()
     if hive_partitioned(f.path.absolute().parts[:-1] for f in files):
+        return None
+    parts = parquet_parts(table, selection)
+    if any(part.row_groups is None for part in parts):
+        return None
+    if read_ahead_bytes(parts) > READ_AHEAD_BYTES:
         return None
     return read_row_groups(table, parts)
 

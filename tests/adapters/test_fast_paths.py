@@ -296,6 +296,12 @@ def test_duckdb_reads_the_selected_row_groups_ahead(
     assert "READ_PARQUET" not in _duckdb_plan(table, sql)
     expected = engine_answer("duckdb", sql, {"t": parquet_path})
     assert multiset(pruner.query(sql, {"t": table})) == expected
+    # No row selected: no rows, of the table's schema.
+    absent = "SELECT id, name, v FROM t WHERE id = -1"
+    selection = plan(absent, {"t": table}, dialect="duckdb").selections["t"]
+    none = duck_adapter._parquet_rows(table, selection)
+    assert none is not None and none.num_rows == 0 and none.schema == table.schema
+    assert pruner.query(absent, {"t": table}).num_rows == 0
     # Every row group of the first file: that file is read whole, by DuckDB's reader.
     whole = _point_sql([10, 510, 1_010, 1_510, 2_010])
     selection = plan(whole, {"t": table}, dialect="duckdb").selections["t"]
