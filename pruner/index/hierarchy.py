@@ -17,7 +17,8 @@ zones again, arranged for reading by offset, plus two coarser filters (the hiera
 A probe goes dataset -> fragments -> zones, reading with ``pread``: one 32-byte block of the
 dataset filter (an absent value stops there), one row of fragment blocks, and for each
 fragment that may hold the value, its zones' blocks of one row. Every piece read carries a
-checksum (:func:`_row_checksums`) that is checked before use.
+checksum (:func:`_row_checksums`) that is checked before use; an open companion keeps the
+pieces it checked (:data:`_KEEP_BYTES`), and later probes use them as they were checked.
 
 The companion is derived data. It records the size and the xxHash64 of the last bytes of the
 index file it was made from, and is used only while they match; anything wrong with it
@@ -110,7 +111,7 @@ many bytes from the page cache does (1,980 reads of 0.2-6 KiB took 0.12 s where 
 a 52 MB section takes about 10 ms)."""
 _KEEP_BYTES = 512 << 20
 """Bytes of checked companion units the open companions of a process keep in memory
-together (:class:`_Kept`): a probe reads and checks a unit once, later probes of the same
+together (:class:`_Section`): a probe reads and checks a unit once, later probes of the same
 open index use it as it was checked. A companion whose kept units would pass this drops
 them all and reads again, as on its first probe."""
 
@@ -157,11 +158,6 @@ def _row_checksums(rows: np.ndarray) -> np.ndarray:
     """
     words = np.ascontiguousarray(rows).view("<u8")
     return np.einsum("ij,j->i", words, _weights(words.shape[1])) + _SUM_START
-
-
-def _checksum(data: bytes | memoryview | np.ndarray) -> int:
-    """:func:`_row_checksums` of one piece."""
-    return int(_row_checksums(np.frombuffer(data, np.uint8).reshape(1, -1))[0])
 
 
 def _block_major(filters: np.ndarray) -> np.ndarray:
@@ -765,7 +761,7 @@ class Hierarchy:
                 else:
                     for r, a, b in zip(row.tolist(), lo.tolist(), hi.tolist(), strict=True):
                         image[r, a:b] = whole[r, a:b]
-            section.written += total
+            section.written = total  # every page of the image written
         else:
             stored = np.empty(len(need), np.uint64)
             for i, (r, a, b, unit) in enumerate(
@@ -777,7 +773,7 @@ class Hierarchy:
                 if got != b - a:
                     raise HierarchyUnusable(f"hierarchy companion {self.path} is truncated")
                 stored[i] = int.from_bytes(self._read(section.sums + 8 * unit, 8), "little")
-                section.written += got
+                section.written = min(total, section.written + got)
         # Checked a part at a time: its units are one width.
         for p in distinct(part).tolist():
             these = part == p
