@@ -33,6 +33,7 @@ conditions).
 from __future__ import annotations
 
 import contextlib
+import re
 import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping
@@ -137,15 +138,21 @@ def _whole(sql: str, dialect: str, schemas: Mapping[str, pa.Schema], reason: str
 
 def names_table(name: str, sql: str) -> bool:
     """Can ``sql`` name the table ``name``: does it occur, plain or with its quote
-    characters doubled as inside a quoted identifier?
+    characters doubled as inside a quoted identifier, as a token of its own (no letter,
+    digit, ``_`` or ``$`` right before or after it, which would make it part of another
+    identifier: ``t2`` does not name ``t``, ``main.t``, ``"T"`` and ``'t'`` do)?
 
     >>> names_table('a"b', 'SELECT * FROM "a""b" AS x'), names_table("users", "SELECT 1")
     (True, False)
+    >>> names_table("t", "SELECT * FROM t2 JOIN tt"), names_table("t", "SELECT * FROM main.T")
+    (False, True)
     """
     text = sql.casefold()
     folded = name.casefold()
     forms = {folded, *(folded.replace(q, q + q) for q in "\"`'")}
-    return any(form in text for form in forms)
+    return any(
+        re.search(rf"(?<![\w$]){re.escape(form)}(?![\w$])", text) is not None for form in forms
+    )
 
 
 def analyze_uncached(

@@ -228,6 +228,35 @@ def test_callers_connection_sees_a_macro_made_after_a_cached_check(lance_path: P
     assert shared.to_pylist() == first.to_pylist()
 
 
+def _bound_rows(con: duckdb.DuckDBPyConnection, table: pruner.Table, sql: str) -> int:
+    """How many rows pruner binds ``t`` to for ``sql`` on ``con``."""
+    cursor = duck_adapter.registered(con, plan(sql, {"t": table}, dialect="duckdb"))
+    try:
+        [(rows,)] = cursor.execute("SELECT count(*) FROM t").fetchall()
+    finally:
+        cursor.close()
+    return int(rows)
+
+
+def test_a_view_of_the_callers_database_binds_whole_only_the_tables_it_names(
+    lance_path: Path,
+) -> None:
+    """A view of the caller's database that names ``t`` (``main.T``) has ``t`` bound whole;
+    one whose text holds ``t`` only inside other names (``t_archive``, ``state``) does not stop
+    pruning."""
+    table = pruner.open_table(lance_path)
+    sql = "SELECT count(*) AS n FROM t WHERE id = 17"
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t_archive AS SELECT 1 AS state")
+    con.execute("CREATE VIEW recent AS SELECT state FROM t_archive")
+    assert _bound_rows(con, table, sql) < ROWS
+    assert duck_adapter.query(sql, {"t": table}, connection=con).to_pylist() == [{"n": 1}]
+    con.execute("CREATE TABLE t AS SELECT 0 AS id")
+    con.execute("CREATE VIEW everything AS SELECT id FROM main.T")
+    assert _bound_rows(con, table, sql) == ROWS
+    assert duck_adapter.query(sql, {"t": table}, connection=con).to_pylist() == [{"n": 1}]
+
+
 def test_callers_connection_sees_a_collation_set_after_a_cached_check(lance_path: Path) -> None:
     con = duckdb.connect()
     table = pruner.open_table(lance_path)
