@@ -130,6 +130,8 @@ def read_row_groups(table: Table, parts: list[ParquetPart]) -> pa.Table:
     opened is read on the footer parsed then (77 files: 41 ms against 55 ms parsing each
     footer again); another is read on its footer as it is now."""
 
+    pooled = len(parts) >= 4
+
     def read(part: ParquetPart) -> pa.Table:
         reader = pq.ParquetReader()
         handle = pa.OSFile(str(part.file.path))
@@ -138,11 +140,13 @@ def read_row_groups(table: Table, parts: list[ParquetPart]) -> pa.Table:
         unchanged = (now.st_size, now.st_mtime_ns) == (identity.size, identity.mtime_ns)
         reader.open(handle, metadata=part.file.metadata if unchanged else None)
         try:
-            return reader.read_row_groups(part.row_groups or (), use_threads=True)
+            # pyarrow's own threads only when the files are read one at a time: both at
+            # once were slower (77 files: 28 ms against 24 ms).
+            return reader.read_row_groups(part.row_groups or (), use_threads=not pooled)
         finally:
             handle.close()
 
-    ahead = list(_READERS.map(read, parts)) if len(parts) >= 4 else [read(p) for p in parts]
+    ahead = list(_READERS.map(read, parts)) if pooled else [read(p) for p in parts]
     ahead = [rows.cast(table.schema) for rows in ahead]
     return pa.concat_tables(ahead) if ahead else table.schema.empty_table()
 
