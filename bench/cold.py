@@ -41,7 +41,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import point_lookup  # noqa: E402 (bench/ is sys.path[0] when run as a script)
-from common import medians_of, print_header  # noqa: E402
+from common import print_header  # noqa: E402
 
 import pruner  # noqa: E402
 from pruner.analyzer import templates  # noqa: E402
@@ -55,12 +55,6 @@ ROWS_PER_FRAGMENT = 100_000
 def _index_files(data: point_lookup.Data) -> list[Path]:
     lance_files = [Path(i.path) for i in list_bloom_indexes(data.path("lance")) if i.column == "id"]
     return [*lance_files, parquet_index_path(data.path("parquet8k"), "id")]
-
-
-def _sql(key: int | str) -> str:
-    if isinstance(key, str):
-        return f"SELECT * FROM t WHERE trace_id = '{key}'"
-    return f"SELECT * FROM t WHERE id = {key}"
 
 
 def duck_lance(data: point_lookup.Data, full_scan: bool = False) -> Callable[[str], pa.Table]:
@@ -108,18 +102,6 @@ def pruner_cold(path: Path, engine: str, seen: list[int]) -> Callable[[str], pa.
         return answer
 
     return run
-
-
-def measure(
-    cases: dict[str, Callable[[str], pa.Table]], keys: list[int] | list[str], repeat: int
-) -> dict[str, float]:
-    """Median ms per case (:func:`common.medians_of`: round-robin, rotated each turn)."""
-    return medians_of(
-        cases,
-        [_sql(k) for k in keys],
-        repeat,
-        lambda answer: sorted(answer.column("trace_id").to_pylist()),
-    )
 
 
 def build_cost(data: point_lookup.Data, repeat: int = 2) -> tuple[float, float]:
@@ -185,7 +167,7 @@ def main() -> None:
                 },
             }
             for group, cases in groups.items():
-                medians = measure(cases, keys, args.repeat)
+                medians = point_lookup.measure_keys(cases, keys, args.repeat)
                 mine = medians[next(n for n in medians if n.startswith("pruner"))]
                 for name, ms in medians.items():
                     lines.append(

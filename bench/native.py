@@ -37,7 +37,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import point_lookup  # noqa: E402 (bench/ is sys.path[0] when run as a script)
-from common import medians_of, print_header  # noqa: E402
+from common import print_header  # noqa: E402
 
 import pruner  # noqa: E402
 from pruner.analyzer import templates  # noqa: E402
@@ -46,12 +46,6 @@ from pruner.index import parquet_index_path  # noqa: E402
 
 ROWS_PER_FRAGMENT = 100_000
 TARGET = 2.0
-
-
-def _sql(key: int | str) -> str:
-    if isinstance(key, str):
-        return f"SELECT * FROM t WHERE trace_id = '{key}'"
-    return f"SELECT * FROM t WHERE id = {key}"
 
 
 def duck_alone(path: Path, warm: bool) -> Callable[[str], pa.Table]:
@@ -89,18 +83,6 @@ def pruner_run(path: Path, engine: str, warm: bool) -> Callable[[str], pa.Table]
     return run
 
 
-def measure(
-    cases: dict[str, Callable[[str], pa.Table]], keys: list[int] | list[str], repeat: int
-) -> dict[str, float]:
-    """Median ms per case (:func:`common.medians_of`: round-robin, rotated each turn)."""
-    return medians_of(
-        cases,
-        [_sql(k) for k in keys],
-        repeat,
-        lambda answer: sorted(answer.column("trace_id").to_pylist()),
-    )
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, nargs="*", default=[1_000_000])
@@ -117,7 +99,7 @@ def main() -> None:
             path = data.path(copy)
             for column in ("id", "trace_id"):
                 assert not parquet_index_path(path, column).exists(), "native filters only"
-            probe = pruner.explain(_sql(present[0]), {"t": path}, check=False)
+            probe = pruner.explain(point_lookup.key_sql(present[0]), {"t": path}, check=False)
             (scan,) = probe.scans
             print(
                 f"\n{rows:,} rows, {copy}: {scan.zones_total} row groups with filters; a "
@@ -133,7 +115,7 @@ def main() -> None:
                     # One engine's cases at a time: a query run right after DataFusion's
                     # took up to twice its time (common.rotated), whichever engine ran it.
                     got = {
-                        **measure(
+                        **point_lookup.measure_keys(
                             {
                                 "DuckDB alone": duck_alone(path, warm),
                                 "pruner on DuckDB": pruner_run(path, "duckdb", warm),
@@ -141,7 +123,7 @@ def main() -> None:
                             keys,
                             args.repeat,
                         ),
-                        **measure(
+                        **point_lookup.measure_keys(
                             {
                                 "DataFusion alone": datafusion_alone(path, warm),
                                 "pruner on DataFusion": pruner_run(path, "datafusion", warm),

@@ -74,7 +74,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from common import print_header, rotated  # noqa: E402 (bench/ is sys.path[0] when run as a script)
+from common import medians_of, print_header, rotated  # noqa: E402 (bench/ is sys.path[0] when run as a script)
 
 import pruner  # noqa: E402
 from pruner.adapters import datafusion as df_adapter  # noqa: E402
@@ -292,6 +292,24 @@ def where(column: str, key: Any) -> str:
 
 def sql_of(column: str, key: Any) -> str:
     return f"SELECT * FROM t WHERE {where(column, key)}"
+
+
+def key_sql(key: int | str) -> str:
+    """The point lookup of ``key``: a string is a ``trace_id``, an integer an ``id``."""
+    return sql_of("trace_id" if isinstance(key, str) else "id", key)
+
+
+def measure_keys(
+    cases: dict[str, Callable[[str], pa.Table]], keys: list[int] | list[str], repeat: int
+) -> dict[str, float]:
+    """Median ms per case of the point lookups of ``keys`` (:func:`common.medians_of`:
+    round-robin, rotated each turn); every case must find the same trace_ids."""
+    return medians_of(
+        cases,
+        [key_sql(k) for k in keys],
+        repeat,
+        lambda answer: sorted(answer.column("trace_id").to_pylist()),
+    )
 
 
 def native_datafusion_context(directory: Path) -> datafusion.SessionContext:

@@ -133,13 +133,13 @@ def read_row_groups(table: Table, parts: list[ParquetPart]) -> pa.Table:
     pooled = len(parts) >= 4
 
     def read(part: ParquetPart) -> pa.Table:
-        reader = pq.ParquetReader()
         handle = pa.OSFile(str(part.file.path))
-        now = os.fstat(handle.fileno())
-        identity = part.file.identity
-        unchanged = (now.st_size, now.st_mtime_ns) == (identity.size, identity.mtime_ns)
-        reader.open(handle, metadata=part.file.metadata if unchanged else None)
         try:
+            now = os.fstat(handle.fileno())
+            identity = part.file.identity
+            unchanged = (now.st_size, now.st_mtime_ns) == (identity.size, identity.mtime_ns)
+            reader = pq.ParquetReader()
+            reader.open(handle, metadata=part.file.metadata if unchanged else None)
             # pyarrow's own threads only when the files are read one at a time: both at
             # once were slower (77 files: 28 ms against 24 ms).
             return reader.read_row_groups(part.row_groups or (), use_threads=not pooled)
