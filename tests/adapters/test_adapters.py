@@ -347,7 +347,8 @@ def test_datafusion_leaves_the_callers_context_as_it_was(
 ) -> None:
     """The caller's own ``t`` (the raw files, registered by DataFusion itself; Lance's
     rows in memory) answers for all of its rows after a pruned query bound ``t``; names
-    pruner bound are gone again."""
+    pruner bound are gone again, and so are the tables of rows it read ahead (each such
+    table left in the context held its rows for as long as the context lived)."""
     path = lance_table if kind == "lance" else parquet_table
     context = datafusion.SessionContext()
     if kind == "lance":
@@ -370,6 +371,7 @@ def test_datafusion_leaves_the_callers_context_as_it_was(
     assert whole[0] > 10_000
     assert context.sql("SELECT count(*) FROM t").to_arrow_table().column(0).to_pylist() == whole
     assert not context.table_exist("u"), "a name only pruner bound is not left behind"
+    assert context.catalog().schema().names() == {"t"}, "nor any table pruner made"
 
 
 def test_datafusion_register_refuses_a_callers_table(lance_table: Path) -> None:
