@@ -139,7 +139,9 @@ def read_row_groups(table: Table, parts: list[ParquetPart]) -> pa.Table:
             identity = part.file.identity
             unchanged = (now.st_size, now.st_mtime_ns) == (identity.size, identity.mtime_ns)
             reader = pq.ParquetReader()
-            reader.open(handle, metadata=part.file.metadata if unchanged else None)
+            reader.open(
+                handle, metadata=part.file.metadata if unchanged else None, pre_buffer=False
+            )
             # pyarrow's own threads only when the files are read one at a time: both at
             # once were slower (77 files: 28 ms against 24 ms).
             return reader.read_row_groups(part.row_groups or (), use_threads=not pooled)
