@@ -39,7 +39,7 @@ from pruner.index import (
     read_index_file,
 )
 from pruner.index import hierarchy as hierarchy_module
-from pruner.index.hierarchy import _BULK_VALUES, FragmentCoarse
+from pruner.index.hierarchy import FragmentCoarse
 from pruner.table import open_table
 from tests.support.engine_check import engine_alone
 
@@ -208,23 +208,20 @@ def test_explain_says_which_level_decided(table: Path) -> None:
 def test_a_long_in_list_probes_each_level_at_once_and_selects_as_value_by_value(
     table: Path,
 ) -> None:
-    """More than _BULK_VALUES distinct values are probed level by level for all of them at
-    once (a 10,000-value IN list walked value by value cost ~1 s at 1M rows): the zones
-    selected are exactly the union of the value-by-value probes, and hold every value."""
+    """A long IN list is probed level by level for all of its values at once (a 10,000-value
+    IN list walked value by value cost ~1 s at 1M rows): the zones selected are exactly the
+    union of the one-value probes, and hold every value."""
     index = open_index(_index_file(table), "id")
     assert index.hierarchy is not None
     values = [*range(0, ROWS, 97), *range(-400, 0)]  # 413 present, 400 absent
-    assert len(values) > _BULK_VALUES
     hashes = _hashes(values, pa.int64())
     at_once = index.hierarchy.probe(hashes)
     walked = np.zeros(index.num_zones, bool)
-    for first in range(0, len(hashes), _BULK_VALUES):
-        walked |= index.hierarchy.probe(hashes[first : first + _BULK_VALUES]).mask
+    for one in hashes:
+        walked |= index.hierarchy.probe(np.array([one], np.uint64)).mask
     assert at_once.mask.tolist() == walked.tolist()
     truth = _zones_holding(index, _rows_by_fragment(table, index), values)
     assert truth.any() and not (truth & ~at_once.mask).any()
-    walked_text = index.hierarchy.probe(hashes[:_BULK_VALUES]).decided
-    assert walked_text.startswith("fragment filters: ")
     assert at_once.decided.startswith("fragment filters: ")
     assert at_once.decided.endswith(f"; zone filters: {int(at_once.mask.sum())} zones")
 
@@ -683,39 +680,42 @@ def test_other_kinds_of_index_beside_a_bloom_index(tmp_path: Path) -> None:
     [(8, 0), (8, 10**9), (1 << 20, 0)],
     ids=["chunks-pieces", "chunks-whole", "pieces"],
 )
-def test_the_bulk_probe_by_chunks_and_pieces_selects_as_value_by_value(
+def test_the_probe_by_chunks_and_pieces_selects_as_value_by_value(
     table: Path, monkeypatch: pytest.MonkeyPatch, pairs: int, dense: int
 ) -> None:
-    """The bulk probe's fragment level a chunk of values at a time (``_BULK_PAIRS`` pairs:
+    """The probe's fragment level a chunk of values at a time (``_BULK_PAIRS`` pairs:
     10,000 values over 200 fragments take 50 chunks) and its zone level read piece by piece
     or whole (``_SMALL_READ``) select exactly the zones, and give exactly the (value, zone)
-    pairs, of value-by-value probes; a list of absent values only is "dataset filter:
-    absent" as each of its parts is. Mutation testing found a chunk loop that skipped its
-    first chunk and piece numbers naming the wrong fragment surviving the other tests: both
-    narrow (their zones' blocks are left unread, all zero)."""
+    pairs, of one-value probes of a companion read whole, in one chunk; a list of absent
+    values only is "dataset filter: absent" as each of its values is. Mutation testing
+    found a chunk loop that skipped its first chunk and piece numbers naming the wrong
+    fragment surviving the other tests: both narrow (their zones' blocks are left unread,
+    all zero)."""
+    cases = ([*range(0, ROWS, 131), *range(-300, 0)], list(range(-5_000, -4_000)))
+    hashed = [np.unique(_hashes(values, pa.int64())) for values in cases]
+    with monkeypatch.context() as reference:
+        reference.setattr(hierarchy_module, "_SMALL_READ", 10**9)
+        alone = open_index(_index_file(table), "id").hierarchy
+        assert alone is not None
+        one_by_one = []
+        for hashes in hashed:
+            probes = [alone.probe(hashes[i : i + 1]) for i in range(len(hashes))]
+            pairs_of = [alone.probe_each(hashes[i : i + 1])[1] for i in range(len(hashes))]
+            one_by_one.append((probes, pairs_of))
     monkeypatch.setattr(hierarchy_module, "_BULK_PAIRS", pairs)
     monkeypatch.setattr(hierarchy_module, "_SMALL_READ", dense)
     index = open_index(_index_file(table), "id")
     hierarchy = index.hierarchy
     assert hierarchy is not None and len(hierarchy.fragments) == ROWS // PER_FRAGMENT
-    for values in ([*range(0, ROWS, 131), *range(-300, 0)], list(range(-5_000, -4_000))):
-        hashes = np.unique(_hashes(values, pa.int64()))
-        assert len(hashes) > _BULK_VALUES
+    for values, hashes, (probes, pairs_of) in zip(cases, hashed, one_by_one, strict=True):
         at_once = hierarchy.probe(hashes)
         walked = np.zeros(index.num_zones, bool)
-        decided = set()
-        positions, zones = [], []
-        for first in range(0, len(hashes), _BULK_VALUES):
-            part = hashes[first : first + _BULK_VALUES]
-            probed = hierarchy.probe(part)
+        for probed in probes:
             walked |= probed.mask
-            decided.add(probed.decided.split(";")[0].startswith("dataset"))
-            found, zone = hierarchy.probe_each(part)
-            positions.append(found + first)
-            zones.append(zone)
+        decided = {probed.decided.split(";")[0].startswith("dataset") for probed in probes}
         assert at_once.mask.tolist() == walked.tolist()
         each = sorted(zip(*hierarchy.probe_each(hashes), strict=True))
-        assert each == sorted(zip(np.concatenate(positions), np.concatenate(zones), strict=True))
+        assert each == sorted((i, z) for i, zones in enumerate(pairs_of) for z in zones)
         if values[0] >= 0:
             truth = _zones_holding(index, _rows_by_fragment(table, index), values)
             assert truth.any() and not (truth & ~at_once.mask).any()
