@@ -193,7 +193,47 @@ def _analyze_statements(sql: str, dialect: str, schemas: Mapping[str, pa.Schema]
         {text for scan in analyzer.scans for text in _parameter_keys(scan.predicate)},
         key=lambda key: (not key.isdigit(), int(key) if key.isdigit() else 0, key),
     )
-    return Analysis(sql, dialect, tuple(analyzer.scans), tuple(parameters))
+    return Analysis(
+        sql,
+        dialect,
+        tuple(analyzer.scans),
+        tuple(parameters),
+        inner_joins_only=all(_inner_joins_only(statement) for statement in statements),
+    )
+
+
+def _inner_joins_only(statement: exp.Expr) -> bool:
+    """Is every join of ``statement`` an inner or cross join (plain, comma, NATURAL or
+    USING), and every query in it the statement itself, a UNION's member, a CTE or a FROM /
+    JOIN source, none inside an expression (IN, EXISTS, a scalar subquery) and no INTERSECT
+    or EXCEPT (which engines run as semi and anti joins)?
+
+    >>> from sqlglot import parse_one
+    >>> [_inner_joins_only(parse_one(q)) for q in (
+    ...     "SELECT * FROM a JOIN b ON a.k = b.k, (SELECT 1 AS k) AS c",
+    ...     "SELECT * FROM a LEFT JOIN b ON a.k = b.k",
+    ...     "SELECT * FROM a WHERE k IN (SELECT k FROM b)",
+    ... )]
+    [True, False, False]
+    """
+    if not isinstance(statement, exp.Query) or any(
+        statement.find_all(exp.Lateral, exp.Intersect, exp.Except)  # semi and anti joins
+    ):
+        return False
+    for join in statement.find_all(exp.Join):
+        if join.side or join.kind not in ("", "INNER", "CROSS"):
+            return False
+    for query in statement.find_all(exp.Query):
+        node = query
+        while node is not statement:
+            parent = node.parent
+            if isinstance(parent, exp.Subquery | exp.Union):
+                node = parent
+            elif isinstance(parent, exp.From | exp.Join | exp.CTE | exp.With):
+                break
+            else:
+                return False
+    return True
 
 
 def _parameter_keys(predicate: Predicate) -> Iterator[str]:

@@ -33,6 +33,7 @@ class Explanation:
     sql: str
     dialect: str
     scans: tuple[ScanSelection, ...]
+    inner_joins_only: bool = False  # see pruner.analysis.model.Analysis
 
     def selections(self) -> dict[str, Selection]:
         """Per table name, the rows an engine must read (the union over its scans)."""
@@ -163,4 +164,6 @@ def explain(
     opened = open_tables(tables)
     schemas = {name: table.schema for name, table in opened.items()}
     analysis = analyze(sql, schemas, dialect).with_parameters(parameters)
-    return Explanation(sql, dialect, tuple(select_scans(analysis, opened)))
+    return Explanation(
+        sql, dialect, tuple(select_scans(analysis, opened)), analysis.inner_joins_only
+    )

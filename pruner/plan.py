@@ -40,6 +40,12 @@ class Plan:
             return self.row_keys.get(name)
         return self.explanation.keys().get(name)
 
+    @property
+    def inner_joins_only(self) -> bool:
+        """Is the statement known to join by inner or cross joins only, none made from a
+        subquery (:class:`pruner.analysis.model.Analysis`)? False when not analysed."""
+        return self.explanation is not None and self.explanation.inner_joins_only
+
     def zones(self) -> tuple[int, int]:
         """Zones selected and zones in total, over every scan (0, 0 when not pruned)."""
         if self.explanation is None:

@@ -390,7 +390,7 @@ def query(
         prepared = plan(
             query_text, tables, dialect="datafusion", parameters=parameters, prune=prune
         )
-    session = context if context is not None else _shared_context()
+    session = context if context is not None else _shared_context(prepared.inner_joins_only)
     try:
         return _on_stack(
             lambda: _frame(session, prepared, query_text, parameters).to_arrow_table(),
@@ -418,19 +418,27 @@ in a LEFT JOIN's ON clause: "PyArrow can't handle ScalarValue: TimestampMicrosec
 Some("UTC"))", DataFusion 55)."""
 
 
-_shared: datafusion.SessionContext | None = None
+REORDERING_SETTINGS = {**SAFE_SETTINGS, "datafusion.optimizer.join_reordering": "true"}
+"""The settings of the shared context :func:`query` plans a statement of inner joins only
+on (``Plan.inner_joins_only``: no outer, semi or anti join, none made from a subquery):
+:data:`SAFE_SETTINGS` with DataFusion's join selection on again, whose bug needs an outer
+join's inputs swapped. With it, a hash join builds on its smaller input, as DataFusion
+alone does: a pruned fact table (800,000 rows read ahead) joined to 100 rows of a filtered
+dimension built its table on the fact's rows when written first, 18 ms of 20."""
+
+_shared: dict[bool, datafusion.SessionContext] = {}
 _shared_lock = threading.Lock()
 
 
-def _shared_context() -> datafusion.SessionContext:
-    """The context :func:`query` uses when given none (one per process, as DataFusion users
-    keep theirs; it caches no Parquet footer: :data:`NO_FOOTER_CACHE`). pruner binds its
-    tables on it only while a query plans (:func:`registered`)."""
-    global _shared
+def _shared_context(reordering: bool = False) -> datafusion.SessionContext:
+    """The context :func:`query` uses when given none (one per process and setting of
+    ``join_reordering``, as DataFusion users keep theirs; it caches no Parquet footer:
+    :data:`NO_FOOTER_CACHE`). pruner binds its tables on it only while a query plans
+    (:func:`registered`)."""
     with _shared_lock:
-        if _shared is None:
-            _shared = new_context()
-        return _shared
+        if reordering not in _shared:
+            _shared[reordering] = new_context(REORDERING_SETTINGS if reordering else SAFE_SETTINGS)
+        return _shared[reordering]
 
 
 _INLINE_CHARS = 1_000

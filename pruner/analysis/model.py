@@ -60,6 +60,10 @@ class Analysis:
     dialect: str
     scans: tuple[Scan, ...]
     parameters: tuple[str, ...] = ()  # parameter keys in the order they must be given
+    # Every join of the statement an inner or cross join, and no query inside an expression
+    # (an engine may turn IN / EXISTS / scalar subqueries into semi, anti, mark or outer
+    # joins): swapping any join's inputs cannot change the answer.
+    inner_joins_only: bool = False
 
     def with_parameters(self, parameters: Sequence[object] | Mapping[str, object] = ()) -> Analysis:
         """Substitute query parameters (``?``, ``$1``, ``:name``) by values."""

@@ -26,6 +26,7 @@ from pruner.adapters.sources import lance_source
 from pruner.demo import engine_sql, read_sql_examples
 from pruner.errors import EngineError
 from pruner.index import build_index
+from pruner.plan import plan
 from pruner.reads import parquet_parts
 from pruner.selection import Selection
 from pruner.table import open_table
@@ -372,6 +373,46 @@ def test_datafusion_leaves_the_callers_context_as_it_was(
     assert context.sql("SELECT count(*) FROM t").to_arrow_table().column(0).to_pylist() == whole
     assert not context.table_exist("u"), "a name only pruner bound is not left behind"
     assert context.catalog().schema().names() == {"t"}, "nor any table pruner made"
+
+
+@pytest.mark.parametrize("indexed", [True, False], ids=["read-ahead", "whole"])
+def test_datafusion_builds_an_inner_join_on_its_smaller_input(
+    tmp_path: Path, indexed: bool
+) -> None:
+    """pruner's shared context plans a statement of inner joins only with DataFusion's join
+    selection on (as DataFusion alone does): the hash table is built on the dimension's 5
+    rows, not on the fact's rows (read ahead, or whole), though the fact is written first.
+    An outer join is planned with it off (its bug: test_datafusion_bugs.py)."""
+    fact, dim = tmp_path / "f", tmp_path / "d"
+    fact.mkdir()
+    dim.mkdir()
+    ids = pa.array(range(20_000), pa.int64())
+    pq.write_table(pa.table({"id": ids, "payload": ids}), fact / "0.parquet", row_group_size=1000)
+    dim_ids = pa.array(range(0, 2_000, 100), pa.int64())
+    pq.write_table(
+        pa.table({"id": dim_ids, "region": [f"r{i % 4}" for i in range(20)]}), dim / "0.parquet"
+    )
+    if indexed:
+        build_index(fact, "id")
+    tables = {"f": fact, "d": dim}
+    sql = (
+        "SELECT count(*) AS n, sum(f.payload) AS s "
+        "FROM f JOIN d ON f.id = d.id WHERE d.region = 'r1'"
+    )
+    prepared = plan(sql, tables, dialect="datafusion")
+    assert prepared.inner_joins_only
+    pruned = prepared.selections["f"]
+    assert (pruned is not None and pruned.num_rows < 20_000) is indexed
+    frame = df_adapter._frame(df_adapter._shared_context(True), prepared, sql, ())
+    scans = [
+        line
+        for line in frame.execution_plan().display_indent().splitlines()
+        if "DataSourceExec" in line
+    ]
+    assert str(dim / "0.parquet").lstrip("/") in scans[0], scans
+    assert pruner.query(sql, tables, engine="datafusion") == engine_alone("datafusion", sql, tables)
+    outer = sql.replace(" JOIN d", " LEFT JOIN d")
+    assert not plan(outer, tables, dialect="datafusion").inner_joins_only
 
 
 def test_datafusion_register_refuses_a_callers_table(lance_table: Path) -> None:

@@ -247,3 +247,35 @@ def test_sql_ending_in_an_empty_string_after_a_placeholder_is_read(dialect: str)
     sql = f"SELECT * FROM a WHERE id = {placeholder} AND x = ''"
     (scan,) = analyze(sql, SCHEMAS, dialect).scans
     assert str(scan.predicate) == "id = $1 AND x = ''", scan.predicate
+
+
+@pytest.mark.parametrize(
+    ("sql", "inner"),
+    [
+        ("SELECT * FROM a JOIN b ON a.k = b.k WHERE b.id = 3", True),
+        ("SELECT * FROM a, b WHERE a.k = b.k", True),
+        ("SELECT * FROM a CROSS JOIN b", True),
+        ("SELECT * FROM a JOIN b USING (k)", True),
+        ("WITH c AS (SELECT * FROM b) SELECT * FROM a JOIN c ON a.k = c.k", True),
+        ("SELECT * FROM (SELECT * FROM a) AS s JOIN b ON s.k = b.k", True),
+        ("SELECT k FROM a UNION ALL SELECT k FROM b", True),
+        ("SELECT * FROM a WHERE id = 1", True),
+        ("SELECT * FROM a LEFT JOIN b ON a.k = b.k", False),
+        ("SELECT * FROM a RIGHT JOIN b ON a.k = b.k", False),
+        ("SELECT * FROM a FULL JOIN b ON a.k = b.k", False),
+        ("SELECT * FROM a JOIN b ON a.k = b.k LEFT JOIN b AS c ON c.k = a.k", False),
+        ("SELECT * FROM a RIGHT ANTI JOIN b ON a.k = b.k", False),
+        ("SELECT * FROM a LEFT SEMI JOIN b ON a.k = b.k", False),
+        ("SELECT * FROM a WHERE k IN (SELECT k FROM b)", False),
+        ("SELECT * FROM a WHERE EXISTS (SELECT 1 FROM b WHERE b.k = a.k)", False),
+        ("SELECT (SELECT max(k) FROM b) AS m FROM a", False),
+        ("SELECT * FROM (SELECT * FROM a WHERE k IN (SELECT k FROM b)) AS s", False),
+        ("SELECT k FROM a EXCEPT SELECT k FROM b", False),
+        ("SELECT k FROM a INTERSECT SELECT k FROM b", False),
+        ("SELECT * FROM a WHERE id = 1; SELECT * FROM a LEFT JOIN b ON a.k = b.k", False),
+    ],
+)
+def test_inner_joins_only(sql: str, inner: bool) -> None:
+    """Whether a statement joins by inner joins only, none of them made by the engine from
+    a subquery, INTERSECT or EXCEPT: DataFusion's join selection is safe only then."""
+    assert analyze(sql, SCHEMAS, "datafusion").inner_joins_only is inner
