@@ -283,6 +283,12 @@ class _Evaluator(PredicateVisitor[Selection | None]):
         if node.error is not None or node.hashes is None:
             raise node.error or ValueError(f"{term} was not bound")
         mask, decided = index.index.zone_mask_explained(node.hashes)
+        if node.values is not None:
+            out = index.ruled_out(mask, node.values)
+            if out.any():
+                mask = mask & ~out
+                ruled = f"row-group min/max: {int(out.sum())} more zones ruled out"
+                decided = ruled if decided is None else f"{decided}; {ruled}"
         selected = int((mask & index.valid).sum())
         reason = node.reason if decided is None else f"{node.reason}; {decided}".lstrip("; ")
         self.terms.append(TermReport(term, True, reason, column, selected))

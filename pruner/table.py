@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeAlias
@@ -47,7 +47,7 @@ from pruner.index import (
     parquet_index_path,
 )
 from pruner.index.keys import Key, key_index_path, lance_fragment_file, stored_keys
-from pruner.index.native import native_index
+from pruner.index.native import STATISTICS_ZONES, native_index, ruled_out_by_statistics
 from pruner.selection import FRAGMENT_SHIFT, Selection
 
 __all__ = ["Table", "TableIndex", "TableSource", "as_table", "open_table", "open_tables"]
@@ -69,6 +69,9 @@ class TableIndex:
     uncovered: Selection
     stale_zones: int = 0
     damaged_fragments: frozenset[int] = frozenset()
+    # A Parquet table's files and the column's Arrow type, for row-group statistics.
+    files: dict[int, ParquetFile] | None = None
+    arrow_type: pa.DataType | None = None
 
     def coverage(self, fragment_rows: dict[int, int]) -> dict[str, int]:
         """Fragments and rows the index proves something about, of the table's total."""
@@ -82,6 +85,27 @@ class TableIndex:
             "stale_zones": self.stale_zones,
             "damaged_fragments": len(self.damaged_fragments),
         }
+
+    def ruled_out(self, mask: np.ndarray, values: Sequence[object]) -> np.ndarray:
+        """The zones of ``mask`` (at most :data:`STATISTICS_ZONES` of them are checked)
+        whose Parquet row group's min/max statistics prove that no row holds one of
+        ``values`` (:func:`pruner.index.native.ruled_out_by_statistics`); none for a Lance
+        table."""
+        out = np.zeros(len(mask), bool)
+        if self.files is None or self.arrow_type is None:
+            return out
+        zones = np.flatnonzero(mask & self.valid)
+        if not len(zones) or len(zones) > STATISTICS_ZONES:
+            return out
+        out[zones] = ruled_out_by_statistics(
+            self.files,
+            self.index.column,
+            self.arrow_type,
+            self.zone_starts[zones],
+            self.zone_ends[zones],
+            values,
+        )
+        return out
 
     def zones(self, mask: np.ndarray) -> Selection:
         """The selected zones' rows, plus every uncovered fragment."""
@@ -260,8 +284,17 @@ class Table:
         uncovered = Selection.whole(
             {f: rows for f, rows in self.fragment_rows.items() if f not in covered}
         )
+        column = index.column
         return TableIndex(
-            index, valid, starts, ends, uncovered, int((~known).sum()), frozenset(damaged)
+            index,
+            valid,
+            starts,
+            ends,
+            uncovered,
+            int((~known).sum()),
+            frozenset(damaged),
+            self.files if self.kind == "parquet" else None,
+            self.schema.field(column).type if column in self.schema.names else None,
         )
 
     def _unexplained_gaps(self, covered: Selection) -> set[int]:
