@@ -21,9 +21,9 @@ from pruner.evaluate import RowKeys, ScanSelection, select_scans, table_keys, ta
 from pruner.parameters import Parameters
 from pruner.reads import parquet_parts
 from pruner.selection import Selection
-from pruner.table import TableSource, open_tables
+from pruner.table import Table, TableSource, open_tables
 
-__all__ = ["Explanation", "engine_reads", "explain"]
+__all__ = ["Explanation", "engine_reads", "explain", "explain_opened"]
 
 
 @dataclass(frozen=True)
@@ -161,7 +161,17 @@ def explain(
         dialect: ``duckdb`` (default), ``spark`` or ``datafusion``.
         parameters: values for ``?`` / ``$n`` / ``:name`` placeholders.
     """
-    opened = open_tables(tables)
+    return explain_opened(sql, open_tables(tables), dialect=dialect, parameters=parameters)
+
+
+def explain_opened(
+    sql: str,
+    opened: Mapping[str, Table],
+    *,
+    dialect: str = "duckdb",
+    parameters: Parameters = (),
+) -> Explanation:
+    """:func:`explain` of tables :func:`pruner.table.open_tables` opened for this query."""
     schemas = {name: table.schema for name, table in opened.items()}
     analysis = analyze(sql, schemas, dialect).with_parameters(parameters)
     return Explanation(

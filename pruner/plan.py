@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pruner.analyzer import names_table
 from pruner.errors import SqlSyntaxError
 from pruner.evaluate import RowKeys
-from pruner.explain import Explanation, explain
+from pruner.explain import Explanation, explain_opened
 from pruner.parameters import Parameters
 from pruner.selection import Selection
 from pruner.table import Table, TableSource, open_tables
@@ -80,7 +80,7 @@ def plan(
     if not prune:
         return Plan(opened, dict.fromkeys(opened))
     try:
-        explanation = explain(sql, opened, dialect=dialect, parameters=parameters)
+        explanation = explain_opened(sql, opened, dialect=dialect, parameters=parameters)
     except SqlSyntaxError:
         # SQL pruner's parser refuses is the engine's to judge: it raises its own error (as
         # it would without pruner) or runs SQL sqlglot cannot read, every table read whole.

@@ -337,7 +337,7 @@ def registered(
                 _register(
                     context,
                     quoted,
-                    as_table(table),
+                    table,
                     selection,
                     prepared.keys(name),
                     null_literals,
