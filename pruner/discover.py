@@ -124,10 +124,11 @@ def file_identity(path: Path) -> FileIdentity:
 _FOOTER_GUESS = 16 * 1024
 
 
-def read_footer(path: Path) -> tuple[FileIdentity, bytes | None]:
-    """The file's identity and its footer (metadata, length and magic: what
-    :func:`parquet_footer_hash` hashes), from one open and usually one read; the footer is
-    None when the file has none (too short, or a length beyond the file).
+def read_footer(path: Path) -> tuple[FileIdentity, bytes | None, int]:
+    """The file's identity, its footer (metadata, length and magic: what
+    :func:`parquet_footer_hash` hashes) and its inode number, from one open and usually one
+    read; the footer is None when the file has none (too short, or a length beyond the
+    file).
 
     The footer parses with ``pq.read_metadata(pa.BufferReader(b"PAR1" + footer))``: a table
     opened this way reads each file's footer once, not once for its identity and again for
@@ -136,16 +137,17 @@ def read_footer(path: Path) -> tuple[FileIdentity, bytes | None]:
         stat = os.fstat(handle.fileno())
         size = stat.st_size
         if size < 12:
-            return FileIdentity(size, stat.st_mtime_ns, 0), None
+            return FileIdentity(size, stat.st_mtime_ns, 0), None, stat.st_ino
         start = max(0, size - _FOOTER_GUESS)
         tail = os.pread(handle.fileno(), size - start, start)
         (length,) = struct.unpack("<I", tail[-8:-4])
         if length + 12 > size:
-            return FileIdentity(size, stat.st_mtime_ns, 0), None
+            return FileIdentity(size, stat.st_mtime_ns, 0), None, stat.st_ino
         if length + 8 > len(tail):
             tail = os.pread(handle.fileno(), length + 8, size - 8 - length)
         footer = tail[-(length + 8) :]
-    return FileIdentity(size, stat.st_mtime_ns, int(xxhash.xxh3_64_intdigest(footer))), footer
+    identity = FileIdentity(size, stat.st_mtime_ns, int(xxhash.xxh3_64_intdigest(footer)))
+    return identity, footer, stat.st_ino
 
 
 @dataclass(frozen=True)
@@ -164,6 +166,7 @@ class ParquetFile:
     # The file's parsed footer (pyarrow.parquet.FileMetaData), as read when the table was
     # opened: where its row groups' own bloom filters are (pruner.index.native).
     metadata: Any = field(compare=False, repr=False)
+    inode: int = field(default=0, compare=False)  # when the table was opened
 
     @cached_property
     def row_group_rows(self) -> tuple[int, ...]:
@@ -185,14 +188,14 @@ def read_parquet_file(path: Path, relative: str) -> ParquetFile:
     Raises:
         pyarrow.ArrowInvalid: the file is not Parquet (pyarrow's own error).
     """
-    identity, footer = read_footer(path)
+    identity, footer, inode = read_footer(path)
     if footer is None or footer[-4:] != b"PAR1":
         pq.read_metadata(path)  # raises pyarrow's own error for such a file
         raise pa.ArrowInvalid(f"{path}: no Parquet footer found")
     reader = pq.ParquetReader()
     reader.open(pa.BufferReader(b"PAR1" + footer))
     metadata = reader.metadata
-    return ParquetFile(path, relative, identity, metadata.num_rows, metadata)
+    return ParquetFile(path, relative, identity, metadata.num_rows, metadata, inode)
 
 
 RACY_SECONDS = 2.0

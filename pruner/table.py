@@ -151,6 +151,28 @@ class Table:
     def num_rows(self) -> int:
         return sum(self.fragment_rows.values())
 
+    def files_unchanged(self) -> bool:
+        """Are a Parquet table's files those it was opened with, each of the size,
+        modification time and inode it had then: none added, removed, rewritten or replaced
+        since? (What :func:`pruner.discover.signature` compares for a path.) Always for a
+        Lance table: its dataset reads the version it opened, as Lance's does."""
+        files = self.files
+        if self.kind != "parquet" or files is None:
+            return True
+        try:
+            if self.path.is_dir():
+                names = parquet_names(self.path)
+                if names != [file.relative for file in files.values()]:
+                    return False
+            for file in files.values():
+                now = os.stat(file.path)
+                then = (file.identity.size, file.identity.mtime_ns, file.inode)
+                if (now.st_size, now.st_mtime_ns, now.st_ino) != then:
+                    return False
+        except OSError:
+            return False
+        return True
+
     def whole(self) -> Selection:
         if self._whole is None:
             self._whole = Selection.whole(self.fragment_rows)
@@ -506,7 +528,8 @@ a Parquet file; a ``lance.LanceDataset`` or ``pyarrow.dataset`` of them; or a Ta
 
 
 def as_table(source: TableSource) -> Table:
-    """``source`` opened, unless it already is a Table (which keeps its loaded indexes).
+    """``source`` opened, unless it already is a Table (which keeps its loaded indexes)
+    whose files are as they were (:meth:`Table.files_unchanged`; else its path is opened).
 
     A path opens the table once per process: while the table's :func:`signature` (its
     Lance versions, or its Parquet and index files' sizes, times and inodes) stays the same,
@@ -514,7 +537,12 @@ def as_table(source: TableSource) -> Table:
     again. So a path string costs what an opened Table costs, and is never stale.
     """
     if isinstance(source, Table):
-        return source
+        if source.files_unchanged():
+            return source
+        # Parquet files added, removed or rewritten since it was opened: the engine alone
+        # reads them as they are now, and so does pruner, from the table opened again (its
+        # row groups, statistics and identities are those of the files now).
+        return as_table(source.path)
     if isinstance(source, pads.Dataset):
         return open_table(source)
     path = Path(source).absolute()

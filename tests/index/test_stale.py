@@ -137,6 +137,27 @@ def test_parquet_changes_read_the_changed_files_whole(scenario: str, tmp_path: P
     assert status["stale_zones"] == (0 if scenario == "added" else PER_FRAGMENT // ITEMS)
 
 
+@pytest.mark.parametrize("scenario", list(PARQUET_SCENARIOS))
+def test_a_table_held_open_answers_for_its_files_as_they_are_now(
+    scenario: str, tmp_path: Path
+) -> None:
+    """A Table opened before the files changed (added, replaced, removed, renamed) answers
+    as the engine alone over the files as they are now: the engine alone reads them at
+    query time, so pruner opens the table again rather than read the new files by the old
+    footers' row groups, or leave a new file out."""
+    path = parquet_table(tmp_path)
+    held = open_table(path)
+    assert held.index("id") is not None
+    values, _ = PARQUET_SCENARIOS[scenario](path)
+    assert not held.files_unchanged()
+    sql = f"SELECT id, tag FROM t WHERE id IN ({', '.join(map(str, values))})"
+    for engine in ENGINES:
+        expected = rows(engine_alone(engine, sql, {"t": path}))
+        assert rows(pruner.query(sql, {"t": held}, engine=engine)) == expected, engine
+    (scan,) = explain(sql, {"t": held}).scans
+    assert scan.table is not None and scan.table.files_unchanged()
+
+
 def test_an_index_of_no_zones_reads_every_file_whole(tmp_path: Path) -> None:
     """An index built over empty files has no zone; files written since are read whole."""
     path = tmp_path / "t"
