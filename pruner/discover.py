@@ -168,6 +168,11 @@ class ParquetFile:
     metadata: Any = field(compare=False, repr=False)
     inode: int = field(default=0, compare=False)  # when the table was opened
 
+    def unchanged(self, now: os.stat_result) -> bool:
+        """Does the file, whose stat is ``now``, still have the size and modification time
+        it had when the table was opened (so its footer, read then, is still its own)?"""
+        return (now.st_size, now.st_mtime_ns) == (self.identity.size, self.identity.mtime_ns)
+
     @cached_property
     def row_group_rows(self) -> tuple[int, ...]:
         """Each row group's rows (listed when a read or explain first asks: a lookup reads

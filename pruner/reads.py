@@ -135,9 +135,7 @@ def read_row_groups(table: Table, parts: list[ParquetPart]) -> pa.Table:
     def read(part: ParquetPart) -> pa.Table:
         handle = pa.OSFile(str(part.file.path))
         try:
-            now = os.fstat(handle.fileno())
-            identity = part.file.identity
-            unchanged = (now.st_size, now.st_mtime_ns) == (identity.size, identity.mtime_ns)
+            unchanged = part.file.unchanged(os.fstat(handle.fileno()))
             reader = pq.ParquetReader()
             reader.open(
                 handle, metadata=part.file.metadata if unchanged else None, pre_buffer=False

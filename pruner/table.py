@@ -166,8 +166,7 @@ class Table:
                     return False
             for file in files.values():
                 now = os.stat(file.path)
-                then = (file.identity.size, file.identity.mtime_ns, file.inode)
-                if (now.st_size, now.st_mtime_ns, now.st_ino) != then:
+                if not file.unchanged(now) or now.st_ino != file.inode:
                     return False
         except OSError:
             return False

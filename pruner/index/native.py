@@ -344,7 +344,7 @@ class NativeFilters:
                 continue  # gone: the engine raises reading it, pruned or not
             try:
                 stat = os.fstat(handle)
-                if stat.st_size != file.identity.size or stat.st_mtime_ns != file.identity.mtime_ns:
+                if not file.unchanged(stat):
                     continue  # changed since the table was opened: read whole
                 holds[members] = self._check(handle, members, blocks[:, members], hashes, keep)
             except OSError:
@@ -378,7 +378,7 @@ class NativeFilters:
                 stat = os.stat(path)
             except OSError:
                 continue
-            if stat.st_size == file.identity.size and stat.st_mtime_ns == file.identity.mtime_ns:
+            if file.unchanged(stat):
                 fresh[members] = True
         return np.flatnonzero(fresh)
 
@@ -560,21 +560,28 @@ def ruled_out_by_statistics(
     if not all(type(v) is int for v in values):
         return out
     wanted = np.sort(np.array(values, dtype=object))
+    # Per file: its row groups' end rows and the column's position (None: not usable).
+    usable: dict[int, tuple[np.ndarray, int] | None] = {}
     unchanged: dict[int, bool] = {}
     for z, (start, end) in enumerate(zip(starts.tolist(), ends.tolist(), strict=True)):
         fid = start >> FRAGMENT_SHIFT
         file = files.get(fid)
         if file is None or file.metadata is None:
             continue
+        if fid not in usable:
+            found = _column_index(file.metadata, column)
+            usable[fid] = None
+            if found is not None and _logical(found[1]).get("isSigned") is not False:
+                usable[fid] = (np.cumsum(file.row_group_rows), found[0])
+        known = usable[fid]
+        if known is None:
+            continue
+        bounds, position = known
         first, last = start - (fid << FRAGMENT_SHIFT), end - (fid << FRAGMENT_SHIFT)
-        bounds = np.cumsum(file.row_group_rows)
         group = int(np.searchsorted(bounds, first, side="right"))
         if group >= len(bounds) or last > bounds[group]:
             continue  # not inside one row group
-        found = _column_index(file.metadata, column)
-        if found is None or _logical(found[1]).get("isSigned") is False:
-            continue
-        meta = file.metadata.row_group(group).column(found[0])
+        meta = file.metadata.row_group(group).column(position)
         stats = meta.statistics if meta.is_stats_set else None
         if meta.physical_type not in ("INT32", "INT64") or stats is None or not stats.has_min_max:
             continue
@@ -586,13 +593,9 @@ def ruled_out_by_statistics(
             continue  # a value lies within
         if fid not in unchanged:
             try:
-                now = os.stat(file.path)
+                unchanged[fid] = file.unchanged(os.stat(file.path))
             except OSError:
-                now = None
-            unchanged[fid] = now is not None and (now.st_size, now.st_mtime_ns) == (
-                file.identity.size,
-                file.identity.mtime_ns,
-            )
+                unchanged[fid] = False
         out[z] = unchanged[fid]
     return out
 
