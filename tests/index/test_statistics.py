@@ -169,3 +169,21 @@ def test_a_file_changed_after_opening_rules_nothing_out(
         os.utime(file, ns=(1, 1))
     after, reason = _selected(table, f"id = {value}")
     assert after > 0 and "min/max" not in reason, reason
+
+
+def test_statistics_of_a_file_changed_during_a_query_rule_nothing_out(
+    indexed: Path, bare: Path, tmp_path: Path
+) -> None:
+    """A query checks its tables' files before it runs (a changed one is opened again); a
+    file changed after that check, while the query evaluates, still has its statistics
+    refused: ``TableIndex.ruled_out`` checks each file it rules on."""
+    value = _kept_by_filters(bare, ABSENT["below"])
+    copy = tmp_path / "t"
+    shutil.copytree(indexed, copy)
+    bound = open_table(copy).index("id")
+    assert bound is not None
+    everything = np.ones(bound.index.num_zones, bool)
+    assert bound.ruled_out(everything, [value]).any()
+    for file in copy.glob("*.parquet"):
+        os.utime(file, ns=(1, 1))
+    assert not bound.ruled_out(everything, [value]).any()
