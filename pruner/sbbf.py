@@ -138,9 +138,10 @@ def fpp_at(ndv: float, num_bytes: float) -> float:
     return min(total, 1.0)
 
 
-def estimated_count(filter_bytes: np.ndarray, inserted: int) -> int:
-    """The number of distinct values in one filter (its bytes), estimated from the share of
-    its bits still zero; never above ``inserted`` (the values put in, repeats included).
+def count_from_fill(bits: int, ones: int, inserted: int) -> int:
+    """The number of distinct values in one filter of ``bits`` bits of which ``ones`` are
+    set, estimated from the share of its bits still zero; never above ``inserted`` (the
+    values put in, repeats included).
 
     Linear counting: a value sets one bit in each of the 8 words of one block, so each of
     the filter's ``m`` bits is set by a given value with probability ``8 / m``, and after
@@ -150,15 +151,10 @@ def estimated_count(filter_bytes: np.ndarray, inserted: int) -> int:
 
     >>> hashes = np.arange(1, 2001, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
     >>> f = insert(hashes, np.array([0, 2000]), 8192)
-    >>> estimated_count(f[0], 2000) in range(1980, 2001)
+    >>> ones = int(np.bitwise_count(f).sum())
+    >>> count_from_fill(8192 * 8, ones, 2000) in range(1980, 2001)
     True
     """
-    ones = int(np.bitwise_count(filter_bytes).sum(dtype=np.int64))
-    return count_from_fill(filter_bytes.size * 8, ones, inserted)
-
-
-def count_from_fill(bits: int, ones: int, inserted: int) -> int:
-    """:func:`estimated_count` of a filter of ``bits`` bits of which ``ones`` are set."""
     zeros = bits - ones
     if zeros == 0:
         return inserted

@@ -182,7 +182,7 @@ class FragmentCoarse:
     make it in the thread that indexes the fragment): the hashes of its non-null values in
     the order of their top bits (:data:`_ORDER_BITS`), a filter of them sized as if every
     value were distinct, and the distinct count that filter's fill estimates
-    (:func:`pruner.sbbf.estimated_count`; an exact count took a sort of every fragment's
+    (:func:`pruner.sbbf.count_from_fill`; an exact count took a sort of every fragment's
     hashes, the largest cost of a build's hierarchy). All three come from one compiled
     pass (:func:`pruner.sbbf.ordered_insert`: 0.6 ms per 100,000 values, where NumPy's
     argsort, gather, insert and popcount took 2.1 ms)."""
