@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -27,6 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.dataset as pads
 
+from pruner import discover
 from pruner.discover import (
     FileIdentity,
     ParquetFile,
@@ -155,7 +157,11 @@ class Table:
         """Are a Parquet table's files those it was opened with, each of the size,
         modification time and inode it had then: none added, removed, rewritten or replaced
         since? (What :func:`pruner.discover.signature` compares for a path.) Always for a
-        Lance table: its dataset reads the version it opened, as Lance's does."""
+        Lance table: its dataset reads the version it opened, as Lance's does.
+
+        Like a signature, it does not vouch for a file modified in the last
+        :data:`pruner.discover.RACY_SECONDS`: a rewrite within the file system's timestamp
+        granularity keeps the time (and, in place, the inode and maybe the size)."""
         files = self.files
         if self.kind != "parquet" or files is None:
             return True
@@ -164,9 +170,12 @@ class Table:
                 names = parquet_names(self.path)
                 if names != [file.relative for file in files.values()]:
                     return False
+            racy = time.time_ns() - discover.RACY_SECONDS * 1e9
             for file in files.values():
                 now = os.stat(file.path)
                 if not file.unchanged(now) or now.st_ino != file.inode:
+                    return False
+                if now.st_mtime_ns > racy:
                     return False
         except OSError:
             return False
