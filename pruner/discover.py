@@ -25,6 +25,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import xxhash
 
+from pruner.errors import InvalidParameterError
+
 __all__ = [
     "FileIdentity",
     "ParquetFile",
@@ -35,7 +37,9 @@ __all__ = [
     "parquet_footer_hash",
     "parquet_names",
     "read_parquet_file",
+    "refuse_table_format",
     "signature",
+    "table_format",
 ]
 
 
@@ -52,8 +56,60 @@ def parquet_files(directory: Path) -> list[Path]:
 
 def parquet_names(directory: Path) -> list[str]:
     """The paths of :func:`parquet_files` relative to ``directory`` (``/``-separated,
-    sorted)."""
+    sorted).
+
+    Raises:
+        InvalidParameterError: ``directory`` is (or is inside) a Delta Lake or Iceberg
+            table (:func:`refuse_table_format`).
+    """
+    refuse_table_format(directory)
     return [name for name in _visible_files(directory) if name.endswith(".parquet")]
+
+
+def table_format(directory: Path) -> tuple[str, Path] | None:
+    """``("delta", root)`` or ``("iceberg", root)`` when ``directory`` is, or lies inside,
+    a Delta Lake table (a ``_delta_log`` folder) or an Iceberg table (a ``metadata`` folder
+    holding ``*.metadata.json``); None for a plain directory.
+
+    A table format's log or metadata names which of its Parquet files are live: after an
+    overwrite, a delete or a compaction the removed files stay on disk until a vacuum, so
+    every ``*.parquet`` under the folder is not the table.
+    """
+    directory = directory.absolute()
+    for folder in (directory, *directory.parents):
+        if (folder / "_delta_log").is_dir():
+            return "delta", folder
+        metadata = folder / "metadata"
+        if metadata.is_dir() and any(metadata.glob("*.metadata.json")):
+            return "iceberg", folder
+    return None
+
+
+_FORMAT_NAMES = {
+    "delta": ("a Delta Lake", "Delta Lake", "_delta_log/", "log"),
+    "iceberg": ("an Iceberg", "Iceberg", "metadata/*.metadata.json", "metadata"),
+}
+
+
+def refuse_table_format(directory: Path) -> None:
+    """Raise when ``directory`` is (inside) a Delta Lake or Iceberg table: read as a plain
+    directory of Parquet files it would answer from rows the table removed.
+
+    Raises:
+        InvalidParameterError: naming the table's root and what to do instead.
+    """
+    found = table_format(directory)
+    if found is None:
+        return
+    kind, root = found
+    article, name, marker, log = _FORMAT_NAMES[kind]
+    where = "is" if root == directory.absolute() else f"is inside {root}, which is"
+    raise InvalidParameterError(
+        f"{directory} {where} {article} table (it holds {marker}): its {log} names which of "
+        "its Parquet files are live, and reading every *.parquet file under it would answer "
+        f"from rows the table removed. pruner does not read {name} tables yet: query it with "
+        f"{name}'s own reader, or copy its live files to a directory of their own"
+    )
 
 
 def _visible_files(directory: Path, hidden: tuple[str, ...] = ("_", ".")) -> list[str]:
