@@ -78,7 +78,8 @@ fuzz: $(STAMP)
 MUTANTS ?= 'pruner.binding.*' 'pruner.selection.*' 'pruner.evaluate.*' \
 	'pruner.expressions.x_not_*' 'pruner.expressions.*_Negate*' \
 	'pruner.expressions.*_RewriteNot*' 'pruner.expressions.x_rewrite_not*' \
-	'pruner.analysis.scopes.*' 'pruner.analysis.conditions.*' \
+	'pruner.analysis.scopes.*' 'pruner.analysis.joins.*' 'pruner.analysis.pushdown.*' \
+	'pruner.analysis.nulls.*' 'pruner.analysis.conditions.*' \
 	'pruner.literals.*' 'pruner.table.*_fit__mutmut_*' 'pruner.table.*_parquet_ids__mutmut_*' \
 	'pruner.table.*_unexplained_gaps__mutmut_*' 'pruner.table.x__file_ids__mutmut_*' \
 	'pruner.table.x__overlapping__mutmut_*' 'pruner.table.*TableIndex*coverage__mutmut_*' \

@@ -45,8 +45,9 @@ from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 
 from pruner.analysis.conditions import literal_from_sql
 from pruner.analysis.model import Analysis, Scan
+from pruner.analysis.nulls import refused
 from pruner.analysis.parsing import DIALECTS, MAX_PARSED_CHARS, TooComplex, parse_folded
-from pruner.analysis.scopes import Analyzer, refused
+from pruner.analysis.scopes import Analyzer
 from pruner.analysis.templates import Templates
 from pruner.errors import SqlSyntaxError
 from pruner.expressions import Equals, NotEquals, Predicate, Unknown, leaves

@@ -8,4 +8,8 @@
   of its conditions into predicates.
 * :mod:`pruner.analysis.scopes`: walking a statement's scopes (CTEs, derived tables, set
   operations, joins) to decide which conditions may prune which scan.
+* :mod:`pruner.analysis.joins`: carrying values across equalities and join edges.
+* :mod:`pruner.analysis.pushdown`: whether an enclosing query's filter may enter a subquery
+  and what it becomes there.
+* :mod:`pruner.analysis.nulls`: what an outer join's null extension can bring back.
 """

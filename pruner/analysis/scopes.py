@@ -4,6 +4,9 @@
 set-operation branches), follows its joins to see which FROM items a condition filters
 (outer joins null-extend), pushes an enclosing query's filters into the subqueries they
 commute with, and records one :class:`~pruner.analysis.model.Scan` per read of a known table.
+What equalities imply and the join edges are :mod:`pruner.analysis.joins`; what a pushed
+filter becomes, :mod:`pruner.analysis.pushdown`; what null extension refuses,
+:mod:`pruner.analysis.nulls`.
 """
 
 from __future__ import annotations
@@ -11,7 +14,6 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 
 import pyarrow as pa
 from sqlglot import exp
@@ -25,28 +27,22 @@ from pruner.analysis.conditions import (
     column_map,
     output_names,
 )
+from pruner.analysis.joins import _conjuncts, _edge, _edges, _implied, _same_equality
 from pruner.analysis.model import JoinEdge, Scan
+from pruner.analysis.nulls import _can_be_true_on_nulls, refused
 from pruner.analysis.parsing import DIALECTS
+from pruner.analysis.pushdown import _accepts_pushdown, _renamed
 from pruner.expressions import (
     AlwaysTrue,
-    And,
-    Equals,
-    In,
-    IsNull,
     Literal,
-    NotEquals,
-    Or,
     Predicate,
-    PredicateVisitor,
     Unknown,
     and_,
-    map_leaves,
     rewrite_not,
-    visit,
 )
 from pruner.folding import Folded
 
-__all__ = ["Analyzer", "refused"]
+__all__ = ["Analyzer"]
 
 _JOIN_SIDES = {"", "LEFT", "RIGHT", "FULL"}
 _JOIN_KINDS = {"", "INNER", "OUTER", "CROSS", "SEMI", "ANTI"}
@@ -499,146 +495,6 @@ class Analyzer:
         return names
 
 
-def _conjuncts(node: exp.Expr) -> list[exp.Expr]:
-    while isinstance(node, exp.Paren):
-        node = node.this
-    if isinstance(node, exp.And):
-        return [*_conjuncts(node.this), *_conjuncts(node.expression)]
-    return [node]
-
-
-def _same_equality(a: pa.DataType | None, b: pa.DataType | None) -> bool:
-    """Do two columns of these types compare as their values, with no cast or collation
-    between them that could make ``a = b`` hold for values the literals of one do not
-    equal in the other (integers of any width, strings of any layout, or one type)?"""
-    if a is None or b is None:
-        return False
-    if pa.types.is_integer(a) and pa.types.is_integer(b):
-        return True
-    strings = (pa.types.is_string, pa.types.is_large_string, pa.types.is_string_view)
-    if any(t(a) for t in strings) and any(t(b) for t in strings):
-        return True
-    return a == b and not pa.types.is_floating(a)
-
-
-def _implied(
-    resolver: Resolver, sources: list[Source], conditions: list[exp.Expr]
-) -> tuple[dict[str, Predicate], list[tuple[tuple[str, str], tuple[str, str], str]]]:
-    """Per FROM item, what the query implies of its rows beyond what it says: for every
-    equality ``x.a = y.b`` of two tables' columns and ``y.b = v`` / ``y.b IN (...)``, each
-    a top-level conjunct of ``conditions`` (the WHERE clause and the ON clauses of inner and
-    semi joins: every row of x the query keeps met them), ``x.a IN (...)`` — also along
-    chains of equalities. Only between columns that compare as their values
-    (:func:`_same_equality`); never from an outer join's ON. Also every such equality, as
-    ``(x, a), (y, b), sql``: a join that may restrict x by y's keys at run time."""
-    by_alias = {s.alias: s for s in sources}
-    parent: dict[tuple[str, str], tuple[str, str]] = {}
-
-    def find(item: tuple[str, str]) -> tuple[str, str]:
-        while parent.get(item, item) != item:
-            item = parent[item]
-        return item
-
-    def type_of(item: tuple[str, str]) -> pa.DataType | None:
-        return by_alias[item[0]].column_type(item[1])
-
-    equalities: list[tuple[tuple[str, str], str]] = []
-    pairs: list[tuple[tuple[str, str], tuple[str, str], str]] = []
-    values: dict[tuple[str, str], tuple[tuple[Literal, ...], str]] = {}
-    for condition in conditions:
-        for part in _conjuncts(condition):
-            if isinstance(part, exp.EQ):
-                left, right = part.this, part.expression
-                while isinstance(left, exp.Paren):
-                    left = left.this
-                while isinstance(right, exp.Paren):
-                    right = right.this
-                if isinstance(left, exp.Column) and isinstance(right, exp.Column):
-                    a, b = resolver.column(left), resolver.column(right)
-                    if a and b and a[0] != b[0] and _same_equality(type_of(a), type_of(b)):
-                        parent[find(a)] = find(b)
-                        equalities.append((a, resolver.sql(part)))
-                        pairs.append((a, b, resolver.sql(part)))
-                        continue
-            for alias in {
-                found[0] for c in part.find_all(exp.Column) if (found := resolver.column(c))
-            }:
-                said = rewrite_not(resolver.predicate(part, alias))
-                if isinstance(said, Equals) and not said.null_safe:
-                    literals: tuple[Literal, ...] = (said.value,)
-                elif isinstance(said, In):
-                    literals = said.values
-                else:
-                    continue
-                known = values.get((alias, said.column))
-                if known is None or len(literals) < len(known[0]):
-                    values[(alias, said.column)] = (literals, resolver.sql(part))
-    if not equalities or not values:
-        return {}, pairs
-    implied: dict[str, list[Predicate]] = {}
-    members: dict[tuple[str, str], list[tuple[str, str]]] = {}
-    for item in {*parent, *parent.values()}:
-        members.setdefault(find(item), []).append(item)
-    for group in members.values():
-        stated = [m for m in group if m in values]
-        if not stated:
-            continue
-        origin = min(stated, key=lambda m: len(values[m][0]))
-        literals, where = values[origin]
-        for alias, column in group:
-            if (alias, column) == origin or (alias, column) in values:
-                continue
-            used = [text for item, text in equalities if find(item) == find(origin)]
-            source = f"{' AND '.join(used)} AND {where}"
-            implied.setdefault(alias, []).append(In(column, literals, inferred=source))
-    return {alias: and_(*parts) for alias, parts in implied.items()}, pairs
-
-
-def _edges(
-    source: Source,
-    sources: Mapping[str, Source],
-    predicates: Mapping[str, Predicate],
-    pairs: list[tuple[tuple[str, str], tuple[str, str], str]],
-) -> tuple[JoinEdge, ...]:
-    """The equalities of ``pairs`` joining ``source`` to another known table's scan."""
-    edges = []
-    for a, b, sql in pairs:
-        for mine, other in ((a, b), (b, a)):
-            target = sources[other[0]]
-            if mine[0] == source.alias:
-                edge = _edge(mine[1], target, other[1], predicates[other[0]], sql)
-                if edge is not None:
-                    edges.append(edge)
-    return tuple(edges)
-
-
-def _edge(
-    column: str, target: Source, output: str, predicate: Predicate, sql: str
-) -> JoinEdge | None:
-    """The edge from ``column`` to ``target``'s ``output`` column, whose rows meet
-    ``predicate``: to a known table it may prune; to a CTE / derived table's plain column
-    as an edge to its origin table's column (the rows it joins are rows of that table
-    meeting the body's WHERE and ``predicate``, renamed onto the table's columns); else
-    None (no keys to read)."""
-    if target.table is not None:
-        if not target.prunable:
-            return None
-        return JoinEdge(column, target.table, target.alias, output, predicate, sql)
-    origin = target.origin
-    if origin is None or output not in origin.columns:
-        return None
-    assert origin.source.table is not None
-    renamed = _renamed(predicate, origin.columns, "not a plain column of the table it reads")
-    return JoinEdge(
-        column,
-        origin.source.table,
-        origin.source.alias,
-        origin.columns[output],
-        and_(origin.predicate, renamed),
-        sql,
-    )
-
-
 def _larger_than(node: exp.Expr, limit: int) -> bool:
     """Has ``node`` more than ``limit`` nodes (counted only up to ``limit + 1``)?"""
     return any(count >= limit for count, _ in enumerate(node.walk()))
@@ -651,74 +507,3 @@ def _outermost(query: exp.Query) -> bool:
             return False
         parent = parent.parent
     return True
-
-
-def _accepts_pushdown(query: exp.Select) -> bool:
-    """May an enclosing query's filter on this SELECT's output columns reach its scans?"""
-    if any(query.args.get(key) for key in ("limit", "offset", "fetch", "qualify", "sample")):
-        return False
-    distinct = query.args.get("distinct")
-    if distinct is not None and distinct.args.get("on"):
-        return False
-    if any(select.find(exp.Window) for select in query.expressions):
-        return False
-    group = query.args.get("group")
-    grouping_sets = ("rollup", "cube", "grouping_sets", "all")
-    return group is None or not any(group.args.get(key) for key in grouping_sets)
-
-
-def _renamed(pushed: Predicate, renames: dict[str, str], elsewhere: str) -> Predicate:
-    """An enclosing query's filter on output columns, as a filter on the columns they are;
-    a leaf on any other output becomes Unknown for the reason ``elsewhere``."""
-
-    def leaf(part: Predicate) -> Predicate:
-        column = getattr(part, "column", None)
-        if column is None:
-            return part
-        target = renames.get(column)
-        if target is None:
-            return Unknown(elsewhere, str(part))
-        return replace(part, column=target)  # type: ignore[type-var]
-
-    return map_leaves(pushed, leaf)
-
-
-def refused(predicate: Predicate, reason: str) -> Predicate:
-    """``predicate`` may not prune this scan: each term stays visible in explain, with why."""
-
-    def leaf(part: Predicate) -> Predicate:
-        if isinstance(part, Unknown | AlwaysTrue):
-            return part
-        return Unknown(reason, str(part))
-
-    return map_leaves(predicate, leaf)
-
-
-class _TrueOnNulls(PredicateVisitor[bool]):
-    """Could the predicate be TRUE for a row whose columns (of this table) are all NULL?"""
-
-    def visit_and(self, node: And) -> bool:
-        return all(visit(child, self) for child in node.children)
-
-    def visit_or(self, node: Or) -> bool:
-        return any(visit(child, self) for child in node.children)
-
-    def visit_not_equals(self, node: NotEquals) -> bool:  # IS DISTINCT FROM v is TRUE on NULL
-        return node.null_safe
-
-    def visit_equals(self, node: Equals) -> bool:
-        # <=> ? may be bound to NULL, and then it is IS NULL
-        return node.null_safe and node.value.kind == "parameter"
-
-    def visit_other(self, node: Predicate) -> bool:
-        # col = v, col IN (..), col NOT IN (..) are NULL on a NULL column, and IS NOT NULL is
-        # FALSE; IS NULL is TRUE; anything unknown may be TRUE.
-        return isinstance(node, IsNull | Unknown | AlwaysTrue)
-
-
-_TRUE_ON_NULLS = _TrueOnNulls()
-
-
-def _can_be_true_on_nulls(predicate: Predicate) -> bool:
-    """Could the predicate be TRUE for a row whose columns (of this table) are all NULL?"""
-    return visit(predicate, _TRUE_ON_NULLS)

@@ -138,7 +138,7 @@ def test_parameters_carry_across(tables: dict[str, Path]) -> None:
 
 
 def test_only_columns_that_compare_as_their_values_carry_values() -> None:
-    from pruner.analysis.scopes import _same_equality
+    from pruner.analysis.joins import _same_equality
 
     assert _same_equality(pa.int8(), pa.int64())
     assert _same_equality(pa.string(), pa.large_string())

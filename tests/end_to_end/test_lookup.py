@@ -252,7 +252,7 @@ def test_many_keys_never_trust_a_damaged_companion(
     by its checksums on the many-keys path, whether it reads a level's units one by one or
     the section whole: the lookup falls back to the zone filters and every present key keeps
     its rows."""
-    from pruner.index import hierarchy
+    from pruner.index.hierarchy import read as hierarchy
 
     monkeypatch.setattr(hierarchy, "_SMALL_READ", dense)
     path = tmp_path / "t.lance"

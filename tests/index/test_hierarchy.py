@@ -38,8 +38,9 @@ from pruner.index import (
     parquet_index_path,
     read_index_file,
 )
-from pruner.index import hierarchy as hierarchy_module
 from pruner.index.hierarchy import FragmentCoarse
+from pruner.index.hierarchy import read as hierarchy_module
+from pruner.index.hierarchy import write as hierarchy_write
 from pruner.table import open_table
 from tests.support.engine_check import engine_alone
 
@@ -734,7 +735,7 @@ def test_a_fragments_coarse_share(count: int) -> None:
     hashes = np.concatenate([distinct, distinct[: count // 3], rng.choice(distinct, count // 5)])
     share = FragmentCoarse.of(hashes, 0.00057)
     assert np.array_equal(np.sort(share.hashes), np.sort(hashes))
-    top = share.hashes >> np.uint64(64 - hierarchy_module._ORDER_BITS)
+    top = share.hashes >> np.uint64(64 - hierarchy_write._ORDER_BITS)
     assert (top[1:] >= top[:-1]).all()
     true = len(np.unique(distinct))
     assert abs(share.count - true) <= max(1, true // 100), (share.count, true)
@@ -752,13 +753,13 @@ def test_the_dataset_filter_filled_by_regions_is_the_filter_of_every_value(
     """Filled a region at a time from runs ordered by their top bits, in two threads, the
     dataset filter is bit for bit the filter built from all the values at once (one region,
     many, one block each; an empty run among them)."""
-    monkeypatch.setattr(hierarchy_module, "_REGION_BYTES", region_bytes)
+    monkeypatch.setattr(hierarchy_write, "_REGION_BYTES", region_bytes)
     rng = np.random.default_rng(region_bytes)
     runs = [
         FragmentCoarse.of(rng.integers(0, 2**64 - 1, n, dtype=np.uint64, endpoint=True), 0.01)
         for n in (3_000, 0, 1, 7_777, 20_000)
     ]
     size = 1 << 16
-    got = hierarchy_module._dataset_filter([r.hashes for r in runs], size)
+    got = hierarchy_write._dataset_filter([r.hashes for r in runs], size)
     everything = np.concatenate([r.hashes for r in runs])
     assert np.array_equal(got, sbbf.insert(everything, np.array([0, len(everything)]), size)[0])

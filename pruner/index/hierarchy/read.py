@@ -1,105 +1,37 @@
-"""The hierarchy companion of a zone bloom index: cold point probes that read kilobytes.
-
-``bloomfilter.lance`` holds one SBBF per zone, zone after zone: a probe must load all of it
-(650 zones x 32 KiB = 20 MiB at 5M rows). Beside it, ``bloomfilter.hierarchy`` holds the same
-zones again, arranged for reading by offset, plus two coarser filters (the hierarchy of
-``shared/seeds/parquedb_bloom_filter_design.md``):
-
-- a **dataset filter** over every value of the column, sized from the sum of the fragments'
-  distinct counts (an upper bound of the dataset's) at the index's probability;
-- a **fragment filter** per fragment over its values, all of one size (sized from the
-  largest fragment's distinct count), so they are stored block-major like the zones
-  (distinct counts are estimated from a filter's fill, :class:`FragmentCoarse`);
-- the **zone filters**, block-major: every zone filter has the same size, so a value's block
-  number is the same in every zone; block ``b`` of every zone is stored contiguously, a
-  fragment's zones next to each other.
-
-A probe goes dataset -> fragments -> zones, reading with ``pread``: one 32-byte block of the
-dataset filter (an absent value stops there), one row of fragment blocks, and for each
-fragment that may hold the value, its zones' blocks of one row. Every piece read carries a
-checksum (:func:`_row_checksums`) that is checked before use; an open companion keeps the
-pieces it checked (:data:`_KEEP_BYTES`), and later probes use them as they were checked.
-
-The companion is derived data. It records the size and the xxHash64 of the last bytes of the
-index file it was made from, and is used only while they match; anything wrong with it
-(missing, stale, truncated, a checksum that fails) raises :class:`HierarchyUnusable`, and the
-caller reads ``bloomfilter.lance`` instead. It never changes what a probe selects: the zone
-filters are the index's own bytes, and the coarser filters only skip zones whose filters
-would say "absent" too (every value of a zone is in its fragment's and the dataset's filter).
-
-Layout (all integers little-endian)::
-
-    b"PRUNERH1" | u32 header length | u64 xxHash64 of the header | header (JSON) | sections
-    at the header's offsets
-
-The header is checksummed like every other piece: a digit changed in it (a filter's size
-or an offset, still plausible) would make every later read look in the wrong place. It
-also records each fragment's distinct count (``fragment_distinct``): an update
-(:mod:`pruner.index.update`) sizes the coarse filters from it and carries the kept
-fragments' filters over (:meth:`Hierarchy.coarse`); a companion without it is used for
-probes but not carried over.
-
-    zones      u64 fragment_id[Z] | u64 zone_start[Z] | u64 zone_length[Z] | u8 has_null[Z]
-    dataset    the dataset filter                          checksums: one per KiB
-    fragments  row r = block r of every fragment filter    checksums: one per row
-    zone rows  row r = block r of every zone filter        checksums: one per (row, fragment)
-"""
+"""Reading the companion: opening it, and probing it by offset level by level
+(:mod:`pruner.index.hierarchy`)."""
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import threading
-from collections.abc import Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
 import xxhash
 
 from pruner import sbbf
 from pruner.buffers import distinct, sparse_zeros
 from pruner.errors import PrunerError
-from pruner.index.fileformat import (
-    arrow_type_from_text,
-    decode_files,
-    encode_files,
-    read_index_file,
-    remove_leftovers,
-    temporary_path,
+from pruner.index.fileformat import arrow_type_from_text, decode_files, read_index_file
+from pruner.index.hierarchy.layout import (
+    _BLOCK,
+    _DATASET_CHUNK,
+    _PREFIX,
+    MAGIC,
+    VERSION,
+    _fingerprint,
+    _row_checksums,
+    companion_path,
 )
-from pruner.index.model import FragmentFile, ZoneIndex
+from pruner.index.hierarchy.write import Coarse
+from pruner.index.model import ZoneIndex
 
-__all__ = [
-    "COMPANION_NAME",
-    "Coarse",
-    "FragmentCoarse",
-    "Hierarchy",
-    "HierarchyUnusable",
-    "Probe",
-    "companion_path",
-    "open_index",
-    "write_hierarchy",
-    "write_hierarchy_of",
-]
-
-COMPANION_NAME = "bloomfilter.hierarchy"
-MAGIC = b"PRUNERH1"
-VERSION = 5
-_TAIL_BYTES = 4096
-"""The index file's fingerprint is its size and the xxHash64 of its last bytes (Lance's
-footer: the offsets of every column page and global buffer, which move with the content)."""
-
-_PREFIX = len(MAGIC) + 4 + 8  # magic, header length, header checksum
-_BLOCK = sbbf.BLOCK_BYTES
 _BULK_PAIRS = 1 << 20
 """(value, fragment) pairs checked at once by a probe."""
-_DATASET_CHUNK = 1024
-"""The dataset filter is checksummed (and read) in chunks of this many bytes: a checksum
-per 32-byte block cost the build more than the rest of the companion."""
 _SMALL_READ = 64 * 1024
 """A many-value probe reads a level's section whole when the units it uses (dataset chunks,
 fragment block rows, a fragment's zones in a block row), each a read of its own, number
@@ -115,360 +47,6 @@ them all and reads again, as on its first probe."""
 
 class HierarchyUnusable(PrunerError):
     """The companion cannot be used (missing, stale or damaged): read the index file."""
-
-
-def companion_path(index_file: str | os.PathLike[str]) -> Path:
-    return Path(index_file).with_name(COMPANION_NAME)
-
-
-def _fingerprint(index_file: Path) -> tuple[int, str]:
-    with open(index_file, "rb") as handle:
-        size = os.fstat(handle.fileno()).st_size
-        tail = os.pread(handle.fileno(), _TAIL_BYTES, max(0, size - _TAIL_BYTES))
-    return size, xxhash.xxh64_hexdigest(tail)
-
-
-_SUM_START = np.uint64(0x2545F4914F6CDD1D)
-
-
-@functools.lru_cache(maxsize=32)
-def _weights(words: int) -> np.ndarray:
-    """Odd, well-mixed 64-bit weights of the word positions 0 .. ``words - 1`` of a piece
-    (SplitMix64's finaliser of 1, 2, ..., with the lowest bit set)."""
-    z = np.arange(1, words + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    weights = (z ^ (z >> np.uint64(31))) | np.uint64(1)
-    weights.flags.writeable = False
-    return weights
-
-
-def _row_checksums(rows: np.ndarray) -> np.ndarray:
-    """The checksum of each row of a 2-D uint8 array of rows a multiple of 8 bytes long:
-    modulo 2^64, a constant plus the sum of the row's little-endian 64-bit words, each times
-    an odd weight of its position (:func:`_weights`).
-
-    A change of any one word changes it (an odd number is invertible modulo 2^64); a row
-    zeroed with its checksum fails (the constant); other damage passes with a chance of
-    about 2^-64. NumPy sums all rows in one pass: xxHash64 row by row cost a Python call per
-    row (tens of thousands per build and per many-value probe).
-    """
-    words = np.ascontiguousarray(rows).view("<u8")
-    return np.einsum("ij,j->i", words, _weights(words.shape[1])) + _SUM_START
-
-
-def _block_major(filters: np.ndarray) -> np.ndarray:
-    """(n, B*32) filters -> (B, n*32): row b holds block b of every filter, in order."""
-    count, num_bytes = filters.shape
-    blocks = num_bytes // _BLOCK
-    return np.ascontiguousarray(
-        filters.reshape(count, blocks, _BLOCK).transpose(1, 0, 2).reshape(blocks, count * _BLOCK)
-    )
-
-
-_REGION_BYTES = 1 << 20
-"""The dataset filter is filled a region of this many bytes at a time: one core's L2 cache
-here (lscpu: 2 MiB in 2 instances)."""
-_ORDER_BITS = 8
-"""A fragment's hashes are ordered by this many top bits, the top bits of a value's block
-number in a filter of any size: a filter of up to 2^8 regions is then filled region by
-region, as if sorted, at the cost of a counting sort of 8-bit keys (16-bit keys cost
-0.3 ms more per 100,000 values, for filters past 256 MiB)."""
-
-
-@dataclass(frozen=True)
-class FragmentCoarse:
-    """What a freshly indexed fragment gives its companion's coarse filters (local builds
-    make it in the thread that indexes the fragment): the hashes of its non-null values in
-    the order of their top bits (:data:`_ORDER_BITS`), a filter of them sized as if every
-    value were distinct, and the distinct count that filter's fill estimates
-    (:func:`pruner.sbbf.count_from_fill`; an exact count took a sort of every fragment's
-    hashes, the largest cost of a build's hierarchy). All three come from one compiled
-    pass (:func:`pruner.sbbf.ordered_insert`: 0.6 ms per 100,000 values, where NumPy's
-    argsort, gather, insert and popcount took 2.1 ms)."""
-
-    hashes: np.ndarray  # uint64
-    filter: np.ndarray  # (bytes,) uint8, a power of two in size
-    count: int
-
-    @classmethod
-    def of(cls, hashes: np.ndarray, probability: float) -> FragmentCoarse:
-        """The coarse share of a fragment whose non-null values hash to ``hashes``."""
-        # Sized for the next power of two of values: a few sizes, each computed once.
-        size = sbbf.optimal_num_bytes(1 << max(len(hashes) - 1, 0).bit_length(), probability)
-        ordered, bits, ones = sbbf.ordered_insert(hashes, size, _ORDER_BITS)
-        return cls(ordered, bits, sbbf.count_from_fill(size * 8, ones, len(ordered)))
-
-
-@dataclass(frozen=True)
-class Coarse:
-    """A companion's coarse filters, by fragment id, and the distinct counts they were
-    sized from: what an update carries over for the fragments whose zones it keeps."""
-
-    counts: dict[int, int]
-    fragment_filters: dict[int, np.ndarray]  # (fragment_bytes,) uint8 each
-    dataset_filter: np.ndarray  # (dataset bytes,) uint8
-    fragment_bytes: int
-
-    @classmethod
-    def merged(cls, parts: list[Coarse]) -> Coarse:
-        """The coarse filters of several segments (of disjoint fragments) as one: each
-        fragment's as it is, the dataset filters ORed at the largest one's size (resizing
-        keeps every value, :func:`pruner.sbbf.resize`)."""
-        if len(parts) == 1:
-            return parts[0]
-        size = max(len(part.dataset_filter) for part in parts)
-        dataset_filter = np.zeros(size, np.uint8)
-        for part in parts:
-            dataset_filter |= sbbf.resize(part.dataset_filter[None, :], size)[0]
-        return cls(
-            counts={f: c for part in parts for f, c in part.counts.items()},
-            fragment_filters={f: b for part in parts for f, b in part.fragment_filters.items()},
-            dataset_filter=dataset_filter,
-            fragment_bytes=max(part.fragment_bytes for part in parts),
-        )
-
-
-def _coarse_counts(
-    fragments: np.ndarray,
-    fresh: Mapping[int, FragmentCoarse],
-    previous: Coarse | None,
-    kept: Mapping[int, int],
-) -> list[int] | str:
-    """Each fragment's distinct count, which sizes a companion's coarse filters, or why
-    there can be none.
-
-    A fragment's share comes from ``fresh`` (just indexed) or, for a fragment whose zones
-    an update kept (``kept``: new id -> old id), from ``previous``."""
-    ids = [int(f) for f in fragments]
-    carried = [f for f in ids if f not in fresh]
-    if any(f not in kept for f in carried):
-        return "fragments were indexed without their values' hashes (a Spark build)"
-    if carried and (previous is None or any(kept[f] not in previous.counts for f in carried)):
-        return "the index it updated had no usable hierarchy companion"
-    assert previous is not None or not carried
-    return [
-        fresh[f].count if f in fresh else previous.counts[kept[f]]  # type: ignore[union-attr]
-        for f in ids
-    ]
-
-
-def _coarse_filters(
-    fragments: np.ndarray,
-    fresh: Mapping[int, FragmentCoarse],
-    previous: Coarse | None,
-    kept: Mapping[int, int],
-    fragment_bytes: int,
-    dataset_bytes: int,
-) -> tuple[np.ndarray, np.ndarray]:
-    """The fragment filters (one row per fragment) and the dataset filter of a companion,
-    of the sizes :func:`_coarse_counts`' counts give: the fragment filters' from the
-    largest, the dataset filter's from their sum.
-
-    Each fragment's filter is its share's (``fresh``) or, for a fragment an update kept,
-    ``previous``'s; the dataset filter is then the old one with the new values added.
-    Every filter is resized to its size (:func:`pruner.sbbf.resize`: halving ORs pairs of
-    blocks, which is inserting at that size; doubling keeps the filter's own rate); the
-    dataset filter gets every fresh value. When the sizes are unchanged and no fragment was
-    dropped or re-indexed, the result is a full build's, bit for bit; else a superset of it
-    (values of dropped fragments stay in the dataset filter).
-    """
-    ids = [int(f) for f in fragments]
-    fragment_filters = np.empty((len(ids), fragment_bytes), np.uint8)
-    for position, f in enumerate(ids):
-        if f in fresh:
-            own = fresh[f].filter
-        else:
-            assert previous is not None
-            own = previous.fragment_filters[kept[f]]
-        fragment_filters[position] = sbbf.resize(own[None, :], fragment_bytes)[0]
-    dataset_filter = _dataset_filter([fresh[f].hashes for f in ids if f in fresh], dataset_bytes)
-    if previous is not None and any(f not in fresh for f in ids):
-        dataset_filter |= sbbf.resize(previous.dataset_filter[None, :], dataset_bytes)[0]
-    return fragment_filters, dataset_filter
-
-
-def _dataset_filter(runs: list[np.ndarray], num_bytes: int) -> np.ndarray:
-    """A filter of ``num_bytes`` holding every hash of ``runs`` (each in the order of its
-    top bits, :class:`FragmentCoarse`), filled a region of :data:`_REGION_BYTES` at a time:
-    the hashes of one region, from every run, go in together while it is in cache, the
-    first half of the regions and the second side by side in two threads (their blocks
-    are disjoint). Filled run after run, each run swept the whole filter: 5M values into
-    16 MiB took 0.12-0.14 s."""
-    log2_regions = min(max(num_bytes // _REGION_BYTES, 1).bit_length() - 1, _ORDER_BITS)
-    regions = 1 << log2_regions
-    cuts = np.arange(regions + 1, dtype=np.uint64)
-    edges = [
-        np.searchsorted(run >> np.uint64(64 - log2_regions), cuts)
-        if log2_regions
-        else np.array([0, len(run)])
-        for run in runs
-    ]
-    halves = [range(0, regions // 2 or 1), range(regions // 2 or 1, regions)]
-    parts = [
-        [run[e[r] : e[r + 1]] for r in half for run, e in zip(runs, edges, strict=True)]
-        for half in halves
-    ]
-    words = np.zeros((1, num_bytes // 4), "<u4")
-
-    def fill(pieces: list[np.ndarray]) -> None:
-        if pieces:
-            sbbf.insert_into(words, np.concatenate(pieces))
-
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        list(pool.map(fill, parts))
-    return words.view(np.uint8)[0]
-
-
-def write_hierarchy(
-    index_file: str | os.PathLike[str],
-    *,
-    column: str,
-    items: int,
-    probability: float,
-    fragment_id: np.ndarray,
-    zone_start: np.ndarray,
-    zone_length: np.ndarray,
-    has_null: np.ndarray,
-    filters: np.ndarray,
-    fresh: Mapping[int, FragmentCoarse],
-    files: list[FragmentFile] | None = None,
-    previous: Coarse | None = None,
-    kept: Mapping[int, int] | None = None,
-    value_type: pa.DataType | None = None,
-) -> Path | str:
-    """Write the companion of ``index_file`` (already written) atomically beside it; or
-    say why it can have none.
-
-    Args:
-        filters: (zones, bytes) uint8, every zone's filter, one size, in file order.
-        value_type: the index's ``ZoneIndex.value_type`` (what its values were hashed as).
-        fresh: per fragment id just indexed, its share of the coarse filters.
-        previous, kept: an update's old companion's coarse filters, and which fragments
-            (new id -> old id) take theirs from it: the ones missing from ``fresh``.
-    """
-    target = companion_path(index_file)
-    fragment_id = np.asarray(fragment_id, np.uint64)
-    first_zone = np.flatnonzero(np.r_[True, fragment_id[1:] != fragment_id[:-1]])
-    first_zone = first_zone[first_zone < len(fragment_id)]
-    fragments = fragment_id[first_zone]
-    if len(np.unique(fragments)) != len(fragments):
-        raise ValueError("a fragment's zones must be next to each other")
-    counts = _coarse_counts(fragments, fresh, previous, kept or {})
-    if isinstance(counts, str):
-        return counts
-    fragment_bytes = sbbf.optimal_num_bytes(max(counts, default=1) or 1, probability)
-    dataset_bytes = sbbf.optimal_num_bytes(sum(counts) or 1, probability)
-    zone_bytes = int(filters.shape[1]) if filters.ndim == 2 else 0
-    chunk = min(dataset_bytes, _DATASET_CHUNK)
-    meta = np.concatenate(
-        [
-            fragment_id.astype("<u8").view(np.uint8),
-            np.asarray(zone_start, "<u8").view(np.uint8),
-            np.asarray(zone_length, "<u8").view(np.uint8),
-            np.asarray(has_null, np.uint8),
-        ]
-    )
-    # Each section's size, in file order, is known before any of it is made.
-    sizes = {
-        "zones": meta.nbytes,
-        "dataset": dataset_bytes,
-        "dataset_sums": dataset_bytes // chunk * 8,
-        "fragments": fragment_bytes * len(fragments),
-        "fragment_sums": fragment_bytes // _BLOCK * 8,
-        "zone_rows": zone_bytes * len(fragment_id),
-        "zone_sums": zone_bytes // _BLOCK * len(fragments) * 8,
-    }
-    size, tail = _fingerprint(Path(index_file))
-    header: dict[str, object] = {
-        "version": VERSION,
-        "column": column,
-        "items": items,
-        "probability": probability,
-        "index_file_size": size,
-        "index_file_tail": tail,
-        "zones": len(fragment_id),
-        "fragments": [int(f) for f in fragments],
-        "fragment_first_zone": [int(z) for z in first_zone],
-        "zone_bytes": zone_bytes,
-        "fragment_bytes": fragment_bytes,
-        "dataset_bytes": dataset_bytes,
-        "fragment_distinct": counts,
-        "zones_checksum": xxhash.xxh64_intdigest(meta.tobytes()),
-        "files": None if files is None else encode_files(files),
-        "value_type": None if value_type is None else str(value_type),
-    }
-    # Offsets depend on the header's length, which depends on the offsets' digits: lay out
-    # with a header padded to a fixed width.
-    offsets: dict[str, int] = {}
-    header["offsets"] = offsets
-    padding = 64
-    while True:
-        position = _PREFIX + len(json.dumps(header)) + padding
-        for name, nbytes in sizes.items():
-            offsets[name] = position
-            position += nbytes
-        text = json.dumps(header).encode()
-        if _PREFIX + len(text) <= offsets["zones"]:
-            break
-        padding *= 2
-    text = text.ljust(offsets["zones"] - _PREFIX, b" ")
-    checksum = xxhash.xxh64_intdigest(text).to_bytes(8, "little")
-    remove_leftovers(target)
-    temporary = temporary_path(target)
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    try:
-        # A section is written (by offset, in a thread) as soon as it is made, while the
-        # next is made: writing a 207 MB companion to this disk took as long as making it.
-        with ThreadPoolExecutor(max_workers=1) as writer:
-            written = []
-
-            def put(name: str, data: np.ndarray) -> None:
-                flat = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
-                if flat.nbytes != sizes[name]:
-                    raise AssertionError(f"companion section {name}: {flat.nbytes} B")
-                written.append(writer.submit(_write_at, fd, flat, offsets[name]))
-
-            put("zones", meta)
-            zone_rows = _block_major(filters)
-            put("zone_rows", zone_rows)
-            # One checksum per (zone row, fragment): a probe reads one fragment's zones of
-            # a row.
-            zone_sums = np.empty((len(zone_rows), len(fragments)), np.uint64)
-            edges = [*first_zone.tolist(), len(fragment_id)]
-            for f in range(len(fragments)):
-                piece = zone_rows[:, edges[f] * _BLOCK : edges[f + 1] * _BLOCK]
-                zone_sums[:, f] = _row_checksums(piece)
-            put("zone_sums", zone_sums.astype("<u8"))
-            fragment_filters, dataset_filter = _coarse_filters(
-                fragments, fresh, previous, kept or {}, fragment_bytes, dataset_bytes
-            )
-            dataset_blocks = dataset_filter.reshape(-1, chunk)
-            put("dataset", dataset_blocks)
-            put("dataset_sums", _row_checksums(dataset_blocks).astype("<u8"))
-            fragment_rows = _block_major(fragment_filters)
-            put("fragments", fragment_rows)
-            put("fragment_sums", _row_checksums(fragment_rows).astype("<u8"))
-            prefix = MAGIC + len(text).to_bytes(4, "little") + checksum + text
-            put_header = writer.submit(_write_at, fd, np.frombuffer(prefix, np.uint8), 0)
-            for done in [*written, put_header]:
-                done.result()
-        os.close(fd)
-        fd = -1
-        os.replace(temporary, target)
-    finally:
-        if fd >= 0:
-            os.close(fd)
-        temporary.unlink(missing_ok=True)
-    return target
-
-
-def _write_at(fd: int, data: np.ndarray, offset: int) -> None:
-    """All of ``data`` (uint8) at ``offset`` of the open file ``fd``."""
-    view = memoryview(data.data)
-    while view.nbytes:
-        count = os.pwrite(fd, view, offset)
-        view, offset = view[count:], offset + count
 
 
 @dataclass(frozen=True)
@@ -873,35 +451,6 @@ class Hierarchy:
         hits = sbbf.check_blocks(by_zone[blocks[value][pair], zone], hashes[value][pair])
         touched = len(distinct(fragment))
         return kept[value[pair[hits]]].astype(np.int64), zone[hits].astype(np.int64), touched
-
-
-def write_hierarchy_of(
-    index_file: str | os.PathLike[str],
-    index: ZoneIndex,
-    fresh: Mapping[int, FragmentCoarse],
-    previous: Coarse | None = None,
-    kept: Mapping[int, int] | None = None,
-) -> Path | str:
-    """The companion of ``index`` (just written to ``index_file``), or why the index cannot
-    have one (filters of several sizes; fragments whose values are unknown)."""
-    if not isinstance(index.filter_data, np.ndarray):
-        return "its zone filters are not all one size"
-    return write_hierarchy(
-        index_file,
-        column=index.column,
-        items=index.items,
-        probability=index.probability,
-        fragment_id=index.fragment_id,
-        zone_start=index.zone_start,
-        zone_length=index.zone_length,
-        has_null=index.has_null,
-        filters=index.filter_data,
-        fresh=fresh,
-        files=index.files,
-        previous=previous,
-        kept=kept,
-        value_type=index.value_type,
-    )
 
 
 def open_index(index_file: str | os.PathLike[str], column: str = "") -> ZoneIndex:

@@ -1,0 +1,68 @@
+"""The hierarchy companion of a zone bloom index: cold point probes that read kilobytes.
+
+``bloomfilter.lance`` holds one SBBF per zone, zone after zone: a probe must load all of it
+(650 zones x 32 KiB = 20 MiB at 5M rows). Beside it, ``bloomfilter.hierarchy`` holds the same
+zones again, arranged for reading by offset, plus two coarser filters (the hierarchy of
+``shared/seeds/parquedb_bloom_filter_design.md``):
+
+- a **dataset filter** over every value of the column, sized from the sum of the fragments'
+  distinct counts (an upper bound of the dataset's) at the index's probability;
+- a **fragment filter** per fragment over its values, all of one size (sized from the
+  largest fragment's distinct count), so they are stored block-major like the zones
+  (distinct counts are estimated from a filter's fill, :class:`FragmentCoarse`);
+- the **zone filters**, block-major: every zone filter has the same size, so a value's block
+  number is the same in every zone; block ``b`` of every zone is stored contiguously, a
+  fragment's zones next to each other.
+
+A probe goes dataset -> fragments -> zones, reading with ``pread``: one 32-byte block of the
+dataset filter (an absent value stops there), one row of fragment blocks, and for each
+fragment that may hold the value, its zones' blocks of one row. Every piece read carries a
+checksum (:func:`_row_checksums`) that is checked before use; an open companion keeps the
+pieces it checked (:data:`_KEEP_BYTES`), and later probes use them as they were checked.
+
+The companion is derived data. It records the size and the xxHash64 of the last bytes of the
+index file it was made from, and is used only while they match; anything wrong with it
+(missing, stale, truncated, a checksum that fails) raises :class:`HierarchyUnusable`, and the
+caller reads ``bloomfilter.lance`` instead. It never changes what a probe selects: the zone
+filters are the index's own bytes, and the coarser filters only skip zones whose filters
+would say "absent" too (every value of a zone is in its fragment's and the dataset's filter).
+
+Layout (all integers little-endian)::
+
+    b"PRUNERH1" | u32 header length | u64 xxHash64 of the header | header (JSON) | sections
+    at the header's offsets
+
+The header is checksummed like every other piece: a digit changed in it (a filter's size
+or an offset, still plausible) would make every later read look in the wrong place. It
+also records each fragment's distinct count (``fragment_distinct``): an update
+(:mod:`pruner.index.update`) sizes the coarse filters from it and carries the kept
+fragments' filters over (:meth:`Hierarchy.coarse`); a companion without it is used for
+probes but not carried over.
+
+    zones      u64 fragment_id[Z] | u64 zone_start[Z] | u64 zone_length[Z] | u8 has_null[Z]
+    dataset    the dataset filter                          checksums: one per KiB
+    fragments  row r = block r of every fragment filter    checksums: one per row
+    zone rows  row r = block r of every zone filter        checksums: one per (row, fragment)
+"""
+
+from pruner.index.hierarchy.layout import COMPANION_NAME, companion_path
+from pruner.index.hierarchy.read import Hierarchy, HierarchyUnusable, Probe, open_index
+from pruner.index.hierarchy.write import (
+    Coarse,
+    FragmentCoarse,
+    write_hierarchy,
+    write_hierarchy_of,
+)
+
+__all__ = [
+    "COMPANION_NAME",
+    "Coarse",
+    "FragmentCoarse",
+    "Hierarchy",
+    "HierarchyUnusable",
+    "Probe",
+    "companion_path",
+    "open_index",
+    "write_hierarchy",
+    "write_hierarchy_of",
+]

@@ -1,0 +1,76 @@
+"""The companion file's layout: its name, magic, version and header prefix, the checksums
+of its pieces, and the block-major order of its filters (the format is described in
+:mod:`pruner.index.hierarchy`)."""
+
+from __future__ import annotations
+
+import functools
+import os
+from pathlib import Path
+
+import numpy as np
+import xxhash
+
+from pruner import sbbf
+
+COMPANION_NAME = "bloomfilter.hierarchy"
+MAGIC = b"PRUNERH1"
+VERSION = 5
+_TAIL_BYTES = 4096
+"""The index file's fingerprint is its size and the xxHash64 of its last bytes (Lance's
+footer: the offsets of every column page and global buffer, which move with the content)."""
+
+_PREFIX = len(MAGIC) + 4 + 8  # magic, header length, header checksum
+_BLOCK = sbbf.BLOCK_BYTES
+_DATASET_CHUNK = 1024
+"""The dataset filter is checksummed (and read) in chunks of this many bytes: a checksum
+per 32-byte block cost the build more than the rest of the companion."""
+
+
+def companion_path(index_file: str | os.PathLike[str]) -> Path:
+    return Path(index_file).with_name(COMPANION_NAME)
+
+
+def _fingerprint(index_file: Path) -> tuple[int, str]:
+    with open(index_file, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        tail = os.pread(handle.fileno(), _TAIL_BYTES, max(0, size - _TAIL_BYTES))
+    return size, xxhash.xxh64_hexdigest(tail)
+
+
+_SUM_START = np.uint64(0x2545F4914F6CDD1D)
+
+
+@functools.lru_cache(maxsize=32)
+def _weights(words: int) -> np.ndarray:
+    """Odd, well-mixed 64-bit weights of the word positions 0 .. ``words - 1`` of a piece
+    (SplitMix64's finaliser of 1, 2, ..., with the lowest bit set)."""
+    z = np.arange(1, words + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    weights = (z ^ (z >> np.uint64(31))) | np.uint64(1)
+    weights.flags.writeable = False
+    return weights
+
+
+def _row_checksums(rows: np.ndarray) -> np.ndarray:
+    """The checksum of each row of a 2-D uint8 array of rows a multiple of 8 bytes long:
+    modulo 2^64, a constant plus the sum of the row's little-endian 64-bit words, each times
+    an odd weight of its position (:func:`_weights`).
+
+    A change of any one word changes it (an odd number is invertible modulo 2^64); a row
+    zeroed with its checksum fails (the constant); other damage passes with a chance of
+    about 2^-64. NumPy sums all rows in one pass: xxHash64 row by row cost a Python call per
+    row (tens of thousands per build and per many-value probe).
+    """
+    words = np.ascontiguousarray(rows).view("<u8")
+    return np.einsum("ij,j->i", words, _weights(words.shape[1])) + _SUM_START
+
+
+def _block_major(filters: np.ndarray) -> np.ndarray:
+    """(n, B*32) filters -> (B, n*32): row b holds block b of every filter, in order."""
+    count, num_bytes = filters.shape
+    blocks = num_bytes // _BLOCK
+    return np.ascontiguousarray(
+        filters.reshape(count, blocks, _BLOCK).transpose(1, 0, 2).reshape(blocks, count * _BLOCK)
+    )
