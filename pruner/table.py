@@ -49,7 +49,12 @@ from pruner.index import (
     parquet_index_path,
 )
 from pruner.index.keys import Key, key_index_path, lance_fragment_file, stored_keys
-from pruner.index.native import STATISTICS_ZONES, native_index, ruled_out_by_statistics
+from pruner.index.native import (
+    STATISTICS_ZONES,
+    NativeFilters,
+    native_index,
+    ruled_out_by_statistics,
+)
 from pruner.selection import FRAGMENT_SHIFT, Selection
 
 __all__ = ["Table", "TableIndex", "TableSource", "as_table", "open_table", "open_tables"]
@@ -202,6 +207,19 @@ class Table:
             if column not in self._indexes:
                 self._indexes[column] = self._load(column)
             return self._indexes[column]
+
+    def damaged_filter_files(self) -> frozenset[int]:
+        """The Parquet files (ids) in which a probe of this table refused one of the files'
+        own bloom filters as damaged (:attr:`pruner.index.native.NativeFilters.damaged`):
+        an engine reading them must not read their filters either, it may misread them."""
+        with self._lock:
+            bound = [index for index in self._indexes.values() if index is not None]
+        found: set[int] = set()
+        for index in bound:
+            filters = index.index.hierarchy
+            if isinstance(filters, NativeFilters) and filters.damaged:
+                found.update(index.index.fragment_id[filters.damaged].tolist())
+        return frozenset(found)
 
     def any_index(self) -> TableIndex | None:
         """Some readable index of this table (its zones describe the table's layout)."""

@@ -77,6 +77,7 @@ SAFE_SETTINGS = {
     "datafusion.optimizer.join_reordering": "false",
     "datafusion.execution.parquet.pushdown_filters": "false",
     "datafusion.execution.listing_table_ignore_subdirectory": "false",
+    "datafusion.execution.parquet.bloom_filter_on_read": "false",
 }
 """Settings of every SessionContext pruner creates, each turning off a DataFusion 55 feature
 that gives wrong answers (``tests/adapters/test_datafusion_bugs.py`` checks that DataFusion
@@ -102,7 +103,16 @@ inside the Parquet decoder is off.
 so a table whose files sit in nested or hive folders is read whole as one listed scan, as
 its users register it (with the setting off), not as a union of one scan per file, on
 which DataFusion 55 answered wrongly (see :func:`parquet_frame`).
+
+``parquet.bloom_filter_on_read`` off: DataFusion 55 trusts a Parquet bloom filter that the
+file cuts short and drops the row group it wrongly rules out (``id = 3005`` answered no row
+of 1). pruner probes the files' filters itself, checking each (:mod:`pruner.index.native`),
+and reads whatever a damaged filter covers; the engine need not read them again. A caller's
+own context has it off only while pruner's tables are registered (:func:`registered`):
+DataFusion fixes a Parquet table's options when it is registered.
 """
+
+BLOOM_ON_READ = "datafusion.execution.parquet.bloom_filter_on_read"
 
 
 def new_context(settings: Mapping[str, str] = SAFE_SETTINGS) -> datafusion.SessionContext:
@@ -278,7 +288,11 @@ def register(
             "(context.deregister_table), or run the query with pruner.adapters.datafusion.sql, "
             "which binds pruner's tables only while DataFusion plans it"
         )
-    _register(context, quoted, as_table(table), selection)
+    opened = as_table(table)
+    with contextlib.ExitStack() as settings:
+        if opened.kind == "parquet":
+            settings.enter_context(_own_filters_only(context))
+        _register(context, quoted, opened, selection)
 
 
 def _register(
@@ -322,7 +336,9 @@ def registered(
     and no NULL parameter) lets DataFusion push its filters into Lance's scans.
     """
     saved: dict[str, datafusion.catalog.Table | None] = {}
-    with _registration_lock:
+    with _registration_lock, contextlib.ExitStack() as settings:
+        if any(table.kind == "parquet" for table in prepared.tables.values()):
+            settings.enter_context(_own_filters_only(context))
         try:
             for name, table in prepared.tables.items():
                 quoted = quote_identifier(name)
@@ -349,6 +365,24 @@ def registered(
                     context.deregister_table(quoted)
                 if provider is not None:
                     context.register_table(quoted, provider)
+
+
+@contextlib.contextmanager
+def _own_filters_only(context: datafusion.SessionContext) -> Iterator[None]:
+    """``context`` not reading Parquet bloom filters while the ``with`` block registers
+    Parquet tables (they keep that option), then as it was (see :data:`SAFE_SETTINGS`)."""
+    if context in _own_contexts:
+        yield
+        return
+    (shown,) = context.sql(f"SHOW {BLOOM_ON_READ}").to_pylist()
+    if shown["value"] != "true":
+        yield
+        return
+    context.sql(f"SET {BLOOM_ON_READ} = false").collect()
+    try:
+        yield
+    finally:
+        context.sql(f"SET {BLOOM_ON_READ} = true").collect()
 
 
 T = TypeVar("T")

@@ -117,23 +117,40 @@ def parquet_view_sql(table: Table, selection: Selection | None) -> str:
         return f"SELECT * FROM read_parquet({quote_path(first)}, {options}) LIMIT 0"
     if "file_row_number" in table.schema.names:  # the pseudo-column would clash: read whole
         parts = [ParquetPart(part.file, None) for part in parts]
-    whole = [part for part in parts if part.row_groups is None]
+    damaged = {files[fid].path for fid in table.damaged_filter_files()}
     selects = []
-    if whole:
-        listing = ", ".join(quote_path(part.file.path) for part in whole)
-        selects.append(f"SELECT * FROM read_parquet([{listing}], {options})")
+    for unsafe in (False, True):
+        whole = [p for p in parts if p.row_groups is None and (p.file.path in damaged) == unsafe]
+        if whole:
+            listing = ", ".join(quote_path(part.file.path) for part in whole)
+            selects.append(
+                _unfiltered(f"SELECT * FROM read_parquet([{listing}], {options})", unsafe)
+            )
     for part in parts:
         if part.row_groups is None:
             continue
         spans = " OR ".join(
             f"file_row_number BETWEEN {start} AND {end - 1}" for start, end in part.row_spans()
         )
-        selects.append(
+        select = (
             "SELECT * EXCLUDE (file_row_number) FROM read_parquet("
             f"{quote_path(part.file.path)}, file_row_number = true, {options}) "
             f"WHERE {spans}"
         )
+        selects.append(_unfiltered(select, part.file.path in damaged))
     return " UNION ALL BY NAME ".join(selects)
+
+
+def _unfiltered(select: str, unfiltered: bool) -> str:
+    """``select``, when ``unfiltered`` behind a limit no table reaches: DuckDB pushes no
+    filter through a limit, so it reads no bloom filter of these files. For files with a
+    filter pruner refused as damaged, which DuckDB alone reads and fails on
+    (``TProtocolException: Invalid data``) or could misread; pruner's own probe already
+    kept every row group such a filter covers."""
+    return f"SELECT * FROM ({select} LIMIT {_NO_LIMIT})" if unfiltered else select
+
+
+_NO_LIMIT = 1 << 62
 
 
 def register(

@@ -54,6 +54,12 @@ __all__ = [
 ]
 
 SOURCE = "parquet bloom filter"
+
+NO_FILTER = "no filter in this row group"
+NOT_USABLE = "no usable filter for the column"
+"""Why a row group has no filter to probe that are not damage (the writer wrote none, or
+the column is stored another way than in the other files); every other problem is a
+filter the file has and pruner refused: :attr:`NativeFilters.damaged`."""
 """How explain names a zone decided by a Parquet file's own filter."""
 
 _HEADER_GUESS = 64  # a header is 15-20 bytes; read this much when the length is not recorded
@@ -312,11 +318,22 @@ class NativeFilters:
     def num_zones(self) -> int:
         return len(self.chunks)
 
+    @property
+    def damaged(self) -> list[int]:
+        """Zones whose filter the file has but pruner refused (a header it cannot decode, a
+        length that disagrees, bytes past the footer): read whole by pruner, and by the
+        engines under pruner without their own filter reading (they may misread it)."""
+        return [z for z, why in self.problems.items() if why not in (NO_FILTER, NOT_USABLE)]
+
     def note(self) -> str:
         """What explain says decided a probe."""
         if not self.problems:
             return SOURCE
-        return f"{SOURCE} ({len(self.problems)} of {self.num_zones} row groups read whole)"
+        whole = f"{len(self.problems)} of {self.num_zones} row groups read whole"
+        damaged = len(self.damaged)
+        if damaged:
+            whole += f"; {damaged} damaged {'filter' if damaged == 1 else 'filters'} refused"
+        return f"{SOURCE} ({whole})"
 
     def probe(self, hashes: np.ndarray) -> Probe:
         """Row groups that may hold any of the hashed values."""
@@ -454,7 +471,7 @@ def native_index(
     files: dict[int, ParquetFile], schema: pa.Schema, column: str
 ) -> tuple[Any, pa.DataType] | None:
     """The zones (one per row group) and filters of ``column`` in ``files``, or None when no
-    file has a usable filter for it.
+    file has a filter for it (usable or damaged).
 
     Returns ``(zones, value_type)``: ``zones`` as ``(fragment ids, zone starts, zone lengths,
     has_null, NativeFilters)``.
@@ -493,7 +510,7 @@ def native_index(
                 if file_type is None or found is None:
                     has_null.append(True)
                     chunks.append(None)
-                    problems[zone] = "no usable filter for the column"
+                    problems[zone] = NOT_USABLE
                     continue
                 meta = metadata.row_group(group).column(found[0])
                 has_null.append(_may_have_nulls(meta))
@@ -510,14 +527,17 @@ def native_index(
         finally:
             if handle is not None:
                 os.close(handle)
-    if not usable or value_type is None:
+    filters = NativeFilters(chunks, problems)
+    # Damaged filters alone still make an index: explain then says they were refused, and
+    # the engines under pruner are kept from reading them (Table.damaged_filter_files).
+    if value_type is None or not (usable or filters.damaged):
         return None
     arrays = (
         np.array(fragment_id, np.uint64),
         np.array(zone_start, np.uint64),
         np.array(zone_length, np.uint64),
         np.array(has_null, bool),
-        NativeFilters(chunks, problems),
+        filters,
     )
     return arrays, value_type
 
@@ -611,7 +631,7 @@ def _locate(handle: int, file: ParquetFile, meta: Any) -> tuple[_Chunk | None, s
     """The chunk's filter, read as far as its header, or why it cannot be used."""
     offset, length = meta.bloom_filter_offset, meta.bloom_filter_length
     if offset is None or offset <= 0:
-        return None, "no filter in this row group"
+        return None, NO_FILTER
     want = length if length is not None and 0 < length <= _HEADER_GUESS else _HEADER_GUESS
     raw = os.pread(handle, want, offset)
     try:
