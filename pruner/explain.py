@@ -16,8 +16,11 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from pruner.analyzer import analyze
+from pruner.analysis.model import Analysis, Scan
+from pruner.analyzer import analyze, names_table
+from pruner.errors import SqlSyntaxError
 from pruner.evaluate import RowKeys, ScanSelection, select_scans, table_keys, table_selections
+from pruner.expressions import Unknown
 from pruner.parameters import Parameters
 from pruner.reads import parquet_parts
 from pruner.selection import Selection
@@ -173,7 +176,19 @@ def explain_opened(
 ) -> Explanation:
     """:func:`explain` of tables :func:`pruner.table.open_tables` opened for this query."""
     schemas = {name: table.schema for name, table in opened.items()}
-    analysis = analyze(sql, schemas, dialect).with_parameters(parameters)
+    try:
+        analysis = analyze(sql, schemas, dialect)
+    except SqlSyntaxError as err:
+        # SQL pruner's parser refuses is the engine's to accept or refuse: every table the
+        # text names is read whole (the engine raises its own error, or answers).
+        reason = f"{err}; the table is read whole"
+        scans = tuple(
+            Scan(name, name, Unknown(reason, "the whole statement"))
+            for name in opened
+            if names_table(name, sql)
+        )
+        analysis = Analysis(sql, dialect, scans)
+    analysis = analysis.with_parameters(parameters)
     return Explanation(
         sql, dialect, tuple(select_scans(analysis, opened)), analysis.inner_joins_only
     )

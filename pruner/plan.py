@@ -12,7 +12,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from pruner.analyzer import names_table
-from pruner.errors import SqlSyntaxError
 from pruner.evaluate import RowKeys
 from pruner.explain import Explanation, explain_opened
 from pruner.parameters import Parameters
@@ -79,12 +78,9 @@ def plan(
     opened = open_tables({n: t for n, t in tables.items() if named_in(n, sql)})
     if not prune:
         return Plan(opened, dict.fromkeys(opened))
-    try:
-        explanation = explain_opened(sql, opened, dialect=dialect, parameters=parameters)
-    except SqlSyntaxError:
-        # SQL pruner's parser refuses is the engine's to judge: it raises its own error (as
-        # it would without pruner) or runs SQL sqlglot cannot read, every table read whole.
-        return Plan(opened, {name: table.whole() for name, table in opened.items()})
+    # SQL pruner's parser refuses is the engine's to judge: explain reads every table whole
+    # then, and the engine raises its own error (as it would without pruner) or answers.
+    explanation = explain_opened(sql, opened, dialect=dialect, parameters=parameters)
     found = explanation.selections()
     selections: dict[str, Selection | None] = {name: found.get(name) for name in opened}
     return Plan(opened, selections, explanation)

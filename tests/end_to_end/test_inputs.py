@@ -239,3 +239,40 @@ def test_sql_pruner_cannot_parse_gets_the_engines_own_error(
             pruner.query(sql, {"orders": files["lance"]}, engine=engine, prune=prune)
         assert not isinstance(raised.value, pruner.PrunerError)
         assert type(raised.value) is alone.error  # type: ignore[union-attr]
+
+
+def test_explain_reads_sql_pruner_cannot_parse_whole(tmp_path: Path) -> None:
+    """SQL DuckDB accepts and sqlglot cannot parse (a TIMESTAMPTZ_NS literal, from DuckDB's
+    bloom filter tests): explain says the table is read whole and why, as query reads it;
+    SQL the engine refuses still raises the engine's own error in explain."""
+    import subprocess
+    import sys
+
+    import duckdb
+
+    root = tmp_path / "t"
+    root.mkdir()
+    duckdb.sql(
+        "COPY (SELECT range::BIGINT AS id, TIMESTAMPTZ '2000-01-01 00:00:00+00' "
+        "+ to_seconds(range) AS ts_tz_ns FROM range(2000)) "
+        f"TO '{root / 'a.parquet'}' (FORMAT parquet)"
+    )
+    sql = "SELECT count(*) AS n FROM t WHERE ts_tz_ns = TIMESTAMPTZ_NS '2000-01-01 00:16:41+00'"
+    explained = pruner.explain(sql, {"t": root, "other": root})
+    assert [s.scan.table for s in explained.scans] == ["t"], "only the table the SQL names"
+    scan = explained.scans[0]
+    assert scan.selection.num_rows == scan.rows_total == 2_000
+    assert "could not parse the SQL" in scan.terms[0].reason
+    assert "read whole" in scan.terms[0].reason
+    assert pruner.query(sql, {"t": root}).to_pylist() == [{"n": 1}]
+    assert engine_answer("duckdb", sql, {"t": root}) == {(1,): 1}
+    result = subprocess.run(
+        [sys.executable, "-m", "pruner.cli", "explain", sql, "--table", f"t={root}"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "read whole" in result.stdout
+    with pytest.raises(duckdb.Error):
+        pruner.explain("SELECT * FROM t WHERE", {"t": root})
