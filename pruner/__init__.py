@@ -22,6 +22,7 @@ from pruner.index.native import write_parquet
 from pruner.lookup import Lookup, lookup
 from pruner.plan import Plan, plan
 from pruner.selection import Selection
+from pruner.status import index_status
 from pruner.table import Table, open_table, open_tables
 
 __all__ = [
@@ -42,6 +43,7 @@ __all__ = [
     "build_index",
     "explain",
     "find",
+    "index_status",
     "load_index",
     "lookup",
     "open_table",

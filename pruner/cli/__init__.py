@@ -1,0 +1,54 @@
+"""The ``pruner`` command.
+
+``pruner index build PATH --column COL``   build (and commit/store) zone bloom indexes
+                                           (``--engine spark``: as a Spark job)
+``pruner index update PATH --column COL``  index only what changed since the build
+``pruner index list PATH [--json]``        the bloom indexes of a dataset, and what an
+                                           update would do
+``pruner write PATH INPUT``                 append a Parquet/CSV/Arrow file's rows, then
+                                           update the table's indexes
+``pruner explain "SQL" --table NAME=PATH``  what each table scan would read, and why
+``pruner query "SQL" --table NAME=PATH``    run it on an engine, reading only what may match
+``pruner demo``                            generate events data, index it, run the examples
+
+Errors are one clear line on stderr and exit status 2; ``pruner --debug ...`` adds the
+traceback.
+
+One job per module: :mod:`~pruner.cli.parser` the arguments, :mod:`~pruner.cli.commands`
+what each subcommand does, :mod:`~pruner.cli.printing` what they print (errors included);
+what ``index list`` shows is :func:`pruner.index_status` (:mod:`pruner.status`).
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+
+from pruner.cli.commands import _cmd_lookup
+from pruner.cli.parser import _parser
+from pruner.cli.printing import _one_line
+
+__all__ = ["main"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``pruner`` command; returns the exit status."""
+    parser = _parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        # KEY ... of `lookup` may follow its options (argparse gives them out as extras)
+        if getattr(args, "run", None) is not _cmd_lookup or any(e.startswith("--") for e in extra):
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        args.keys = [*args.keys, *extra]
+    if getattr(args, "path", None) is not None and not Path(args.path).exists():
+        print(f"pruner: error: {args.path} does not exist", file=sys.stderr)
+        return 2
+    try:
+        return int(args.run(args))
+    except Exception as err:
+        if args.debug:
+            traceback.print_exc()
+        print(f"pruner: error: {_one_line(err)}", file=sys.stderr)
+        return 2

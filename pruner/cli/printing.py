@@ -1,0 +1,129 @@
+"""What the ``pruner`` command prints: the index list, query results as a table, CSV or
+JSON, the summary of what a query read, and errors as one line."""
+
+from __future__ import annotations
+
+import errno
+import io
+import json
+import sys
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.csv as csv
+from rich.console import Console
+from rich.table import Table
+
+from pruner.errors import PrunerError
+
+console = Console(stderr=True)
+
+
+def _print_index_list(rows: list[dict[str, object]], path: str) -> None:
+    """The rows of :func:`pruner.index_status` as ``pruner index list`` shows them: a table,
+    then what to run for each index that is not current."""
+    if not rows:
+        print(f"no bloom indexes in {path}")
+        return
+    shown = Table(
+        "column", "state", "zones", "fragments indexed", "rows indexed", "filter", "hierarchy"
+    )
+    advice = []
+    for row in rows:
+        if "error" in row:
+            shown.add_row(str(row["column"]), str(row["state"]), str(row["error"]))
+            continue
+        state = str(row["state"]) + (f" ({row['why']})" if row["why"] else "")
+        shown.add_row(
+            str(row["column"]),
+            state,
+            f"{row['zones']:,}",
+            f"{row['fragments_indexed']:,} / {row['fragments_total']:,}",
+            f"{row['rows_indexed']:,} / {row['rows_total']:,}"
+            + (f" ({row['rows_deleted']:,} deleted)" if row["rows_deleted"] else ""),
+            f"{row['filter_bytes']:,} B, {row['items']:,} items, p={row['probability']}",
+            str(row["hierarchy"]),
+        )
+        if row["advice"]:
+            advice.append(f"{row['column']}: {row['advice']}")
+            update = row["update"]
+            if isinstance(update, dict) and "words" in update:
+                advice.append(f"{row['column']}: an update would {update['words']}")
+    console = Console() if Console().is_terminal else Console(width=160)  # piped: no wrapping
+    console.print(shown)
+    for line in advice:
+        console.print(line, soft_wrap=True)
+
+
+def _row_groups_read(prepared: Any) -> str:
+    """What the engine reads of the Parquet tables, where a row group holds more than the
+    zones selected in it: ``; Parquet row groups read 3 / 60 (750,000 rows)``."""
+    from pruner.explain import engine_reads
+
+    if prepared.explanation is None:
+        return ""
+    found = [r for r in map(engine_reads, prepared.explanation.scans) if r is not None]
+    if not found:
+        return ""
+    groups = sum(r["row_groups_read"] for r in found)
+    of = sum(r["row_groups_total"] for r in found)
+    rows = sum(r["rows_read"] for r in found)
+    return f"; Parquet row groups read {groups:,} / {of:,} ({rows:,} rows)"
+
+
+def _print_result(result: pa.Table, form: str) -> None:
+    result = _without_views(result)
+    if form == "csv":
+        buffer = io.BytesIO()
+        csv.write_csv(result, buffer)
+        sys.stdout.write(buffer.getvalue().decode())
+    elif form == "json":
+        print(json.dumps(result.to_pylist(), default=str, indent=1))
+    else:
+        table = Table(*result.schema.names)
+        for row in result.to_pylist():
+            table.add_row(*("NULL" if v is None else str(v) for v in row.values()))
+        Console().print(table)
+
+
+def _without_views(result: pa.Table) -> pa.Table:
+    """``string_view`` / ``binary_view`` columns (DataFusion returns them for strings read
+    from Parquet) as ``string`` / ``binary``: pyarrow's CSV writer refuses view types."""
+    fields = []
+    for f in result.schema:
+        if pa.types.is_string_view(f.type):
+            f = f.with_type(pa.string())
+        elif pa.types.is_binary_view(f.type):
+            f = f.with_type(pa.binary())
+        fields.append(f)
+    schema = pa.schema(fields, metadata=result.schema.metadata)
+    return result if schema.equals(result.schema) else result.cast(schema)
+
+
+_STORAGE_ERRORS = {
+    errno.EACCES: "pruner reads the table and writes in its index folders: check their permissions",
+    errno.EPERM: "pruner reads the table and writes in its index folders: check their permissions",
+    errno.EROFS: "the file system is read-only: build or update the index where it can write",
+    errno.ENOSPC: "free some space and run again",
+    errno.EDQUOT: "the disk quota is used up: free some space and run again",
+    errno.EFBIG: "a file would pass the size limit (ulimit -f): raise it and run again",
+}
+"""Errors of the storage under a table, and what to do about each."""
+
+
+def _one_line(err: Exception) -> str:
+    """An error as one line: pruner's own as they are (they say what to do); a missing
+    engine extra with the install command; anything else with its type, and how to see
+    the traceback."""
+    if isinstance(err, PrunerError):
+        return str(err)
+    if isinstance(err, ImportError):
+        return f"{err} (a missing extra: pip install the extra the message names)"
+    if isinstance(err, OSError) and err.errno in _STORAGE_ERRORS:
+        where = f" ({err.filename})" if err.filename else ""
+        return (
+            f"{err.strerror}{where}: {_STORAGE_ERRORS[err.errno]}; an index is replaced "
+            "only after its new files are written, so the old one is still in use"
+        )
+    first = str(err).strip().splitlines()[0] if str(err).strip() else ""
+    return f"{type(err).__name__}: {first} (run with --debug for the traceback)"
