@@ -87,17 +87,47 @@ def _print_result(result: pa.Table, form: str) -> None:
 
 
 def _without_views(result: pa.Table) -> pa.Table:
-    """``string_view`` / ``binary_view`` columns (DataFusion returns them for strings read
-    from Parquet) as ``string`` / ``binary``: pyarrow's CSV writer refuses view types."""
-    fields = []
-    for f in result.schema:
+    """``string_view`` columns (DataFusion returns them for strings read from Parquet) as
+    ``string``, pyarrow's CSV writer refusing view types; binary columns as DuckDB's text of
+    them (:func:`blob_text`), pyarrow's writing them as UTF-8 and failing on other bytes."""
+    for position, f in enumerate(result.schema):
         if pa.types.is_string_view(f.type):
-            f = f.with_type(pa.string())
-        elif pa.types.is_binary_view(f.type):
-            f = f.with_type(pa.binary())
-        fields.append(f)
-    schema = pa.schema(fields, metadata=result.schema.metadata)
-    return result if schema.equals(result.schema) else result.cast(schema)
+            result = result.set_column(
+                position, f.with_type(pa.string()), result[position].cast(pa.string())
+            )
+        elif _is_binary(f.type):
+            texts = pa.array(
+                [None if v is None else blob_text(v) for v in result[position].to_pylist()],
+                pa.string(),
+            )
+            result = result.set_column(position, f.with_type(pa.string()), texts)
+    return result
+
+
+def _is_binary(arrow_type: pa.DataType) -> bool:
+    return (
+        pa.types.is_binary(arrow_type)
+        or pa.types.is_large_binary(arrow_type)
+        or pa.types.is_binary_view(arrow_type)
+        or pa.types.is_fixed_size_binary(arrow_type)
+    )
+
+
+_BLOB_TEXT = {
+    byte: chr(byte) if 0x20 <= byte < 0x7F and chr(byte) not in "\"'\\" else f"\\x{byte:02X}"
+    for byte in range(256)
+}
+
+
+def blob_text(value: bytes) -> str:
+    """``value`` written as DuckDB writes a BLOB in CSV (``COPY ... (FORMAT csv)``, and its
+    cast to VARCHAR): printable ASCII as itself but for ``"``, ``'`` and ``\\``, every other
+    byte as ``\\xHH``.
+
+    >>> print(blob_text(b"a,\\x00\\xaa'"))
+    a,\\x00\\xAA\\x27
+    """
+    return value.decode("latin-1").translate(_BLOB_TEXT)
 
 
 _STORAGE_ERRORS = {

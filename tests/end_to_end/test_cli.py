@@ -250,3 +250,40 @@ def test_query_csv_of_view_types_and_row_groups_in_the_summary(
         assert captured.out.splitlines()[-1] == '1500,"v1500"'
         assert "Parquet row groups read 1 / 2 (1,000 rows)" in captured.err
         assert len(captured.err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("engine", ["duckdb", "datafusion"])
+def test_query_csv_writes_binary_as_duckdb_does(tmp_path: Path, engine: str) -> None:
+    """Bytes that are not UTF-8 (every byte value, an empty value, a NULL) are written as
+    DuckDB's own COPY ... (FORMAT csv) writes them; pyarrow's CSV writer refused them
+    (ArrowInvalid: Invalid UTF8 payload), pruned or not."""
+    import csv
+    import io
+
+    import duckdb
+
+    root = tmp_path / "t"
+    root.mkdir()
+    values = [bytes(range(256)), b'a\\b,"c\n', b"", None, bytes([0xFF, 0xFE])]
+    data = pa.table({"id": list(range(len(values))), "b": pa.array(values, pa.binary())})
+    pq.write_table(data, root / "a.parquet", bloom_filter_options={"id": True})
+    target = tmp_path / "duckdb.csv"
+    duckdb.sql(
+        f"COPY (SELECT b FROM read_parquet('{root}/*.parquet') ORDER BY id) TO '{target}' "
+        "(FORMAT csv)"
+    )
+    expected = list(csv.reader(io.StringIO(target.read_text())))
+    for flags in ([], ["--no-prune"]):
+        result = run(
+            "query",
+            "SELECT b FROM t ORDER BY id",
+            "--table",
+            f"t={root}",
+            "--format",
+            "csv",
+            "--engine",
+            engine,
+            *flags,
+        )
+        assert result.returncode == 0, result.stderr
+        assert list(csv.reader(io.StringIO(result.stdout))) == expected, flags
