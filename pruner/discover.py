@@ -30,6 +30,7 @@ from pruner.errors import InvalidParameterError
 __all__ = [
     "FileIdentity",
     "ParquetFile",
+    "arrow_schema",
     "file_identity",
     "hive_partitioned",
     "is_lance_dataset",
@@ -257,6 +258,26 @@ def read_parquet_file(path: Path, relative: str) -> ParquetFile:
     reader.open(pa.BufferReader(b"PAR1" + footer))
     metadata = reader.metadata
     return ParquetFile(path, relative, identity, metadata.num_rows, metadata, inode)
+
+
+def arrow_schema(metadata: Any) -> pa.Schema:
+    """The Arrow schema of a Parquet file's footer (``pyarrow.parquet.FileMetaData``) as
+    pyarrow reads the file: with ``arrow.uuid`` for a top-level UUID column (the UUID logical
+    type), which ``ParquetSchema.to_arrow_schema`` gives as ``fixed_size_binary(16)`` when
+    the writer stored no Arrow schema (DuckDB, Spark), while ``pq.read_table`` reads
+    ``arrow.uuid``, and DuckDB reads UUID."""
+    schema = metadata.schema.to_arrow_schema()
+    parquet = metadata.schema
+    for i in range(len(parquet)):
+        leaf = parquet.column(i)
+        if leaf.name != leaf.path or leaf.physical_type != "FIXED_LEN_BYTE_ARRAY":
+            continue
+        position = schema.get_field_index(leaf.name)
+        if position < 0 or schema.field(position).type != pa.binary(16):
+            continue
+        if "UUID" in str(leaf.logical_type):
+            schema = schema.set(position, schema.field(position).with_type(pa.uuid()))
+    return schema
 
 
 RACY_SECONDS = 2.0

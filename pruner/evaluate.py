@@ -282,7 +282,7 @@ class _Evaluator(PredicateVisitor[Selection | None]):
             return None
         if node.error is not None or node.hashes is None:
             raise node.error or ValueError(f"{term} was not bound")
-        mask, decided = index.index.zone_mask_explained(node.hashes)
+        mask, decided = index.index.zone_mask_explained(node.hashes, node.values)
         if node.values is not None:
             out = index.ruled_out(mask, node.values)
             if out.any():

@@ -388,6 +388,27 @@ def _time_column(kind: str, raw: Any, arrow_type: pa.DataType, shown: str) -> Co
     return Coercion([nanos // unit])
 
 
+_UUID = re.compile(
+    r"\{?([0-9a-fA-F]{8})-([0-9a-fA-F]{4})-([0-9a-fA-F]{4})-([0-9a-fA-F]{4})-([0-9a-fA-F]{12})\}?"
+    r"|\{?([0-9a-fA-F]{32})\}?"
+)
+
+
+def _uuid_column(kind: str, raw: Any, shown: str, dialect: str) -> Coercion:
+    """A Parquet UUID column (FIXED_LEN_BYTE_ARRAY(16), UUID logical type; pyarrow's
+    ``arrow.uuid``): DuckDB reads it as UUID and casts a string literal to one, the 16
+    big-endian bytes the file stores. Only the forms DuckDB reads (hyphenated or 32 hex
+    digits, in braces or not) are converted; other engines read the column otherwise."""
+    if dialect != "duckdb":
+        return _unknown(f"pruner compares UUID columns only in DuckDB's dialect ({dialect})")
+    if kind != "string":
+        return _unknown(f"cannot compare {shown} with a UUID column")
+    match = _UUID.fullmatch(raw)
+    if match is None:
+        return _unknown(f"{shown} is not a UUID pruner can read")
+    return Coercion([bytes.fromhex("".join(part for part in match.groups() if part))])
+
+
 def coerce(literal: Literal, arrow_type: pa.DataType, dialect: str = "duckdb") -> Coercion:
     """The values of ``arrow_type`` that ``column = literal`` can match, as the engines do.
 
@@ -422,6 +443,8 @@ def coerce(literal: Literal, arrow_type: pa.DataType, dialect: str = "duckdb") -
         if kind != "bytes":
             return _unknown(f"cannot compare {shown} with {arrow_type}")
         return Coercion([raw])
+    if isinstance(arrow_type, pa.BaseExtensionType) and arrow_type.extension_name == "arrow.uuid":
+        return _uuid_column(kind, raw, shown, dialect)
     if pa.types.is_fixed_size_binary(arrow_type):
         # Only X'..' is certain: a string may be read as a UUID (DuckDB reads a Parquet
         # UUID column as UUID) or cast to bytes differently.

@@ -32,6 +32,7 @@ from pruner import discover
 from pruner.discover import (
     FileIdentity,
     ParquetFile,
+    arrow_schema,
     is_lance_dataset,
     parquet_files,
     parquet_names,
@@ -51,6 +52,7 @@ from pruner.index import (
 from pruner.index.keys import Key, key_index_path, lance_fragment_file, stored_keys
 from pruner.index.native import (
     STATISTICS_ZONES,
+    IntegerWidths,
     NativeFilters,
     native_index,
     ruled_out_by_statistics,
@@ -133,6 +135,7 @@ class Table:
         dataset: Any = None,
         mixed_types: frozenset[str] = frozenset(),
         uniform_schema: bool = True,
+        widened: frozenset[str] = frozenset(),
     ) -> None:
         self.path = path
         self.kind = kind
@@ -143,9 +146,14 @@ class Table:
         # Columns whose type differs between Parquet files: the index hashed one width and a
         # probe would use another, so such a column is never probed.
         self.mixed_types = mixed_types
-        # False when the Parquet files' schemas differ at all: an engine then reads a subset
-        # of the files with another schema than the whole set, so adapters read it whole.
+        # False when the Parquet files' schemas differ (beyond integer widths, below): an
+        # engine then reads a subset of the files with another schema than the whole set,
+        # so adapters read it whole.
         self.uniform_schema = uniform_schema
+        # Columns some files store as INT32 and others as INT64, all else alike: the table
+        # counts as uniform, and every read of a subset of its files casts them to the
+        # schema's (the first file's) type, as DuckDB alone reads all of them.
+        self.widened = widened
         self._indexes: dict[str, TableIndex | None] = {}
         self._indexed_columns: list[str] | None = None
         self._keys: list[Key] | None = None
@@ -217,7 +225,7 @@ class Table:
         found: set[int] = set()
         for index in bound:
             filters = index.index.hierarchy
-            if isinstance(filters, NativeFilters) and filters.damaged:
+            if isinstance(filters, NativeFilters | IntegerWidths) and filters.damaged:
                 found.update(index.index.fragment_id[filters.damaged].tolist())
         return frozenset(found)
 
@@ -266,7 +274,12 @@ class Table:
 
     def _load(self, column: str) -> TableIndex | None:
         if column in self.mixed_types:
-            return None
+            # Only the files' own filters, each file probed in its own width, when a signed
+            # integer is INT32 in some files and INT64 in others (IntegerWidths).
+            found = self._native(column)
+            if found is None or not isinstance(found.index.hierarchy, IntegerWidths):
+                return None
+            return found
         if self.kind == "lance":
             index = load_lance_index(self.dataset, column, open_part=open_index)
             return None if index is None else self._fit(index, self._lance_ids(index))
@@ -520,16 +533,20 @@ def _parquet_table(path: Path, root: Path, found: list[str]) -> Table:
     schema = None
     first: tuple[Any, Any] | None = None
     mixed: set[str] = set()
+    widened: set[str] = set()
     uniform = True
     for fid, name in enumerate(found):
         files[fid] = read_parquet_file(root / name, name)
         metadata = files[fid].metadata
         if first is not None and metadata.schema.equals(first[0]) and metadata.metadata == first[1]:
             continue
-        file_schema = metadata.schema.to_arrow_schema()
+        file_schema = arrow_schema(metadata)
         if schema is None:
             schema, first = file_schema, (metadata.schema, metadata.metadata)
-        uniform = uniform and file_schema.equals(schema, check_metadata=False)
+        if not file_schema.equals(schema, check_metadata=False):
+            widths = _widened(schema, file_schema)
+            uniform = uniform and widths is not None
+            widened.update(widths or ())
         mixed.update(
             f.name
             for f in file_schema
@@ -545,7 +562,26 @@ def _parquet_table(path: Path, root: Path, found: list[str]) -> Table:
         files=files,
         mixed_types=frozenset(mixed),
         uniform_schema=uniform,
+        widened=frozenset(widened) if uniform else frozenset(),
     )
+
+
+def _widened(schema: pa.Schema, other: pa.Schema) -> set[str] | None:
+    """The columns ``other`` stores as INT32 where ``schema`` (the first file's) has INT64,
+    when that is all the two disagree on; else None. Only that way round: DuckDB reads every
+    file at the first file's type, and an INT64 value read as INT32 may fail to fit (DuckDB
+    alone then fails on the files that hold one, whichever rows the query keeps)."""
+    if other.names != schema.names:
+        return None
+    found = set()
+    for mine, theirs in zip(schema, other, strict=True):
+        if mine.equals(theirs):
+            continue
+        wider = mine.type == pa.int64() and theirs.type == pa.int32()
+        if not wider or mine.nullable != theirs.nullable:
+            return None
+        found.add(mine.name)
+    return found
 
 
 TableSource: TypeAlias = "str | os.PathLike[str] | pads.Dataset | Table"

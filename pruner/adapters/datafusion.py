@@ -153,18 +153,19 @@ def parquet_frame(
     recursive = context in _own_contexts
     whole_directory = _listed_alone(table, recursive) if every_file_whole else None
     if whole_directory is not None:
-        return _listed_frame(context, whole_directory, table.schema)
+        return _listed_frame(context, whole_directory, _read_schema(table.schema))
     partial = [part for part in parts if part.row_groups is not None]
     if read_ahead_bytes(partial) > reads.PARQUET_READ_AHEAD_BYTES:  # too much to hold
         parts = [ParquetPart(part.file, None) for part in parts]
         partial = []
+    schema = _read_schema(table.schema)
     frames = [
-        context.read_parquet(part.file.path.as_uri(), schema=table.schema, file_extension="")
+        context.read_parquet(part.file.path.as_uri(), schema=schema, file_extension="")
         for part in parts
         if part.row_groups is None
     ]
     if partial or not frames:
-        frames.append(_memory_frame(context, read_row_groups(table, partial)))
+        frames.append(_memory_frame(context, read_row_groups(table, partial).cast(schema)))
     if len(frames) == 1:
         return frames[0]
     # A union ends in a limit no table reaches: DataFusion 55 pushes a filter it keeps above
@@ -174,6 +175,17 @@ def parquet_frame(
     # of 8 (found by make fuzz on files in nested folders; the same over a union of
     # in-memory tables). No filter is pushed through a limit; DataFusion applies it above.
     return functools.reduce(lambda left, right: left.union(right), frames).limit(_NO_LIMIT)
+
+
+def _read_schema(schema: pa.Schema) -> pa.Schema:
+    """``schema`` as DataFusion 55 reads Parquet: extension types (``arrow.uuid``, which
+    pyarrow reads for the UUID logical type) as their storage type (DataFusion alone
+    answers a UUID column as ``fixed_size_binary(16)``)."""
+    fields = [
+        f.with_type(f.type.storage_type) if isinstance(f.type, pa.BaseExtensionType) else f
+        for f in schema
+    ]
+    return pa.schema(fields, metadata=schema.metadata)
 
 
 def _listed_frame(

@@ -115,6 +115,14 @@ def parquet_view_sql(table: Table, selection: Selection | None) -> str:
     if not parts:
         first = files[min(files)].path
         return f"SELECT * FROM read_parquet({quote_path(first)}, {options}) LIMIT 0"
+    # Columns some files store narrower or wider: as DuckDB reads them over every file,
+    # at the first file's type (a subset of the files may not start with that file).
+    widened = ", ".join(
+        f"CAST({quote_identifier(c)} AS {_SQL_WIDTHS[table.schema.field(c).type]}) AS "
+        f"{quote_identifier(c)}"
+        for c in sorted(table.widened)
+    )
+    replace = f" REPLACE ({widened})" if widened else ""
     if "file_row_number" in table.schema.names:  # the pseudo-column would clash: read whole
         parts = [ParquetPart(part.file, None) for part in parts]
     damaged = {files[fid].path for fid in table.damaged_filter_files()}
@@ -124,7 +132,7 @@ def parquet_view_sql(table: Table, selection: Selection | None) -> str:
         if whole:
             listing = ", ".join(quote_path(part.file.path) for part in whole)
             selects.append(
-                _unfiltered(f"SELECT * FROM read_parquet([{listing}], {options})", unsafe)
+                _unfiltered(f"SELECT *{replace} FROM read_parquet([{listing}], {options})", unsafe)
             )
     for part in parts:
         if part.row_groups is None:
@@ -133,12 +141,15 @@ def parquet_view_sql(table: Table, selection: Selection | None) -> str:
             f"file_row_number BETWEEN {start} AND {end - 1}" for start, end in part.row_spans()
         )
         select = (
-            "SELECT * EXCLUDE (file_row_number) FROM read_parquet("
+            f"SELECT * EXCLUDE (file_row_number){replace} FROM read_parquet("
             f"{quote_path(part.file.path)}, file_row_number = true, {options}) "
             f"WHERE {spans}"
         )
         selects.append(_unfiltered(select, part.file.path in damaged))
     return " UNION ALL BY NAME ".join(selects)
+
+
+_SQL_WIDTHS = {pa.int64(): "BIGINT"}
 
 
 def _unfiltered(select: str, unfiltered: bool) -> str:

@@ -9,7 +9,7 @@ covers. Reading and writing the file is :mod:`pruner.index.fileformat`'s job.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -261,17 +261,24 @@ class ZoneIndex:
         """(zones,) bool: zones that may hold any of the hashed values."""
         return self.zone_mask_explained(hashes)[0]
 
-    def zone_mask_explained(self, hashes: np.ndarray) -> tuple[np.ndarray, str | None]:
+    def zone_mask_explained(
+        self, hashes: np.ndarray, values: Sequence[object] | None = None
+    ) -> tuple[np.ndarray, str | None]:
         """:meth:`zone_mask`, and which level of the hierarchy decided it (None: the zone
         filters in memory, with no companion expected).
 
         A companion that fails (a block truncated or failing its checksum) is dropped and
         the index file's filters are probed instead; if they cannot be read either, every
-        zone is selected.
+        zone is selected. ``values`` (the coerced values ``hashes`` hash) reach a hierarchy
+        that probes some zones in another encoding (:class:`pruner.index.native.IntegerWidths`).
         """
         if self.hierarchy is not None:
             try:
-                probe = self.hierarchy.probe(hashes)
+                by_values = getattr(self.hierarchy, "probe_values", None)
+                if by_values is not None and values is not None:
+                    probe = by_values(hashes, values)
+                else:
+                    probe = self.hierarchy.probe(hashes)
                 return probe.mask, probe.decided
             except PrunerError as err:
                 self.hierarchy = None

@@ -34,9 +34,9 @@ import thriftpy2
 from thriftpy2.protocol.compact import TCompactProtocol
 
 from pruner import sbbf
-from pruner.discover import ParquetFile
+from pruner.discover import ParquetFile, arrow_schema
 from pruner.errors import IndexFormatError
-from pruner.hashing import plain_type
+from pruner.hashing import hash_array, plain_type
 from pruner.index.model import ZoneIndex
 from pruner.selection import FRAGMENT_SHIFT
 
@@ -57,6 +57,7 @@ SOURCE = "parquet bloom filter"
 
 NO_FILTER = "no filter in this row group"
 NOT_USABLE = "no usable filter for the column"
+OTHER_WIDTH = "stored at the other integer width"
 """Why a row group has no filter to probe that are not damage (the writer wrote none, or
 the column is stored another way than in the other files); every other problem is a
 filter the file has and pruner refused: :attr:`NativeFilters.damaged`."""
@@ -131,17 +132,24 @@ def parquet_value_type(arrow_type: pa.DataType, column: Any) -> pa.DataType | No
     unit is not the unit it is read at)."""
     physical = column.physical_type
     arrow_type = plain_type(arrow_type)
-    if column.max_repetition_level or "." in column.path:
-        return None
+    if column.max_repetition_level or column.name != column.path:
+        return None  # nested: a leaf's path names its parents (a top-level name may hold dots)
     if pa.types.is_decimal(arrow_type):
         return _decimal_value_type(arrow_type, column)
+    if physical == "FIXED_LEN_BYTE_ARRAY" and _logical(column).get("Type") == "UUID":
+        # Read as pyarrow's arrow.uuid (DuckDB: UUID); a filter holds the 16 stored bytes.
+        uuid = (
+            isinstance(arrow_type, pa.BaseExtensionType)
+            and arrow_type.extension_name == "arrow.uuid"
+        )
+        return pa.large_binary() if uuid and column.length == 16 else None
     if physical == "FIXED_LEN_BYTE_ARRAY":
         # The bytes themselves (a UUID, a hash); hashed as binary of that width.
         fixed = pa.types.is_fixed_size_binary(arrow_type)
         same = fixed and arrow_type.byte_width == column.length
         return pa.large_binary() if same and _logical(column).get("Type") == "None" else None
     if physical == "INT32":
-        if pa.types.is_integer(arrow_type):
+        if pa.types.is_integer(arrow_type) and arrow_type.bit_width <= 32:
             # Narrow integers are stored as INT32 (sign- or zero-extended, as the value).
             return pa.int32() if arrow_type.bit_width < 32 else arrow_type
         if pa.types.is_date32(arrow_type) or pa.types.is_time32(arrow_type):
@@ -323,17 +331,13 @@ class NativeFilters:
         """Zones whose filter the file has but pruner refused (a header it cannot decode, a
         length that disagrees, bytes past the footer): read whole by pruner, and by the
         engines under pruner without their own filter reading (they may misread it)."""
-        return [z for z, why in self.problems.items() if why not in (NO_FILTER, NOT_USABLE)]
+        return [
+            z for z, why in self.problems.items() if why not in (NO_FILTER, NOT_USABLE, OTHER_WIDTH)
+        ]
 
     def note(self) -> str:
         """What explain says decided a probe."""
-        if not self.problems:
-            return SOURCE
-        whole = f"{len(self.problems)} of {self.num_zones} row groups read whole"
-        damaged = len(self.damaged)
-        if damaged:
-            whole += f"; {damaged} damaged {'filter' if damaged == 1 else 'filters'} refused"
-        return f"{SOURCE} ({whole})"
+        return _note(self.problems, self.num_zones)
 
     def probe(self, hashes: np.ndarray) -> Probe:
         """Row groups that may hold any of the hashed values."""
@@ -486,6 +490,7 @@ def native_index(
     chunks: list[_Chunk | None] = []
     problems: dict[int, str] = {}
     value_type: pa.DataType | None = None
+    widths: dict[int, pa.DataType] = {}  # each file's type, where it has usable filters
     usable = 0
     for fid, file in sorted(files.items()):
         metadata = file.metadata
@@ -493,10 +498,18 @@ def native_index(
             return None
         found = _column_index(metadata, column)
         file_type = None if found is None else parquet_value_type(arrow_type, found[1])
-        if file_type is not None and value_type is not None and file_type != value_type:
+        if found is not None and file_type is None and arrow_type in _WIDTHS:
+            file_type = _signed_width(found[1])  # a signed column stored wider or narrower
+        if (
+            file_type is not None
+            and value_type is not None
+            and file_type != value_type
+            and {file_type, value_type} != set(_WIDTHS)
+        ):
             file_type = None  # stored another way than the other files: read whole
         if file_type is not None:
-            value_type = file_type
+            widths[fid] = file_type
+            value_type = file_type if value_type is None else value_type
         start = 0
         handle = None
         try:
@@ -527,11 +540,15 @@ def native_index(
         finally:
             if handle is not None:
                 os.close(handle)
-    filters = NativeFilters(chunks, problems)
+    filters: NativeFilters | IntegerWidths = NativeFilters(chunks, problems)
     # Damaged filters alone still make an index: explain then says they were refused, and
     # the engines under pruner are kept from reading them (Table.damaged_filter_files).
     if value_type is None or not (usable or filters.damaged):
         return None
+    if len(set(widths.values())) > 1:  # INT32 in some files, INT64 in others
+        narrow = np.array([widths.get(f) == pa.int32() for f in fragment_id], bool)
+        filters = IntegerWidths(chunks, problems, narrow)
+        value_type = pa.int64()
     arrays = (
         np.array(fragment_id, np.uint64),
         np.array(zone_start, np.uint64),
@@ -542,11 +559,99 @@ def native_index(
     return arrays, value_type
 
 
+def _note(problems: dict[int, str], num_zones: int) -> str:
+    """What explain says decided a probe of filters with ``problems``."""
+    if not problems:
+        return SOURCE
+    whole = f"{len(problems)} of {num_zones} row groups read whole"
+    damaged = sum(why not in (NO_FILTER, NOT_USABLE, OTHER_WIDTH) for why in problems.values())
+    if damaged:
+        whole += f"; {damaged} damaged {'filter' if damaged == 1 else 'filters'} refused"
+    return f"{SOURCE} ({whole})"
+
+
+_WIDTHS = (pa.int32(), pa.int64())
+
+
+def _signed_width(column: Any) -> pa.DataType | None:
+    """int32 or int64 for a column stored as a plain signed INT32 or INT64 (no logical type,
+    or a signed integer of the physical width), else None."""
+    width = {"INT32": 32, "INT64": 64}.get(column.physical_type)
+    logical = _logical(column)
+    if width is None or logical.get("Type") not in ("None", "Int"):
+        return None
+    if logical.get("Type") == "Int" and (
+        logical.get("bitWidth") != width or not logical.get("isSigned")
+    ):
+        return None
+    return pa.int32() if width == 32 else pa.int64()
+
+
+class IntegerWidths:
+    """The filters of a signed integer column stored as INT32 in some files and INT64 in
+    others (writers widen a column between files). Parquet hashes a value's plain encoding,
+    4 bytes in one, 8 in the other, so each file is probed with its own hashes: the index's
+    hashes are the INT64 ones, and :meth:`probe_values` hashes the values as INT32 for the
+    narrow files. A probe of hashes alone keeps every narrow file's row groups.
+
+    The engines read such a table at the first file's type (DuckDB), or refuse it
+    (DataFusion 55: "Fail to merge schema"); the values come already coerced to the first
+    file's type, so a value the INT32 files cannot hold is simply absent from them.
+    """
+
+    def __init__(
+        self, chunks: list[_Chunk | None], problems: dict[int, str], narrow: np.ndarray
+    ) -> None:
+        self.problems = problems
+        self.narrow = narrow
+        other = {z: OTHER_WIDTH for z in np.flatnonzero(narrow).tolist()}
+        self.wide = NativeFilters(chunks, {**problems, **other})
+        other = {z: OTHER_WIDTH for z in np.flatnonzero(~narrow).tolist()}
+        self.narrow_filters = NativeFilters(chunks, {**problems, **other})
+
+    @property
+    def num_zones(self) -> int:
+        return len(self.narrow)
+
+    @property
+    def damaged(self) -> list[int]:
+        return [z for z in self.wide.damaged if not self.narrow[z]] + [
+            z for z in self.narrow_filters.damaged if self.narrow[z]
+        ]
+
+    def note(self) -> str:
+        return f"{_note(self.problems, self.num_zones)}, INT32 and INT64 files each in its own"
+
+    def probe(self, hashes: np.ndarray) -> Probe:
+        """Row groups that may hold any of the values hashed as INT64; every row group of
+        an INT32 file is kept."""
+        mask = self.wide.probe(hashes).mask
+        mask[self.narrow] = True
+        return Probe(mask, self.note())
+
+    def probe_values(self, hashes: np.ndarray, values: Sequence[object]) -> Probe:
+        """:meth:`probe`, with the INT32 files probed too: ``values`` hashed as INT32 (those
+        in its range; the others cannot be in those files)."""
+        mask = self.wide.probe(hashes).mask
+        small = [v for v in values if isinstance(v, int) and -(2**31) <= v < 2**31]
+        narrow_hashes, _ = hash_array(pa.array(small, pa.int32()))
+        mask[self.narrow] = self.narrow_filters.probe(narrow_hashes).mask[self.narrow]
+        return Probe(mask, self.note())
+
+    def whole_filters(self) -> list[bytes]:
+        """The INT64 files' bitsets; the INT32 files' zones get filters that rule nothing
+        out (a probe of INT64 hashes cannot use them)."""
+        return self.wide.whole_filters()
+
+
 def _column_index(metadata: Any, column: str) -> tuple[int, Any] | None:
+    """The leaf column of the top-level ``column`` (its path is its own name: a top-level
+    ``a.b`` and the field ``b`` of a struct ``a`` have the same dotted path)."""
     schema = metadata.schema
     for i in range(len(schema)):
-        if schema.column(i).path == column:
-            return i, schema.column(i)
+        leaf = schema.column(i)
+        if leaf.path == column and leaf.name == column:
+            return i, leaf
     return None
 
 
@@ -714,7 +819,7 @@ def index_from_filters(directory: str | os.PathLike[str], column: str) -> ZoneIn
     if not names:
         raise InvalidParameterError(f"no *.parquet files under {root}")
     files = {fid: read_parquet_file(root / name, name) for fid, name in enumerate(names)}
-    schema = files[0].metadata.schema.to_arrow_schema()
+    schema = arrow_schema(files[0].metadata)
     if column not in schema.names:
         raise InvalidParameterError(
             f"column {column!r} is not in {files[0].path}; its columns are "

@@ -52,7 +52,9 @@ files than the one named (``part[1]`` is ``part1``), or refuse the path."""
 
 def _frame(spark: SparkSession, table: Table, selection: Selection | None) -> DataFrame:
     if table.kind == "parquet" and not _HADOOP_SPECIAL.intersection(str(table.path.absolute())):
-        parts = parquet_parts(table, selection)
+        # Files storing a column at other integer widths are read all together, as Spark
+        # alone reads them (a subset could settle on another type).
+        parts = parquet_parts(table, None if table.widened else selection)
         files = table.files or {}
         if hive_partitioned(f.relative.split("/")[:-1] for f in files.values()):
             # basePath keeps hive partition columns (k=v folders) whatever subset is read.
