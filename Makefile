@@ -68,7 +68,7 @@ fuzz: $(STAMP)
 # background). Configured in pyproject.toml [tool.mutmut]; results in mutants/ (mutmut results,
 # mutmut show NAME), summarised in docs/mutation.md. MUTANTS narrows it: one module's mutants
 # (make mutate MUTANTS='pruner.binding.*'), or one function's. The default list takes from
-# pruner/table.py only the binding of an index to the files and fragments it covers (Table._fit,
+# pruner/table/ only the binding of an index to the files and fragments it covers (Table._fit,
 # _parquet_ids, _file_ids, _overlapping, _unexplained_gaps, TableIndex.coverage, _load_key),
 # what forms a table (open_table, _open_dataset, _lance_table, _parquet_table, as_table,
 # Table._load, _lance_ids, default_zones), from pruner/expressions.py only negation (not_,
@@ -80,16 +80,21 @@ MUTANTS ?= 'pruner.binding.*' 'pruner.selection.*' 'pruner.evaluate.*' \
 	'pruner.expressions.*_RewriteNot*' 'pruner.expressions.x_rewrite_not*' \
 	'pruner.analysis.scopes.*' 'pruner.analysis.joins.*' 'pruner.analysis.pushdown.*' \
 	'pruner.analysis.nulls.*' 'pruner.analysis.conditions.*' \
-	'pruner.literals.*' 'pruner.table.*_fit__mutmut_*' 'pruner.table.*_parquet_ids__mutmut_*' \
-	'pruner.table.*_unexplained_gaps__mutmut_*' 'pruner.table.x__file_ids__mutmut_*' \
-	'pruner.table.x__overlapping__mutmut_*' 'pruner.table.*TableIndex*coverage__mutmut_*' \
-	'pruner.table.*Table*_load_key__mutmut_*' 'pruner.table.x__parquet_table__mutmut_*' \
+	'pruner.literals.*' 'pruner.table.model.*_fit__mutmut_*' \
+	'pruner.table.model.*_parquet_ids__mutmut_*' \
+	'pruner.table.model.*_unexplained_gaps__mutmut_*' 'pruner.table.model.x__file_ids__mutmut_*' \
+	'pruner.table.model.x__overlapping__mutmut_*' \
+	'pruner.table.model.*TableIndex*coverage__mutmut_*' \
+	'pruner.table.model.*Table*_load_key__mutmut_*' \
+	'pruner.table.opening.x__parquet_table__mutmut_*' \
 	'pruner.discover.*FileIdentity*matches__mutmut_*' 'pruner.discover.x_read_footer__mutmut_*' \
 	'pruner.discover.x_read_parquet_file__mutmut_*' 'pruner.discover.x_signature__mutmut_*' \
-	'pruner.table.x_open_table__mutmut_*' 'pruner.table.x__open_dataset__mutmut_*' \
-	'pruner.table.x__lance_table__mutmut_*' 'pruner.table.x_as_table__mutmut_*' \
-	'pruner.table.*Table*_load__mutmut_*' 'pruner.table.*Table*_lance_ids__mutmut_*' \
-	'pruner.table.*Table*default_zones__mutmut_*' 'pruner.discover.x_parquet_names__mutmut_*' \
+	'pruner.table.opening.x_open_table__mutmut_*' \
+	'pruner.table.opening.x__open_dataset__mutmut_*' \
+	'pruner.table.opening.x__lance_table__mutmut_*' 'pruner.table.cache.x_as_table__mutmut_*' \
+	'pruner.table.model.*Table*_load__mutmut_*' 'pruner.table.model.*Table*_lance_ids__mutmut_*' \
+	'pruner.table.model.*Table*default_zones__mutmut_*' \
+	'pruner.discover.x_parquet_names__mutmut_*' \
 	'pruner.discover.x__visible_files__mutmut_*' 'pruner.discover.x_hive_partitioned__mutmut_*' \
 	'pruner.index.hierarchy.*' 'pruner.index.native.*' 'pruner.index.update.*' \
 	'pruner.index.keys.*' 'pruner.index.lance.*' 'pruner.lookup.*'

@@ -860,7 +860,7 @@ def test_kept_bitsets_select_what_the_blocks_select(
 ) -> None:
     """A table kept open reads each filter whole once (from its 8th probe, or at once for a
     probe of 16 values or more) and probes it in memory: the same zones as block reads."""
-    from pruner.index import native
+    from pruner.index.native import filters as native
 
     values = [*range(0, 6_000, 97), -1, 6_001, 99_999, 123_456]
     hashes, _ = hash_array(pa.array(values, pa.int64()))

@@ -1,46 +1,23 @@
-"""A table as pruner sees it: its schema, its fragments now, and its bloom indexes.
-
-A Lance dataset's fragments are its fragments (ids from the manifest, physical row counts).
-A Parquet directory's fragments are its files, numbered in path order. An index is *bound*
-to the table's current fragments (:meth:`Table._bind`), and only what it proves is used:
-
-- zones of fragments that no longer exist, that Lance's manifest no longer counts as
-  covered, or of Parquet files whose size, modification time, row count or footer changed
-  since the index was built, are ignored (*stale*);
-- a fragment with a zone that is damaged (its checksum fails, or it reaches beyond the
-  fragment's rows), or with a live row no zone covers, is read whole;
-- a fragment no zone covers is read whole.
-
-So a stale or damaged index widens a selection; it never drops a row.
-"""
+"""A table's schema and fragments with its indexes loaded on first use (:class:`Table`),
+and each index fitted to the fragments it proves something about (:class:`TableIndex`)."""
 
 from __future__ import annotations
 
 import os
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.dataset as pads
 
 from pruner import discover
-from pruner.discover import (
-    FileIdentity,
-    ParquetFile,
-    arrow_schema,
-    is_lance_dataset,
-    parquet_files,
-    parquet_names,
-    read_parquet_file,
-    signature,
-)
-from pruner.errors import InvalidParameterError, PrunerError
-from pruner.hashing import hash_alike, plain_type
+from pruner.discover import FileIdentity, ParquetFile, parquet_names
+from pruner.errors import PrunerError
+from pruner.hashing import plain_type
 from pruner.index import (
     DEFAULT_ITEMS,
     ZoneIndex,
@@ -58,8 +35,6 @@ from pruner.index.native import (
     ruled_out_by_statistics,
 )
 from pruner.selection import FRAGMENT_SHIFT, Selection
-
-__all__ = ["Table", "TableIndex", "TableSource", "as_table", "open_table", "open_tables"]
 
 
 @dataclass(eq=False)
@@ -458,177 +433,3 @@ def _overlapping(starts: np.ndarray, ends: np.ndarray) -> set[int]:
     starts, ends = starts[order], ends[order]
     clash = starts[1:] < np.maximum.accumulate(ends)[:-1] if len(starts) > 1 else np.zeros(0, bool)
     return set((starts[1:][clash] >> FRAGMENT_SHIFT).tolist())
-
-
-def open_table(source: str | os.PathLike[str] | pads.Dataset, version: int | None = None) -> Table:
-    """Open a Lance dataset (at ``version``, default the latest), a directory of Parquet
-    files or one Parquet file: by path (relative or absolute), or as the
-    ``lance.LanceDataset`` or ``pyarrow.dataset`` of them a user already holds.
-
-    Raises:
-        InvalidParameterError: the source is none of these.
-    """
-    if isinstance(source, pads.Dataset):
-        return _open_dataset(source, version)
-    path = Path(source).absolute()
-    if is_lance_dataset(path):
-        import lance
-
-        return _lance_table(path, lance.dataset(str(path), version=version))
-    if path.is_file() and path.suffix == ".parquet":
-        # One file: a table of one fragment (no index lives beside a single file, so it is
-        # read whole: a small table joined to an indexed one, say).
-        return _parquet_table(path, path.parent, [path.name])
-    if not path.is_dir():
-        raise InvalidParameterError(
-            f"{path} does not exist; give a Lance dataset, a directory of Parquet files or a "
-            "Parquet file"
-        )
-    found = parquet_names(path)
-    if not found:
-        raise InvalidParameterError(
-            f"{path} is neither a Lance dataset nor a directory of Parquet files"
-        )
-    return _parquet_table(path, path, found)
-
-
-def _lance_table(path: Path, dataset: Any) -> Table:
-    rows = {f.fragment_id: f.physical_rows for f in dataset.get_fragments()}
-    return Table(path, "lance", dataset.schema, rows, dataset=dataset)
-
-
-def _open_dataset(source: pads.Dataset, version: int | None) -> Table:
-    """A ``lance.LanceDataset`` (its version, unless ``version`` says another) or a
-    ``pyarrow.dataset`` of Parquet files (all of one directory's, or one file)."""
-    uri = getattr(source, "uri", None)
-    if uri is not None and hasattr(source, "get_fragments") and hasattr(source, "version"):
-        path = Path(str(uri).removeprefix("file://")).absolute()
-        if version is None or version == source.version:
-            return _lance_table(path, source)
-        return open_table(path, version)
-    files = [Path(f).absolute() for f in getattr(source, "files", [])]
-    fmt = getattr(source, "format", None)
-    if not files or not isinstance(fmt, pads.ParquetFileFormat):
-        raise InvalidParameterError(
-            "pruner reads a pyarrow dataset of Parquet files (or a lance.LanceDataset); give "
-            "the path of the Lance dataset or Parquet directory instead"
-        )
-    if len(files) == 1:
-        return open_table(files[0])
-    root = Path(os.path.commonpath(files))
-    if sorted(files) == sorted(p.absolute() for p in parquet_files(root)):
-        return open_table(root)
-    raise InvalidParameterError(
-        f"the pyarrow dataset holds {len(files)} of the Parquet files under {root}: pruner "
-        "reads a whole directory of them; give the directory"
-    )
-
-
-def _parquet_table(path: Path, root: Path, found: list[str]) -> Table:
-    """The Parquet files ``found`` (paths relative to ``root``) as one table at ``path``.
-
-    A file whose Parquet schema and key-value metadata equal the first file's has its
-    Arrow schema (pyarrow derives that from those two alone) and is not converted."""
-    files: dict[int, ParquetFile] = {}
-    schema = None
-    first: tuple[Any, Any] | None = None
-    mixed: set[str] = set()
-    widened: set[str] = set()
-    uniform = True
-    for fid, name in enumerate(found):
-        files[fid] = read_parquet_file(root / name, name)
-        metadata = files[fid].metadata
-        if first is not None and metadata.schema.equals(first[0]) and metadata.metadata == first[1]:
-            continue
-        file_schema = arrow_schema(metadata)
-        if schema is None:
-            schema, first = file_schema, (metadata.schema, metadata.metadata)
-        if not file_schema.equals(schema, check_metadata=False):
-            widths = _widened(schema, file_schema)
-            uniform = uniform and widths is not None
-            widened.update(widths or ())
-        mixed.update(
-            f.name
-            for f in file_schema
-            if f.name in schema.names and not hash_alike(schema.field(f.name).type, f.type)
-        )
-    assert schema is not None
-    rows = {fid: f.rows for fid, f in files.items()}
-    return Table(
-        path,
-        "parquet",
-        schema,
-        rows,
-        files=files,
-        mixed_types=frozenset(mixed),
-        uniform_schema=uniform,
-        widened=frozenset(widened) if uniform else frozenset(),
-    )
-
-
-def _widened(schema: pa.Schema, other: pa.Schema) -> set[str] | None:
-    """The columns ``other`` stores as INT32 where ``schema`` (the first file's) has INT64,
-    when that is all the two disagree on; else None. Only that way round: DuckDB reads every
-    file at the first file's type, and an INT64 value read as INT32 may fail to fit (DuckDB
-    alone then fails on the files that hold one, whichever rows the query keeps)."""
-    if other.names != schema.names:
-        return None
-    found = set()
-    for mine, theirs in zip(schema, other, strict=True):
-        if mine.equals(theirs):
-            continue
-        wider = mine.type == pa.int64() and theirs.type == pa.int32()
-        if not wider or mine.nullable != theirs.nullable:
-            return None
-        found.add(mine.name)
-    return found
-
-
-TableSource: TypeAlias = "str | os.PathLike[str] | pads.Dataset | Table"
-"""What a query's table may be given as: the path of a Lance dataset, a Parquet directory or
-a Parquet file; a ``lance.LanceDataset`` or ``pyarrow.dataset`` of them; or a Table."""
-
-
-def as_table(source: TableSource) -> Table:
-    """``source`` opened, unless it already is a Table (which keeps its loaded indexes)
-    whose files are as they were (:meth:`Table.files_unchanged`; else its path is opened).
-
-    A path opens the table once per process: while the table's :func:`signature` (its
-    Lance versions, or its Parquet and index files' sizes, times and inodes) stays the same,
-    the Table opened before (with the indexes it loaded) is the answer; any change opens it
-    again. So a path string costs what an opened Table costs, and is never stale.
-    """
-    if isinstance(source, Table):
-        if source.files_unchanged():
-            return source
-        # Parquet files added, removed or rewritten since it was opened: the engine alone
-        # reads them as they are now, and so does pruner, from the table opened again (its
-        # row groups, statistics and identities are those of the files now).
-        return as_table(source.path)
-    if isinstance(source, pads.Dataset):
-        return open_table(source)
-    path = Path(source).absolute()
-    before = signature(path)
-    if before is not None:
-        with _opened_lock:
-            known = _opened.get(path)
-        if known is not None and known[0] == before:
-            return known[1]
-    table = open_table(path)
-    if before is not None and signature(path) == before:  # nothing changed while opening
-        with _opened_lock:
-            _opened.pop(path, None)
-            _opened[path] = (before, table)
-            while len(_opened) > _OPENED_TABLES:
-                del _opened[next(iter(_opened))]
-    return table
-
-
-_OPENED_TABLES = 64
-_opened: dict[Path, tuple[tuple[object, ...], Table]] = {}
-_opened_lock = threading.Lock()
-
-
-def open_tables(tables: Mapping[str, TableSource]) -> dict[str, Table]:
-    """Every source of ``tables`` opened (see :func:`as_table`), under the same names."""
-    return {name: as_table(source) for name, source in tables.items()}

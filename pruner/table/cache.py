@@ -1,0 +1,65 @@
+"""Tables opened once per process: a path is opened again only when its signature
+changed (:func:`as_table`)."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TypeAlias
+
+import pyarrow.dataset as pads
+
+from pruner.discover import signature
+from pruner.table.model import Table
+from pruner.table.opening import open_table
+
+TableSource: TypeAlias = "str | os.PathLike[str] | pads.Dataset | Table"
+"""What a query's table may be given as: the path of a Lance dataset, a Parquet directory or
+a Parquet file; a ``lance.LanceDataset`` or ``pyarrow.dataset`` of them; or a Table."""
+
+
+def as_table(source: TableSource) -> Table:
+    """``source`` opened, unless it already is a Table (which keeps its loaded indexes)
+    whose files are as they were (:meth:`Table.files_unchanged`; else its path is opened).
+
+    A path opens the table once per process: while the table's :func:`signature` (its
+    Lance versions, or its Parquet and index files' sizes, times and inodes) stays the same,
+    the Table opened before (with the indexes it loaded) is the answer; any change opens it
+    again. So a path string costs what an opened Table costs, and is never stale.
+    """
+    if isinstance(source, Table):
+        if source.files_unchanged():
+            return source
+        # Parquet files added, removed or rewritten since it was opened: the engine alone
+        # reads them as they are now, and so does pruner, from the table opened again (its
+        # row groups, statistics and identities are those of the files now).
+        return as_table(source.path)
+    if isinstance(source, pads.Dataset):
+        return open_table(source)
+    path = Path(source).absolute()
+    before = signature(path)
+    if before is not None:
+        with _opened_lock:
+            known = _opened.get(path)
+        if known is not None and known[0] == before:
+            return known[1]
+    table = open_table(path)
+    if before is not None and signature(path) == before:  # nothing changed while opening
+        with _opened_lock:
+            _opened.pop(path, None)
+            _opened[path] = (before, table)
+            while len(_opened) > _OPENED_TABLES:
+                del _opened[next(iter(_opened))]
+    return table
+
+
+_OPENED_TABLES = 64
+_opened: dict[Path, tuple[tuple[object, ...], Table]] = {}
+_opened_lock = threading.Lock()
+
+
+def open_tables(tables: Mapping[str, TableSource]) -> dict[str, Table]:
+    """Every source of ``tables`` opened (see :func:`as_table`), under the same names."""
+    return {name: as_table(source) for name, source in tables.items()}

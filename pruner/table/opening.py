@@ -1,0 +1,147 @@
+"""A Lance dataset, a Parquet directory or file, or a dataset object of them, opened as a
+:class:`~pruner.table.model.Table`."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.dataset as pads
+
+from pruner.discover import (
+    ParquetFile,
+    arrow_schema,
+    is_lance_dataset,
+    parquet_files,
+    parquet_names,
+    read_parquet_file,
+)
+from pruner.errors import InvalidParameterError
+from pruner.hashing import hash_alike
+from pruner.table.model import Table
+
+
+def open_table(source: str | os.PathLike[str] | pads.Dataset, version: int | None = None) -> Table:
+    """Open a Lance dataset (at ``version``, default the latest), a directory of Parquet
+    files or one Parquet file: by path (relative or absolute), or as the
+    ``lance.LanceDataset`` or ``pyarrow.dataset`` of them a user already holds.
+
+    Raises:
+        InvalidParameterError: the source is none of these.
+    """
+    if isinstance(source, pads.Dataset):
+        return _open_dataset(source, version)
+    path = Path(source).absolute()
+    if is_lance_dataset(path):
+        import lance
+
+        return _lance_table(path, lance.dataset(str(path), version=version))
+    if path.is_file() and path.suffix == ".parquet":
+        # One file: a table of one fragment (no index lives beside a single file, so it is
+        # read whole: a small table joined to an indexed one, say).
+        return _parquet_table(path, path.parent, [path.name])
+    if not path.is_dir():
+        raise InvalidParameterError(
+            f"{path} does not exist; give a Lance dataset, a directory of Parquet files or a "
+            "Parquet file"
+        )
+    found = parquet_names(path)
+    if not found:
+        raise InvalidParameterError(
+            f"{path} is neither a Lance dataset nor a directory of Parquet files"
+        )
+    return _parquet_table(path, path, found)
+
+
+def _lance_table(path: Path, dataset: Any) -> Table:
+    rows = {f.fragment_id: f.physical_rows for f in dataset.get_fragments()}
+    return Table(path, "lance", dataset.schema, rows, dataset=dataset)
+
+
+def _open_dataset(source: pads.Dataset, version: int | None) -> Table:
+    """A ``lance.LanceDataset`` (its version, unless ``version`` says another) or a
+    ``pyarrow.dataset`` of Parquet files (all of one directory's, or one file)."""
+    uri = getattr(source, "uri", None)
+    if uri is not None and hasattr(source, "get_fragments") and hasattr(source, "version"):
+        path = Path(str(uri).removeprefix("file://")).absolute()
+        if version is None or version == source.version:
+            return _lance_table(path, source)
+        return open_table(path, version)
+    files = [Path(f).absolute() for f in getattr(source, "files", [])]
+    fmt = getattr(source, "format", None)
+    if not files or not isinstance(fmt, pads.ParquetFileFormat):
+        raise InvalidParameterError(
+            "pruner reads a pyarrow dataset of Parquet files (or a lance.LanceDataset); give "
+            "the path of the Lance dataset or Parquet directory instead"
+        )
+    if len(files) == 1:
+        return open_table(files[0])
+    root = Path(os.path.commonpath(files))
+    if sorted(files) == sorted(p.absolute() for p in parquet_files(root)):
+        return open_table(root)
+    raise InvalidParameterError(
+        f"the pyarrow dataset holds {len(files)} of the Parquet files under {root}: pruner "
+        "reads a whole directory of them; give the directory"
+    )
+
+
+def _parquet_table(path: Path, root: Path, found: list[str]) -> Table:
+    """The Parquet files ``found`` (paths relative to ``root``) as one table at ``path``.
+
+    A file whose Parquet schema and key-value metadata equal the first file's has its
+    Arrow schema (pyarrow derives that from those two alone) and is not converted."""
+    files: dict[int, ParquetFile] = {}
+    schema = None
+    first: tuple[Any, Any] | None = None
+    mixed: set[str] = set()
+    widened: set[str] = set()
+    uniform = True
+    for fid, name in enumerate(found):
+        files[fid] = read_parquet_file(root / name, name)
+        metadata = files[fid].metadata
+        if first is not None and metadata.schema.equals(first[0]) and metadata.metadata == first[1]:
+            continue
+        file_schema = arrow_schema(metadata)
+        if schema is None:
+            schema, first = file_schema, (metadata.schema, metadata.metadata)
+        if not file_schema.equals(schema, check_metadata=False):
+            widths = _widened(schema, file_schema)
+            uniform = uniform and widths is not None
+            widened.update(widths or ())
+        mixed.update(
+            f.name
+            for f in file_schema
+            if f.name in schema.names and not hash_alike(schema.field(f.name).type, f.type)
+        )
+    assert schema is not None
+    rows = {fid: f.rows for fid, f in files.items()}
+    return Table(
+        path,
+        "parquet",
+        schema,
+        rows,
+        files=files,
+        mixed_types=frozenset(mixed),
+        uniform_schema=uniform,
+        widened=frozenset(widened) if uniform else frozenset(),
+    )
+
+
+def _widened(schema: pa.Schema, other: pa.Schema) -> set[str] | None:
+    """The columns ``other`` stores as INT32 where ``schema`` (the first file's) has INT64,
+    when that is all the two disagree on; else None. Only that way round: DuckDB reads every
+    file at the first file's type, and an INT64 value read as INT32 may fail to fit (DuckDB
+    alone then fails on the files that hold one, whichever rows the query keeps)."""
+    if other.names != schema.names:
+        return None
+    found = set()
+    for mine, theirs in zip(schema, other, strict=True):
+        if mine.equals(theirs):
+            continue
+        wider = mine.type == pa.int64() and theirs.type == pa.int32()
+        if not wider or mine.nullable != theirs.nullable:
+            return None
+        found.add(mine.name)
+    return found
