@@ -19,6 +19,10 @@ forced a rule):
   column's unit): sub-unit fractions cannot be coerced.
 * A zone-less literal on a zoned timestamp column (or the reverse) depends on the session
   time zone: not coerced.
+* ``blob_col = '\\xAA'`` (or ``CAST('\\xAA' AS BLOB)``) is the byte 0xAA in DuckDB and the
+  four bytes of the text in DataFusion: a string becomes bytes by the query's engine's rules.
+* ``time_col = TIMETZ '12:00:00+02'`` (DuckDB) matches the clock reading 12:00:00 or nothing,
+  however DuckDB reads the Parquet TIME.
 
 NaN has many bit patterns and engines compare NaNs as equal; probing one pattern could miss
 rows, so NaN never prunes.
@@ -26,6 +30,7 @@ rows, so NaN never prunes.
 
 from __future__ import annotations
 
+import calendar
 import datetime as dt
 import math
 import re
@@ -39,7 +44,17 @@ import pyarrow as pa
 
 from pruner.expressions import Literal
 
-__all__ = ["INTEGER_CASTS", "Coercion", "coerce", "coerce_all", "literal_from_python"]
+__all__ = [
+    "INTEGER_CASTS",
+    "Coercion",
+    "Interval",
+    "coerce",
+    "coerce_all",
+    "interval",
+    "literal_from_python",
+    "plus_days",
+    "plus_interval",
+]
 
 _EXACT_DOUBLE = 2**53
 _INTEGER = re.compile(r"[+-]?[0-9]+")
@@ -149,6 +164,34 @@ def _parse_time(text: str) -> tuple[int, int] | None:
     return nanos + int((digits + "0" * 9)[:9]), len(digits.rstrip("0"))
 
 
+_TIME_WITH_ZONE = re.compile(
+    r"(?P<clock>[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,9})?)"
+    r"(?:[+-](?P<hours>[0-9]{2})(?::(?P<minutes>[0-9]{2})"
+    r"(?::(?P<seconds>[0-9]{2}))?)?)?"
+)
+_LARGEST_OFFSET = 16 * 3600 - 1  # DuckDB's TIMETZ offsets: at most 15:59:59 either way
+
+
+def _time_with_zone(text: str, literal: Literal, dialect: str) -> tuple[str, Any]:
+    """``TIMETZ 'hh:mm:ss[.f][+hh[:mm[:ss]]]'`` as the time of day a Parquet TIME column
+    can equal: the literal's own clock reading, offset dropped (DuckDB 2.0, the one engine
+    of the three with TIME WITH TIME ZONE). DuckDB reads a Parquet TIME as TIME or, when the
+    file marks it adjusted to UTC, as TIMETZ at offset +00 (pyarrow reads both as
+    ``time64``): a TIME column meets the literal cast to TIME, which drops the offset; a
+    TIMETZ one compares time *and* offset, so a literal at another offset than +00 matches
+    none of its values. Either way only rows holding the clock reading can match."""
+    if dialect != "duckdb":
+        return "unknown", f"{literal}: pruner reads TIME WITH TIME ZONE only in DuckDB"
+    match = _TIME_WITH_ZONE.fullmatch(text.strip())
+    parsed = _parse_time(match.group("clock")) if match else None
+    if match is None or parsed is None:
+        return "unknown", f"{literal} is not a TIME WITH TIME ZONE pruner can read"
+    hours, minutes, seconds = (int(match.group(g) or 0) for g in ("hours", "minutes", "seconds"))
+    if minutes > 59 or seconds > 59 or hours * 3600 + minutes * 60 + seconds > _LARGEST_OFFSET:
+        return "unknown", f"{literal} has an offset DuckDB does not take"
+    return "time", parsed
+
+
 def _number(text: str, double: bool) -> tuple[str, Any]:
     """("int", int) | ("decimal", Decimal) | ("double", float) for a numeric spelling."""
     if _INTEGER.fullmatch(text) and not double:
@@ -188,10 +231,12 @@ def _typed(literal: Literal, dialect: str) -> tuple[str, Any]:
         return "unknown", f"unbound parameter {literal}"
     if literal.cast is None:
         return value
-    return _apply_cast(value, literal.cast.upper(), literal)
+    return _apply_cast(value, literal.cast.upper(), literal, dialect)
 
 
-def _apply_cast(value: tuple[str, Any], cast: str, literal: Literal) -> tuple[str, Any]:
+def _apply_cast(
+    value: tuple[str, Any], cast: str, literal: Literal, dialect: str
+) -> tuple[str, Any]:
     kind, raw = value
     base = cast.split("(")[0].strip()
     if base in _STRING_CASTS and kind == "string":
@@ -234,6 +279,8 @@ def _apply_cast(value: tuple[str, Any], cast: str, literal: Literal) -> tuple[st
         parsed = _parse_time(raw)
         if parsed is not None:
             return "time", parsed
+    elif base == "TIMETZ" and kind == "string":
+        return _time_with_zone(raw, literal, dialect)
     elif base in ("BLOB", "BINARY", "VARBINARY", "BYTEA") and kind in ("bytes", "string"):
         return ("bytes", raw) if kind == "bytes" else ("string_as_bytes", raw)
     return "unknown", f"pruner does not evaluate {literal}"
@@ -409,6 +456,47 @@ def _uuid_column(kind: str, raw: Any, shown: str, dialect: str) -> Coercion:
     return Coercion([bytes.fromhex("".join(part for part in match.groups() if part))])
 
 
+_BLOB_ESCAPE = re.compile(r"\\x([0-9a-fA-F]{2})")
+
+
+def _string_bytes(text: str, dialect: str) -> bytes | None:
+    """The bytes a string becomes as a binary value (``CAST('..' AS BLOB)``, or a string
+    compared with a binary column: every engine casts the string, not the column), or None
+    when pruner cannot tell.
+
+    * DuckDB: each ASCII character is its byte and ``\\xHH`` (a lower-case x, two hex
+      digits) the byte HH; any other backslash or a non-ASCII character is an error.
+    * DataFusion: the string's UTF-8 bytes (its SQL strings keep backslashes as written).
+    * Spark: the UTF-8 bytes too, but its parser unescapes backslashes in its own way:
+      only a string with neither a backslash nor a non-ASCII character is certain.
+    """
+    if dialect == "duckdb":
+        found = bytearray()
+        position = 0
+        while position < len(text):
+            character = text[position]
+            if character == "\\":
+                escape = _BLOB_ESCAPE.match(text, position)
+                if escape is None:
+                    return None
+                found.append(int(escape.group(1), 16))
+                position = escape.end()
+            elif character.isascii():
+                found.append(ord(character))
+                position += 1
+            else:
+                return None
+        return bytes(found)
+    if dialect == "datafusion":
+        try:
+            return text.encode()
+        except UnicodeEncodeError:  # a lone surrogate: not a string an engine holds
+            return None
+    if text.isascii() and "\\" not in text:
+        return text.encode()
+    return None
+
+
 def coerce(literal: Literal, arrow_type: pa.DataType, dialect: str = "duckdb") -> Coercion:
     """The values of ``arrow_type`` that ``column = literal`` can match, as the engines do.
 
@@ -437,9 +525,10 @@ def coerce(literal: Literal, arrow_type: pa.DataType, dialect: str = "duckdb") -
         return Coercion([raw])
     if pa.types.is_binary(arrow_type) or pa.types.is_large_binary(arrow_type):
         if kind in ("string", "string_as_bytes"):
-            if not raw.isascii() or "\\" in raw:
+            encoded = _string_bytes(raw, dialect)
+            if encoded is None:
                 return _unknown(f"engines convert {shown} to bytes differently")
-            kind, raw = "bytes", raw.encode()
+            kind, raw = "bytes", encoded
         if kind != "bytes":
             return _unknown(f"cannot compare {shown} with {arrow_type}")
         return Coercion([raw])
@@ -519,6 +608,207 @@ def coerce_all(
     if len(reasons) > _SHOWN_REASONS:
         reason += f"; and {len(reasons) - _SHOWN_REASONS:,} more values that cannot match"
     return Coercion(values, not values, reason, exact=not others and bool(values))
+
+
+# ------------------------------------------------------------ constant date arithmetic
+#
+# ``DATE '2000-01-01' + 1001`` and ``TIMESTAMP '...' + INTERVAL '5' SECOND`` are folded by
+# the engines before they compare or probe; pruner folds them to the literal the engine
+# computes, with that engine's types and rules, where it can do so exactly (measured in
+# DuckDB 2.0, DataFusion 55 and Spark 4.3), and otherwise says why not:
+#
+# * DATE +/- integer (days), integer + DATE: a DATE in all three. The integer is an INTEGER
+#   literal in DuckDB and Spark (a BIGINT one is refused by both).
+# * DATE +/- INTERVAL: DuckDB gives a TIMESTAMP; DataFusion a DATE, dropping any part of a
+#   day (only whole days, weeks, months and years are folded there); Spark a DATE for those
+#   too (the others give a TIMESTAMP in the session time zone: refused).
+# * TIMESTAMP +/- INTERVAL, zone-less: DuckDB (TIMESTAMP_NS stays TIMESTAMP_NS, the other
+#   units give TIMESTAMP) and DataFusion (nanoseconds). A zoned timestamp adds days and
+#   months in the session time zone, and Spark's TIMESTAMP is in it: refused.
+#
+# Months clamp to the month's last day (2000-01-31 + 1 month is 2000-02-29) in all three;
+# an interval is months, days and microseconds, added in that order.
+
+_INTERVAL_UNITS: dict[str, tuple[int, int, int]] = {
+    "YEAR": (12, 0, 0),
+    "MONTH": (1, 0, 0),
+    "WEEK": (0, 7, 0),
+    "DAY": (0, 1, 0),
+    "HOUR": (0, 0, 3_600_000_000),
+    "MINUTE": (0, 0, 60_000_000),
+    "SECOND": (0, 0, 1_000_000),
+    "MILLISECOND": (0, 0, 1_000),
+    "MICROSECOND": (0, 0, 1),
+}
+_INTERVAL_AMOUNT = re.compile(r"-?[0-9]+")
+_INT32 = 2**31 - 1
+# Interval parts DuckDB and DataFusion hold: months and days as int32, the rest as int64
+# microseconds (DuckDB) or nanoseconds (DataFusion, the narrower).
+_LARGEST_INTERVAL_MICROS = _INT64[1] // 1_000
+_YEARS = (1, 9999)  # Python's dates; DuckDB's reach further, pruner folds inside these
+# Timestamp literal cast -> DuckDB's precision in nanoseconds (TIMESTAMP_S / _MS / plain
+# hold seconds / milliseconds / microseconds: a finer literal is cut to them first).
+_DUCKDB_TIMESTAMPS = {
+    "TIMESTAMP": 1_000,
+    "TIMESTAMPNTZ": 1_000,
+    "DATETIME": 1_000,
+    "TIMESTAMP_S": 10**9,
+    "TIMESTAMP_MS": 10**6,
+    "TIMESTAMP_NS": 1,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Interval:
+    """An ``INTERVAL`` constant as the engines keep it: months, days and microseconds."""
+
+    months: int = 0
+    days: int = 0
+    micros: int = 0
+
+    def negated(self) -> Interval:
+        return Interval(-self.months, -self.days, -self.micros)
+
+
+def interval(amount: str, unit: str) -> Interval | None:
+    """``INTERVAL '<amount>' <unit>`` for a whole number of one unit pruner knows (YEAR,
+    MONTH, WEEK, DAY, HOUR, MINUTE, SECOND, MILLISECOND, MICROSECOND, singular or plural),
+    within what DuckDB and DataFusion hold; None otherwise.
+
+    >>> interval("1001", "SECOND")
+    Interval(months=0, days=0, micros=1001000000)
+    >>> interval("1.5", "DAY") is None, interval("1", "QUARTER") is None
+    (True, True)
+    """
+    name = unit.upper()
+    parts = _INTERVAL_UNITS.get(name) or _INTERVAL_UNITS.get(name.removesuffix("S"))
+    if parts is None or not _INTERVAL_AMOUNT.fullmatch(amount):
+        return None
+    count = int(amount)
+    months, days, micros = (count * part for part in parts)
+    if max(abs(months), abs(days)) > _INT32 or abs(micros) > _LARGEST_INTERVAL_MICROS:
+        return None
+    return Interval(months, days, micros)
+
+
+def _date_literal(day: dt.date) -> Literal:
+    return Literal("string", day.isoformat(), cast="DATE")
+
+
+def _timestamp_literal(nanos: int, cast: str) -> Literal | str:
+    days, within = divmod(nanos, _DAY_NANOS)
+    try:
+        day = _EPOCH + dt.timedelta(days=days)
+    except OverflowError:
+        return "the result is out of the range of dates pruner folds"
+    seconds, fraction = divmod(within, 10**9)
+    clock = f"{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+    digits = f".{fraction:09d}".rstrip("0") if fraction else ""
+    return Literal("string", f"{day.isoformat()} {clock}{digits}", cast=cast)
+
+
+def _plus_months(day: dt.date, months: int) -> dt.date | None:
+    """``day`` plus ``months``, clamped to the last day of the month reached."""
+    year, month = divmod(day.year * 12 + day.month - 1 + months, 12)
+    if not _YEARS[0] <= year <= _YEARS[1]:
+        return None
+    return dt.date(year, month + 1, min(day.day, calendar.monthrange(year, month + 1)[1]))
+
+
+def _plus_date(day: dt.date, step: Interval) -> dt.date | None:
+    shifted = _plus_months(day, step.months)
+    if shifted is None:
+        return None
+    try:
+        return shifted + dt.timedelta(days=step.days)
+    except OverflowError:
+        return None
+
+
+def plus_days(base: Literal, days: Literal, dialect: str, subtract: bool = False) -> Literal | str:
+    """``base + days`` (``base - days`` when ``subtract``) for a DATE ``base`` and an
+    integer literal ``days``, as ``dialect`` computes it: the DATE literal, or why pruner
+    does not fold it.
+
+    >>> str(plus_days(Literal("string", "2000-01-01", "DATE"), Literal.number("1001"), "duckdb"))
+    "CAST('2002-09-28' AS DATE)"
+    """
+    kind, day = _typed(base, dialect)
+    if kind == "unknown":
+        return str(day)
+    if kind != "date":
+        return f"{base} is not a DATE"
+    text = days.text
+    if days.kind != "number" or days.cast or days.double or not _INTEGER.fullmatch(text):
+        return f"{days} is not an integer literal"
+    count = int(text)
+    if dialect != "datafusion" and abs(count) > _INT32:
+        return f"{days} is a BIGINT: a DATE takes an INTEGER number of days"
+    if dialect == "datafusion" and abs(count) > _INT64[1] // _DAY_NANOS:
+        return f"DataFusion adds {days} days as nanoseconds, past their range"
+    try:
+        return _date_literal(day + dt.timedelta(days=-count if subtract else count))
+    except OverflowError:
+        return "the result is out of the range of dates pruner folds"
+
+
+def plus_interval(base: Literal, step: Interval, dialect: str) -> Literal | str:
+    """``base + step`` for a DATE or zone-less TIMESTAMP ``base``, as ``dialect`` computes
+    it (see the comment above): the literal of the engine's result type, or why pruner
+    does not fold it.
+
+    >>> base = Literal("string", "2000-01-01", "TIMESTAMP")
+    >>> str(plus_interval(base, Interval(micros=1001 * 10**6), "duckdb"))
+    "CAST('2000-01-01 00:16:41' AS TIMESTAMP)"
+    >>> plus_interval(Literal("string", "2000-01-01", "DATE"), Interval(micros=1), "datafusion")
+    'DataFusion drops the part of a day a DATE + INTERVAL adds'
+    """
+    kind, raw = _typed(base, dialect)
+    cast = (base.cast or "").upper()
+    if kind == "date":
+        if dialect == "duckdb":  # DATE + INTERVAL is a TIMESTAMP
+            start, result_cast = (raw - _EPOCH).days * _DAY_NANOS, "TIMESTAMP"
+        elif step.micros:
+            if dialect == "spark":
+                return "Spark's DATE + INTERVAL of a part of a day is in the session time zone"
+            return "DataFusion drops the part of a day a DATE + INTERVAL adds"
+        else:
+            shifted = _plus_date(raw, step)
+            if shifted is None:
+                return "the result is out of the range of dates pruner folds"
+            return _date_literal(shifted)
+    elif kind == "timestamp":
+        if raw.zoned:
+            return f"{base} + INTERVAL is computed in the session time zone"
+        if dialect == "spark":
+            return "Spark's TIMESTAMP + INTERVAL is computed in the session time zone"
+        if dialect == "duckdb":
+            precision = _DUCKDB_TIMESTAMPS.get(cast)
+            if precision is None:
+                return f"pruner does not fold {cast} arithmetic"
+            if raw.nanos % precision:
+                return f"{base} is finer than its type: DuckDB cuts it first"
+            result_cast = "TIMESTAMP_NS" if cast == "TIMESTAMP_NS" else "TIMESTAMP"
+        elif cast != "TIMESTAMP":
+            return f"pruner does not fold {cast} arithmetic"
+        elif not _INT64[0] <= raw.nanos <= _INT64[1]:
+            return f"{base} is out of the range of DataFusion's nanosecond timestamps"
+        else:
+            result_cast = "TIMESTAMP"
+        start = raw.nanos
+    elif kind == "unknown":
+        return str(raw)
+    else:
+        return f"{base} is not a DATE or TIMESTAMP"
+    days, within = divmod(start, _DAY_NANOS)
+    shifted = _plus_date(_EPOCH + dt.timedelta(days=days), step)
+    if shifted is None:
+        return "the result is out of the range of dates pruner folds"
+    nanos = (shifted - _EPOCH).days * _DAY_NANOS + within + step.micros * 1_000
+    nanosecond_type = result_cast == "TIMESTAMP_NS" or dialect == "datafusion"
+    if nanosecond_type and not _INT64[0] <= nanos <= _INT64[1]:
+        return "the result is out of the range of a nanosecond timestamp"
+    return _timestamp_literal(nanos, result_cast)
 
 
 def literal_from_python(value: object) -> Literal:

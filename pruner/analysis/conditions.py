@@ -13,7 +13,7 @@ import pyarrow as pa
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
 
-from pruner.analysis.parsing import PARAMETER_PREFIX
+from pruner.analysis.parsing import DIALECTS, PARAMETER_PREFIX
 from pruner.expressions import (
     AlwaysFalse,
     AlwaysTrue,
@@ -29,7 +29,7 @@ from pruner.expressions import (
     or_,
     rewrite_not,
 )
-from pruner.literals import INTEGER_CASTS
+from pruner.literals import INTEGER_CASTS, Interval, interval, plus_days, plus_interval
 
 __all__ = [
     "Origin",
@@ -37,6 +37,7 @@ __all__ = [
     "Source",
     "bare_star",
     "column_map",
+    "constant_from_sql",
     "literal_from_sql",
     "output_names",
     "type_name",
@@ -45,6 +46,7 @@ __all__ = [
 _MAX_CONDITION_DEPTH = 64  # AND / OR nesting the analyzer follows; deeper is Unknown
 _FEW_SOURCES = 16  # FROM items up to which a condition is converted for every one of them
 _NO_ALIAS = "\x00"  # an alias no FROM item has
+_PRUNER_DIALECTS = {read: name for name, read in DIALECTS.items()}  # sqlglot's -> pruner's
 
 
 def literal_from_sql(node: exp.Expr) -> Literal | None:
@@ -83,6 +85,80 @@ def literal_from_sql(node: exp.Expr) -> Literal | None:
             return None
         return replace(inner, cast=type_name(node.to))
     return None
+
+
+def constant_from_sql(node: exp.Expr, dialect: str = "duckdb") -> Literal | None:
+    """The constant ``node`` spells (:func:`literal_from_sql`) or evaluates to in ``dialect``
+    (pruner's name: duckdb, datafusion, spark), or None when pruner cannot tell.
+
+    Beyond plain constants, date arithmetic on constants is folded as the engine folds it
+    before it compares or probes (:func:`pruner.literals.plus_days`,
+    :func:`pruner.literals.plus_interval`): ``DATE '2000-01-01' + 1001``, ``TIMESTAMP
+    '2000-01-01' + INTERVAL 1001 SECOND``, nested, in either order of operands.
+
+    >>> import sqlglot
+    >>> node = sqlglot.parse_one("SELECT DATE '2000-01-01' + 1001").expressions[0]
+    >>> str(constant_from_sql(node, "duckdb"))
+    "CAST('2002-09-28' AS DATE)"
+    """
+    found = _folded(node, dialect)
+    return found if isinstance(found, Literal) else None
+
+
+def _folded(node: exp.Expr, dialect: str) -> Literal | str | None:
+    """:func:`constant_from_sql`'s work: the constant, a reason when ``node`` is arithmetic
+    on constants pruner does not fold, or None when it is not a constant at all."""
+    literal = literal_from_sql(node)
+    if literal is not None:
+        return literal
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if not isinstance(node, exp.Add | exp.Sub):
+        return None
+    subtract = isinstance(node, exp.Sub)
+    left, right = node.this, node.expression
+    # x + INTERVAL, x - INTERVAL, INTERVAL + x (not INTERVAL - x).
+    orders = ((left, right), (right, left)) if not subtract else ((left, right),)
+    for base_node, step_node in orders:
+        step = _interval(step_node)
+        if step is None:
+            continue
+        if isinstance(step, str):
+            return step
+        base = _folded(base_node, dialect)
+        if not isinstance(base, Literal):
+            return base
+        return plus_interval(base, step.negated() if subtract else step, dialect)
+    first = _folded(left, dialect)
+    if not isinstance(first, Literal):
+        return first
+    second = _folded(right, dialect)
+    if not isinstance(second, Literal):
+        return second
+    if not subtract and _is_date(second) and not _is_date(first):
+        first, second = second, first  # integer + DATE
+    if not _is_date(first):
+        return None  # arithmetic pruner does not fold, on constants of other types
+    return plus_days(first, second, dialect, subtract)
+
+
+def _is_date(literal: Literal) -> bool:
+    return (literal.cast or "").upper() == "DATE"
+
+
+def _interval(node: exp.Expr) -> Interval | str | None:
+    """The interval ``node`` is, a reason when it is an INTERVAL pruner does not read, or
+    None when it is not an INTERVAL."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if not isinstance(node, exp.Interval):
+        return None
+    unit, amount = node.args.get("unit"), literal_from_sql(node.this)
+    if isinstance(unit, exp.Var) and amount is not None and amount.cast is None:
+        found = interval(amount.text, unit.name)
+        if found is not None:
+            return found
+    return f"pruner folds only INTERVAL '<whole number>' <one unit>, not {node.sql()}"
 
 
 def type_name(data_type: exp.DataType) -> str:
@@ -198,6 +274,7 @@ class Resolver:
         self.sql = analyzer.sql
         self.list_values = analyzer.list_values
         self.dialect = analyzer.dialect
+        self.engine = _PRUNER_DIALECTS.get(self.dialect, self.dialect)  # whose rules fold
         self._outputs: dict[str, tuple[str, str]] | None = None
         self._owners: dict[str, list[Source]] = {}  # folded column name -> items that have it
         for source in self.sources.values():
@@ -290,8 +367,11 @@ class Resolver:
                 # Every consumer of a predicate recurses on it: keep them all shallow.
                 reason = f"AND / OR nested more than {_MAX_CONDITION_DEPTH} levels deep"
                 return Unknown(reason, self.sql(node))
-            parts = [self._convert(part, alias, depth, kind) for part in node.flatten()]
-            return and_(*parts) if kind is exp.And else or_(*parts)
+            conjuncts = list(node.flatten())
+            parts = [self._convert(part, alias, depth, kind) for part in conjuncts]
+            if kind is exp.Or:
+                return or_(*parts)
+            return and_(*parts, *self._equal_bounds(conjuncts, alias))
         if isinstance(node, exp.Not):
             return not_(self._convert(node.this, alias, depth, None))
         if isinstance(node, exp.Boolean):
@@ -304,6 +384,8 @@ class Resolver:
             return equal if isinstance(node, exp.EQ | exp.NullSafeEQ) else not_(equal)
         if isinstance(node, exp.In):
             return self._in(node, alias)
+        if isinstance(node, exp.Between):
+            return self._between(node, alias)
         if isinstance(node, exp.Is):
             target = self._column(node.this, alias)
             if isinstance(target, str) and isinstance(node.expression, exp.Null):
@@ -330,6 +412,14 @@ class Resolver:
             if column_type is not None and _preserves_values(column_type, cast):
                 return inner
             return Unknown(f"cast of {inner} to {cast} changes its values", node.sql(self.dialect))
+        if isinstance(node, exp.Greatest | exp.Least):
+            # greatest(r, r) and least(r, r) are r in every row (NULL where r is NULL).
+            found = [self._column(part, alias) for part in (node.this, *node.expressions)]
+            unknown = next((f for f in found if isinstance(f, Unknown)), None)
+            if unknown is not None:
+                return unknown
+            names = set(found)
+            return found[0] if len(names) == 1 and isinstance(found[0], str) else None
         if isinstance(node, exp.Column):
             resolved = self.column(node)
             if resolved is None:
@@ -341,17 +431,26 @@ class Resolver:
                 return resolved[1]
         return None
 
-    def _equality(self, node: exp.Expr, alias: str, null_safe: bool) -> Predicate:
-        left, right = node.this, node.expression
-        for column_node, value_node in ((left, right), (right, left)):
+    def _equality(
+        self,
+        node: exp.Expr,
+        alias: str,
+        null_safe: bool,
+        sides: tuple[exp.Expr, exp.Expr] | None = None,
+    ) -> Predicate:
+        """``left = right`` (``sides``, or the node's own operands) as a predicate on
+        ``alias``; with ``sides``, only ``left`` may be the column."""
+        left, right = sides or (node.this, node.expression)
+        pairs = ((left, right),) if sides else ((left, right), (right, left))
+        for column_node, value_node in pairs:
             column = self._column(column_node, alias)
             if column is None:
                 continue
             if isinstance(column, Unknown):
                 return Unknown(column.reason, self.sql(node))
-            literal = literal_from_sql(value_node)
-            if literal is None:
-                return Unknown(_why_not_value(value_node), self.sql(node))
+            literal = _folded(value_node, self.engine)
+            if not isinstance(literal, Literal):
+                return Unknown(literal or _why_not_value(value_node), self.sql(node))
             if null_safe and literal.kind == "null":
                 return IsNull(column)
             return Equals(column, literal, null_safe)
@@ -381,11 +480,47 @@ class Resolver:
             if folded is not None:
                 values.extend(folded)
                 continue
-            value = literal_from_sql(element)
-            if value is None:
-                return Unknown("IN list holds something other than constants", self.sql(node))
+            value = _folded(element, self.engine)
+            if not isinstance(value, Literal):
+                reason = value or "IN list holds something other than constants"
+                return Unknown(reason, self.sql(node))
             values.append(value)
         return in_(column, values)
+
+    def _between(self, node: exp.Between, alias: str) -> Predicate:
+        """``x BETWEEN c AND c`` is ``x = c`` (DuckDB reduces it so and probes its filters):
+        all three engines read BETWEEN as ``x >= c AND x <= c`` and compare with one type
+        coercion for =, >= and <=, each type's order total, so the values at least and at
+        most c are the values equal to c. Any other BETWEEN is a range."""
+        low = _folded(node.args["low"], self.engine)
+        high = _folded(node.args["high"], self.engine)
+        if not isinstance(low, Literal) or low != high:
+            return Unknown(_why_not(node), self.sql(node))
+        return self._equality(node, alias, False, (node.this, node.args["low"]))
+
+    def _equal_bounds(self, conjuncts: list[exp.Expr], alias: str) -> list[Predicate]:
+        """``x = c`` for each ``x >= c`` and ``x <= c`` both among an AND's ``conjuncts``
+        (either way round: ``c <= x``), added beside them (the AND then means the same):
+        what the two say, as for ``x BETWEEN c AND c`` (:meth:`_between`)."""
+        bounds: dict[tuple[str, Literal], set[bool]] = {}
+        for part in conjuncts:
+            while isinstance(part, exp.Paren):
+                part = part.this
+            if not isinstance(part, exp.GTE | exp.LTE):
+                continue
+            lower = isinstance(part, exp.GTE)  # column >= value: a lower bound
+            for column_node, value_node, at_least in (
+                (part.this, part.expression, lower),
+                (part.expression, part.this, not lower),
+            ):
+                column = self._column(column_node, alias)
+                value = _folded(value_node, self.engine)
+                if isinstance(column, str) and isinstance(value, Literal):
+                    bounds.setdefault((column, value), set()).add(at_least)
+                    break
+        return [
+            Equals(column, value) for (column, value), kinds in bounds.items() if len(kinds) == 2
+        ]
 
     def _tuple_in(self, node: exp.In, target: exp.Tuple, alias: str) -> Predicate:
         """``(a, b) IN ((1, 'x'), (2, 'y'))`` selects what ``(a = 1 AND b = 'x') OR (a = 2
@@ -415,9 +550,10 @@ class Resolver:
                 if isinstance(part_column, Unknown):
                     terms.append(Unknown(part_column.reason, self.sql(node)))
                     continue
-                literal = literal_from_sql(value_node)
-                if literal is None:
-                    terms.append(Unknown(_why_not_value(value_node), self.sql(node)))
+                literal = _folded(value_node, self.engine)
+                if not isinstance(literal, Literal):
+                    reason = literal or _why_not_value(value_node)
+                    terms.append(Unknown(reason, self.sql(node)))
                 elif literal.kind == "null":
                     terms.append(IsNull(part_column))
                 else:
