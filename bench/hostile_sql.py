@@ -1,12 +1,13 @@
 """Pruner's own cost on hostile SQL, beside the engine's cost on the same SQL (issue 6).
 
 For each input: pruner's planning (analyze + evaluate on a 100,000-row Lance table indexed
-in 2,048-row zones; a new SQL text each time, so nothing is cached) with the peak of the Python
-memory it allocates, and DuckDB alone running the same SQL over the same Lance dataset
-(no pruner). The ratio is pruner / DuckDB: pruner should be a small part of any query it
-lets the engine run. Inputs: IN of 100,000 integers, 100,000 strings; 5,000 and 200,000
-ORed equalities (DuckDB alone is quadratic in them: only up to 20,000 are run on it);
-SQL over the parse limit; parentheses 5,000 deep (DuckDB refuses those itself).
+in 2,048-row zones, fixtures.hostile_table; a new SQL text each time, so nothing is cached)
+with the peak of the Python memory it allocates, and DuckDB alone running the same SQL over
+the same Lance dataset (no pruner); each once. The ratio is pruner / DuckDB: pruner should be
+a small part of any query it lets the engine run. Inputs: IN of 100,000 integers, 100,000
+strings; 5,000 and 200,000 ORed equalities (DuckDB alone is quadratic in them: only up to
+20,000 are run on it); SQL over the parse limit; parentheses 5,000 deep (DuckDB refuses those
+itself).
 
 Run it (from the project root)::
 
@@ -15,23 +16,18 @@ Run it (from the project root)::
 
 from __future__ import annotations
 
-import os
-import sys
-import tempfile
-import time
 import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
+import common
 import duckdb
+import fixtures
 import lance
-import pyarrow as pa
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from common import Report, measure
+from engines import duckdb_alone
 
 import pruner
-from bench.common import print_header
-from pruner.index import build_index
 from pruner.plan import plan
 
 ROWS = 100_000
@@ -59,14 +55,16 @@ def inputs() -> dict[str, str]:
     }
 
 
-def timed(function: Callable[[], Any]) -> tuple[Any, float]:
-    """Result and seconds (an engine refusing the SQL is a result here)."""
-    start = time.perf_counter()
-    try:
-        result = function()
-    except Exception as err:
-        result = f"{type(err).__name__}"
-    return result, time.perf_counter() - start
+def refused(run: Callable[[str], Any]) -> Callable[[str], Any]:
+    """``run``, answering with the error's name where the engine refuses the SQL."""
+
+    def attempt(sql: str) -> Any:
+        try:
+            return run(sql)
+        except Exception as err:
+            return type(err).__name__
+
+    return attempt
 
 
 def peak_mib(function: Callable[[], Any]) -> float:
@@ -81,29 +79,39 @@ def peak_mib(function: Callable[[], Any]) -> float:
 
 
 def main() -> None:
-    print_header(pruner, duckdb, lance)
-    path = os.path.join(tempfile.mkdtemp(), "t.lance")
-    ids = pa.array(range(ROWS), pa.int64())
-    lance.write_dataset(pa.table({"id": ids, "s": [f"v{i}" for i in range(ROWS)]}), path)
-    build_index(path, "id", items=2_048)
-    build_index(path, "s", items=2_048)
+    common.parse(common.parser(__doc__), pruner, duckdb, lance)
+    path = fixtures.hostile_table(ROWS, 2_048)
     tables = pruner.open_tables({"t": path})
     plan("SELECT * FROM t WHERE id = 1 OR s = 'v1'", tables, dialect="duckdb")  # load indexes
-    connection = duckdb.connect()
-    connection.register("t", lance.dataset(path))
-    print(f"{'input':26s} {'pruner s':>9s} {'peak MiB':>9s} {'DuckDB s':>9s} {'ratio':>6s}  zones")
+    planned = refused(lambda sql: plan(sql, tables, dialect="duckdb"))
+    engine = refused(duckdb_alone({"t": path}, fetch=duckdb.DuckDBPyRelation.fetchall))
+    lines = []
     for name, sql in inputs().items():
-        planned, seconds = timed(lambda: plan(sql, tables, dialect="duckdb"))  # noqa: B023
-        zones = "/".join(map(str, planned.zones())) if not isinstance(planned, str) else planned
+        cases = {"pruner": planned}
+        if sql.count(" OR ") <= ENGINE_LIMIT_ORS:
+            cases["DuckDB"] = engine
+        got = measure(cases, [sql], warmup=0)
+        seconds = got["pruner"].best() / 1000
+        answer = got["pruner"].answer
+        zones = answer if isinstance(answer, str) else "/".join(map(str, answer.zones()))
         deep = sql.count("(") > 1000
-        peak = "-" if deep else f"{peak_mib(lambda: plan(sql, tables, dialect='duckdb')):.1f}"  # noqa: B023
-        if sql.count(" OR ") > ENGINE_LIMIT_ORS:
-            engine = "skipped"
+        peak = (
+            "-" if deep else f"{peak_mib(lambda sql=sql: plan(sql, tables, dialect='duckdb')):.1f}"
+        )
+        alone = got.get("DuckDB")
+        if alone is None:
+            theirs, ratio = "skipped", "-"
+        elif isinstance(alone.answer, str):
+            theirs, ratio = alone.answer, "-"
         else:
-            result, engine_seconds = timed(lambda: connection.sql(sql).fetchall())  # noqa: B023
-            engine = f"{engine_seconds:.2f}" if not isinstance(result, str) else result
-        ratio = f"{seconds / float(engine):.2f}" if engine[0].isdigit() else "-"
-        print(f"{name:26s} {seconds:9.2f} {peak:>9s} {engine:>9s} {ratio:>6s}  {zones}")
+            theirs = f"{alone.best() / 1000:.2f}"
+            ratio = f"{seconds / (alone.best() / 1000):.2f}"
+        lines.append([name, f"{seconds:.2f}", peak, theirs, ratio, zones])
+    Report().table(
+        "Hostile SQL: pruner's planning beside DuckDB alone (ratio = pruner / DuckDB)",
+        ["input", "pruner s", "peak MiB", "DuckDB s", "ratio", "zones"],
+        lines,
+    )
 
 
 if __name__ == "__main__":

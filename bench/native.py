@@ -2,7 +2,7 @@
 
 pruner probes the files' filters itself (pruner.index.native: the 32-byte block each key
 points at, per row group, read by offset) and has the engine read only the row groups that
-may match; the engines alone read the same filters their own way. Data: point_lookup.py's
+may match; the engines alone read the same filters their own way. Data: fixtures.lookup_data's
 ``bloom8k`` copy (8,192-row row groups, filters on ``id`` and ``trace_id``, fpp 0.01), which
 has no pruner index; ``bloom`` (one row group per file) as a second layout.
 
@@ -22,125 +22,70 @@ Target (issue 18): pruner >= 2x faster than the best engine alone.
 
 from __future__ import annotations
 
-import argparse
-import sys
-from collections.abc import Callable
-from pathlib import Path
-
+import common
 import datafusion
 import duckdb
-import numpy as np
+import fixtures
 import pyarrow as pa
+from common import Report, measure, verdict
+from engines import datafusion_alone, duckdb_alone, pruned
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+import pruner
+from pruner.index import parquet_index_path
 
-import point_lookup  # noqa: E402 (bench/ is sys.path[0] when run as a script)
-from common import print_header  # noqa: E402
-
-import pruner  # noqa: E402
-from pruner.analyzer import templates  # noqa: E402
-from pruner.demo import uuid_strings  # noqa: E402
-from pruner.index import parquet_index_path  # noqa: E402
-
-ROWS_PER_FRAGMENT = 100_000
 TARGET = 2.0
 
 
-def duck_alone(path: Path, warm: bool) -> Callable[[str], pa.Table]:
-    glob = str(path / "*.parquet").replace("'", "''")
-    kept = duckdb.connect()
-    kept.execute(f"CREATE VIEW t AS SELECT * FROM read_parquet('{glob}')")
-
-    def run(sql: str) -> pa.Table:
-        con = kept
-        if not warm:
-            con = duckdb.connect()
-            con.execute(f"CREATE VIEW t AS SELECT * FROM read_parquet('{glob}')")
-        return con.sql(sql).to_arrow_table()
-
-    return run
-
-
-def datafusion_alone(path: Path, warm: bool) -> Callable[[str], pa.Table]:
-    kept = point_lookup.native_datafusion_context(path)
-
-    def run(sql: str) -> pa.Table:
-        context = kept if warm else point_lookup.native_datafusion_context(path)
-        return context.sql(sql).to_arrow_table()
-
-    return run
-
-
-def pruner_run(path: Path, engine: str, warm: bool) -> Callable[[str], pa.Table]:
-    table = pruner.open_table(path)
-
-    def run(sql: str) -> pa.Table:
-        templates.clear(texts_only=True)
-        return pruner.query(sql, {"t": table if warm else path}, engine=engine)
-
-    return run
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, nargs="*", default=[1_000_000])
-    parser.add_argument("--repeat", type=int, default=10)
-    parser.add_argument("--copies", nargs="*", default=["bloom8k", "bloom"])
-    args = parser.parse_args()
-    print_header(pruner, duckdb, datafusion, pa)
+    made = common.parser(__doc__, rows=[1_000_000], repeat=10)
+    made.add_argument("--copies", nargs="*", default=["bloom8k", "bloom"])
+    args = common.parse(made, pruner, duckdb, datafusion, pa)
+    report = Report()
     for rows in args.rows:
-        data = point_lookup.load_data(rows, max(1, rows // ROWS_PER_FRAGMENT))
-        present = [int(k) for k in data.keys["id"]]
-        absent = [rows + 1 + 7919 * i for i in range(len(present))]
-        uuids = uuid_strings(np.random.default_rng(7), len(present)).to_pylist()
+        data = fixtures.lookup_data(rows)
+        present, absent, uuids = fixtures.key_kinds(data, rows)
+        keys = {"present id": present, "absent id": absent, "absent trace_id": uuids}
         for copy in args.copies:
             path = data.path(copy)
             for column in ("id", "trace_id"):
                 assert not parquet_index_path(path, column).exists(), "native filters only"
-            probe = pruner.explain(point_lookup.key_sql(present[0]), {"t": path}, check=False)
+            probe = pruner.explain(fixtures.key_sql(present[0]), {"t": path}, check=False)
             (scan,) = probe.scans
-            print(
-                f"\n{rows:,} rows, {copy}: {scan.zones_total} row groups with filters; a "
+            report.note(
+                f"{rows:,} rows, {copy}: {scan.zones_total} row groups with filters; a "
                 f"present id selects {scan.zones_selected} ({scan.terms[0].reason})"
             )
-            for label, keys in (
-                ("present id", present),
-                ("absent id", absent),
-                ("absent trace_id", uuids),
-            ):
+            lines = []
+            for label, listed in keys.items():
+                sqls = [fixtures.key_sql(k) for k in listed]
                 for state in ("warm", "cold"):
                     warm = state == "warm"
                     # One engine's cases at a time: a query run right after DataFusion's
                     # took up to twice its time (common.rotated), whichever engine ran it.
-                    got = {
-                        **point_lookup.measure_keys(
-                            {
-                                "DuckDB alone": duck_alone(path, warm),
-                                "pruner on DuckDB": pruner_run(path, "duckdb", warm),
-                            },
-                            keys,
-                            args.repeat,
-                        ),
-                        **point_lookup.measure_keys(
-                            {
-                                "DataFusion alone": datafusion_alone(path, warm),
-                                "pruner on DataFusion": pruner_run(path, "datafusion", warm),
-                            },
-                            keys,
-                            args.repeat,
-                        ),
-                    }
+                    got: dict[str, float] = {}
+                    for engine, alone in (
+                        ("DuckDB", duckdb_alone({"t": path}, "no" if warm else "connection")),
+                        ("DataFusion", datafusion_alone({"t": path}, reopen=not warm)),
+                    ):
+                        opened = "once" if warm else "path"
+                        mine = pruned({"t": path}, engine.lower(), opened)
+                        cases = {f"{engine} alone": alone, f"pruner on {engine}": mine}
+                        for name, case in measure(
+                            cases, sqls, args.repeat, check=fixtures.trace_ids
+                        ).items():
+                            got[name] = case.median()
                     best_alone = min(got["DuckDB alone"], got["DataFusion alone"])
                     best_pruner = min(got["pruner on DuckDB"], got["pruner on DataFusion"])
                     ratio = best_alone / best_pruner
-                    verdict = "met" if ratio >= TARGET else "MISSED"
-                    detail = ", ".join(f"{name} {ms:.1f} ms" for name, ms in got.items())
-                    print(
-                        f"  {label:16s} {state}: best alone / best pruner = {ratio:4.1f}x "
-                        f"(target {TARGET}x: {verdict}); {detail}"
+                    times = [f"{ms:.1f}" for ms in got.values()]
+                    lines.append(
+                        [label, state, *times, f"{ratio:.1f}", verdict(ratio, TARGET, True)]
                     )
+            report.table(
+                f"{rows:,} rows, {copy}: median ms; best alone / best pruner (target {TARGET}x)",
+                ["key", "state", *got, "best alone / best pruner", "target"],
+                lines,
+            )
 
 
 if __name__ == "__main__":

@@ -1,9 +1,9 @@
 """Point lookups: pruner's zone bloom indexes against full scans and native Parquet blooms.
 
-The data (default 5,000,000 rows in 50 fragments of 100,000 rows, cached under
-``bench/data/point_lookup/``, each copy generated only when missing): ``id`` a shuffled
-unique int64, ``trace_id`` a random version-4 UUID string, ``amount`` a float64. The same rows
-are stored six times:
+The data is fixtures.lookup_data's (default 5,000,000 rows in 50 fragments of 100,000 rows,
+cached under ``bench/data/point_lookup/``, each copy generated only when missing): ``id`` a
+shuffled unique int64, ``trace_id`` a random version-4 UUID string, ``amount`` a float64. The
+same rows are stored six times:
 
 1. ``lance``: a Lance dataset (``max_rows_per_file`` = rows per fragment), with pruner
    indexes on ``id`` and ``trace_id`` (defaults: 8,192-row zones, 32 KiB filters). They are
@@ -51,159 +51,40 @@ Run it (from the project root)::
 
 from __future__ import annotations
 
-import argparse
-import json
 import re
-import shutil
-import sys
+import statistics
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
+import common
 import datafusion
 import duckdb
+import fixtures
 import lance
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from common import Case, Report, measure, verdict
+from engines import datafusion_alone, datafusion_context, duckdb_alone, parquet_scan, pruned
+from fixtures import COLUMNS, INDEXED, KEYS, LookupData, sql_of, where
 
-# Run as a script from a checkout whether or not pruner is installed into the venv.
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+import pruner
+from pruner.adapters import datafusion as df_adapter
+from pruner.adapters import duckdb as duck_adapter
+from pruner.analyzer import templates
+from pruner.reads import parquet_parts
 
-from common import medians_of, print_header, rotated  # noqa: E402 (bench/ is sys.path[0] when run as a script)
-
-import pruner  # noqa: E402
-from pruner.adapters import datafusion as df_adapter  # noqa: E402
-from pruner.adapters import duckdb as duck_adapter  # noqa: E402
-from pruner.analyzer import templates  # noqa: E402
-from pruner.demo import uuid_strings  # noqa: E402
-from pruner.index import list_bloom_indexes, parquet_index_path  # noqa: E402
-from pruner.index.hierarchy import Hierarchy, HierarchyUnusable  # noqa: E402
-from pruner.reads import parquet_parts  # noqa: E402
-
-DATA_DIR = Path(__file__).resolve().parent / "data" / "point_lookup"
-SEED = 20240601
-KEYS = 20
 WARMUP = 3
-COLUMNS = ("id", "trace_id")
 ENGINES = ("duckdb", "datafusion")
-COPIES = ("lance", "lance_noidx", "parquet", "parquet8k", "bloom", "bloom8k")
-INDEXED = ("lance", "parquet", "parquet8k")
 PARQUET_COPIES = ("bloom", "bloom8k", "parquet")  # read natively by the engines
-BLOOM_FPP = 0.01
 TARGET_UNPRUNED = 15.0
 TARGET_NATIVE = 3.0
 
-
-# ------------------------------------------------------------------------------- data
-
-
-@dataclass(frozen=True)
-class Data:
-    root: Path
-    keys: dict[str, list[Any]]
-
-    def path(self, copy: str) -> Path:
-        return self.root / copy
-
-    def files(self, copy: str) -> list[str]:
-        return sorted(str(p) for p in self.path(copy).glob("*.parquet"))
+# ------------------------------------------------------------------------------- checks
 
 
-def make_rows(rows: int) -> pa.Table:
-    rng = np.random.default_rng(SEED)
-    return pa.table(
-        {
-            "id": pa.array(rng.permutation(rows).astype(np.int64)),
-            "trace_id": uuid_strings(rng, rows),
-            "amount": pa.array(rng.random(rows) * 1000.0),
-        }
-    )
-
-
-def write_copy(table: pa.Table, copy: str, target: Path, fragments: int) -> None:
-    per_file = table.num_rows // fragments
-    if copy.startswith("lance"):
-        lance.write_dataset(table, str(target), max_rows_per_file=per_file)
-        if copy == "lance":
-            for column in COLUMNS:
-                pruner.build_index(target, column)
-        return
-    options: dict[str, Any] = {}
-    if copy == "bloom":
-        options["bloom_filter_options"] = {c: {"ndv": per_file, "fpp": BLOOM_FPP} for c in COLUMNS}
-    elif copy == "parquet8k":
-        options["row_group_size"] = 8192
-    elif copy == "bloom8k":
-        options["row_group_size"] = 8192
-        options["bloom_filter_options"] = {c: {"ndv": 8192, "fpp": BLOOM_FPP} for c in COLUMNS}
-    target.mkdir()
-    for i in range(fragments):
-        part = table.slice(i * per_file, per_file if i < fragments - 1 else None)
-        pq.write_table(part, target / f"part-{i:03d}.parquet", **options)
-    if copy in INDEXED:
-        for column in COLUMNS:
-            pruner.build_index(target, column)
-
-
-def load_data(rows: int, fragments: int) -> Data:
-    """The cached copies; the missing ones (and the keys) are generated first."""
-    root = DATA_DIR / f"rows{rows}_fragments{fragments}_seed{SEED}"
-    missing = [c for c in COPIES if not (root / c).exists()]
-    if (root / "keys.json").exists() and not missing:
-        print(f"data: cached in {root}")
-    else:
-        print(f"generating {', '.join(missing) or 'keys'} ({rows:,} rows, {fragments} fragments)")
-        began = time.perf_counter()
-        table = make_rows(rows)
-        print(f"  rows: {time.perf_counter() - began:.1f} s")
-        root.mkdir(parents=True, exist_ok=True)
-        for copy in missing:
-            step = time.perf_counter()
-            tmp = root / (copy + ".tmp")
-            shutil.rmtree(tmp, ignore_errors=True)
-            write_copy(table, copy, tmp, fragments)
-            tmp.rename(root / copy)
-            indexed = " + pruner indexes on id, trace_id" if copy in INDEXED else ""
-            print(f"  {copy}{indexed}: {time.perf_counter() - step:.1f} s")
-        picks = np.random.default_rng(SEED + 1).choice(rows, KEYS, replace=False)
-        keys = {c: table.column(c).take(pa.array(picks)).to_pylist() for c in COLUMNS}
-        (root / "keys.json").write_text(json.dumps(keys))
-        print(f"generated in {time.perf_counter() - began:.1f} s, into {root}")
-    data = Data(root, json.loads((root / "keys.json").read_text()))
-    ensure_companions(data)
-    return data
-
-
-def ensure_companions(data: Data) -> None:
-    """Rebuild the indexes of the cached copies whose hierarchy companion this pruner cannot
-    use (missing, or written by a pruner whose companion layout was another): pruner would
-    read those index files whole, and a cold lookup would measure that, not pruner."""
-    for copy in INDEXED:
-        for column in COLUMNS:
-            if copy.startswith("lance"):
-                infos = list_bloom_indexes(data.path(copy))
-                files = [Path(i.path) for i in infos if i.column == column]
-            else:
-                files = [parquet_index_path(data.path(copy), column)]
-            if not files or not all(_usable(f) for f in files):
-                print(f"  rebuilding the index of {column} on {copy} (no usable companion)")
-                pruner.build_index(data.path(copy), column)
-
-
-def _usable(index_file: Path) -> bool:
-    try:
-        Hierarchy(index_file)
-    except HierarchyUnusable:
-        return False
-    return True
-
-
-def check_layout(data: Data, rows: int, fragments: int) -> None:
+def check_layout(data: LookupData, rows: int, fragments: int) -> None:
     """The copies are what they claim: fragments, row groups, indexes and filters."""
     for copy in ("lance", "lance_noidx"):
         ds = lance.dataset(str(data.path(copy)))
@@ -228,7 +109,7 @@ def check_layout(data: Data, rows: int, fragments: int) -> None:
         assert sorted(table.indexed_columns()) == sorted(COLUMNS), (copy, table.indexed_columns())
 
 
-def check_native_blooms(data: Data) -> None:
+def check_native_blooms(data: LookupData) -> None:
     """DuckDB's parquet_bloom_probe and DataFusion's EXPLAIN ANALYZE show the filters used."""
     con = duckdb.connect()
     for copy in ("bloom", "bloom8k"):
@@ -254,7 +135,7 @@ def check_native_blooms(data: Data) -> None:
                 f"row groups excluded over {len(data.keys[column])} keys; the key's file never"
             )
     for copy in ("bloom", "bloom8k"):
-        ctx = native_datafusion_context(data.path(copy))
+        ctx = datafusion_context({"t": data.path(copy)})
         for column in COLUMNS:
             key = data.keys[column][0]
             out = ctx.sql(f"EXPLAIN ANALYZE SELECT * FROM t WHERE {where(column, key)}")
@@ -269,7 +150,7 @@ def check_native_blooms(data: Data) -> None:
             assert 1 <= matched < total, (copy, column, total, matched)
 
 
-def check_datafusion_lance(data: Data) -> None:
+def check_datafusion_lance(data: LookupData) -> None:
     """Can DataFusion read the indexed LanceDataset with a filter on its own (no pruner)?"""
     ctx = datafusion.SessionContext()
     ctx.register_dataset("t", lance.dataset(str(data.path("lance"))))
@@ -283,226 +164,129 @@ def check_datafusion_lance(data: Data) -> None:
         print("  DataFusion on a plain LanceDataset with WHERE works (not timed)")
 
 
-# ------------------------------------------------------------------------------- queries
+# -------------------------------------------------------------------------------- cases
 
 
-def where(column: str, key: Any) -> str:
-    return f"id = {int(key)}" if column == "id" else f"trace_id = '{key}'"
-
-
-def sql_of(column: str, key: Any) -> str:
-    return f"SELECT * FROM t WHERE {where(column, key)}"
-
-
-def key_sql(key: int | str) -> str:
-    """The point lookup of ``key``: a string is a ``trace_id``, an integer an ``id``."""
-    return sql_of("trace_id" if isinstance(key, str) else "id", key)
-
-
-def measure_keys(
-    cases: dict[str, Callable[[str], pa.Table]], keys: list[int] | list[str], repeat: int
-) -> dict[str, float]:
-    """Median ms per case of the point lookups of ``keys`` (:func:`common.medians_of`:
-    round-robin, rotated each turn); every case must find the same trace_ids."""
-    return medians_of(
-        cases,
-        [key_sql(k) for k in keys],
-        repeat,
-        lambda answer: sorted(answer.column("trace_id").to_pylist()),
-    )
-
-
-def native_datafusion_context(directory: Path) -> datafusion.SessionContext:
-    config = (
-        datafusion.SessionConfig()
-        .set("datafusion.execution.parquet.pushdown_filters", "true")
-        .set("datafusion.execution.parquet.bloom_filter_on_read", "true")
-    )
-    ctx = datafusion.SessionContext(config)
-    ctx.register_parquet("t", str(directory))
-    return ctx
-
-
-@dataclass
-class Case:
-    engine: str
-    source: str  # one of COPIES
-    kind: str  # pruned / cold / unpruned / native
-    column: str
-    run: Callable[[Any], pa.Table]
-    times: list[float] = field(default_factory=list)
-    answers: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
-
-    @property
-    def label(self) -> str:
-        return f"{self.engine:<10} {self.source:<11} {self.kind:<8} {self.column:<8}"
-
-
-def make_cases(data: Data, engines: tuple[str, ...]) -> list[Case]:
+def make_cases(data: LookupData, engines: tuple[str, ...]) -> list[Case]:
+    """Per engine and column, the cases; each is named ``engine source kind column`` and
+    runs the lookup of the turn's key (its slot in ``data.keys``)."""
     opened = {c: pruner.open_table(data.path(c)) for c in (*INDEXED, "lance_noidx")}
     cases = []
     for engine in engines:
         natives: dict[str, Callable[[str], pa.Table]] = {}
-        if engine == "duckdb":
-            con = duckdb.connect()
-            con.register("t", lance.dataset(str(data.path("lance"))))
-            natives["lance"] = _duck_native(con, "t")
+        if engine == "duckdb":  # one connection: the LanceDataset registered, files read
+            shared = duckdb_alone({"t": data.path("lance")})
+            natives["lance"] = select_from(shared, "t")
             for copy in PARQUET_COPIES:
-                listing = ", ".join(duck_adapter.quote_string(f) for f in data.files(copy))
-                natives[copy] = _duck_native(con, f"read_parquet([{listing}])")
+                natives[copy] = select_from(shared, parquet_scan(data.files(copy)))
         else:
             # No native Lance case: DataFusion's dataset scan calls get_fragments(filter=...),
             # which a plain LanceDataset refuses (checked in check_datafusion_lance).
             for copy in PARQUET_COPIES:
-                natives[copy] = _df_native(native_datafusion_context(data.path(copy)))
-
+                natives[copy] = select_from(datafusion_alone({"t": data.path(copy)}), "t")
         for column in COLUMNS:
-            for source, kind, target, prune in (
-                ("lance", "pruned", opened["lance"], True),
-                ("lance", "cold", str(data.path("lance")), True),
-                ("lance", "unpruned", opened["lance"], False),
-                ("lance_noidx", "unpruned", opened["lance_noidx"], False),
-                ("parquet", "pruned", opened["parquet"], True),
-                ("parquet", "cold", str(data.path("parquet")), True),
-                ("parquet", "unpruned", opened["parquet"], False),
-                ("parquet8k", "pruned", opened["parquet8k"], True),
-                ("parquet8k", "unpruned", opened["parquet8k"], False),
+
+            def lookup(
+                run: Callable[[str], pa.Table], text: Callable = sql_of, column: str = column
+            ) -> Callable[[int], pa.Table]:
+                """``run`` of the turn's key's ``text``: its query, or condition."""
+                return lambda slot: run(text(column, data.keys[column][slot]))
+
+            for source, kind, prune in (
+                ("lance", "pruned", True),
+                ("lance", "cold", True),
+                ("lance", "unpruned", False),
+                ("lance_noidx", "unpruned", False),
+                ("parquet", "pruned", True),
+                ("parquet", "cold", True),
+                ("parquet", "unpruned", False),
+                ("parquet8k", "pruned", True),
+                ("parquet8k", "unpruned", False),
             ):
-                run = _pruner_run(engine, column, target, prune)
-                cases.append(Case(engine, source, kind, column, run))
+                cold = kind == "cold"
+                target = str(data.path(source)) if cold else opened[source]
+                run = pruned({"t": target}, engine, "path" if cold else "once", False, prune=prune)
+                cases.append(Case(f"{engine} {source} {kind} {column}", lookup(run), new_texts))
             for copy, native in natives.items():
-                cases.append(Case(engine, copy, "native", column, _native_run(native, column)))
+                cases.append(
+                    Case(f"{engine} {copy} native {column}", lookup(native, where), new_texts)
+                )
     return cases
 
 
-def _pruner_run(engine: str, column: str, target: Any, prune: bool) -> Callable[[Any], pa.Table]:
-    def run(key: Any) -> pa.Table:
-        return pruner.query(sql_of(column, key), {"t": target}, engine=engine, prune=prune)
-
-    return run
+def select_from(alone: Callable[[str], pa.Table], table: str) -> Callable[[str], pa.Table]:
+    return lambda condition: alone(f"SELECT * FROM {table} WHERE {condition}")
 
 
-def _native_run(native: Callable[[str], pa.Table], column: str) -> Callable[[Any], pa.Table]:
-    def run(key: Any) -> pa.Table:
-        return native(where(column, key))
-
-    return run
-
-
-def _duck_native(con: duckdb.DuckDBPyConnection, source: str) -> Callable[[str], pa.Table]:
-    def run(condition: str) -> pa.Table:
-        return con.sql(f"SELECT * FROM {source} WHERE {condition}").to_arrow_table()
-
-    return run
+def new_texts() -> None:
+    """pruner's cache of SQL texts cleared (untimed, before every case's call): every query
+    is new to pruner."""
+    templates.clear(texts_only=True)
 
 
-def _df_native(ctx: datafusion.SessionContext) -> Callable[[str], pa.Table]:
-    def run(condition: str) -> pa.Table:
-        return ctx.sql(f"SELECT * FROM t WHERE {condition}").to_arrow_table()
+def the_row(data: LookupData) -> Callable[[int, pa.Table], list[dict[str, Any]]]:
+    """The ``check``: an answer is exactly the turn's key's row, the same in every case."""
 
-    return run
+    def check(slot: int, answer: pa.Table) -> list[dict[str, Any]]:
+        rows = answer.select(["id", "trace_id", "amount"]).to_pylist()
+        assert len(rows) == 1 and rows[0]["id"] == data.keys["id"][slot], (slot, rows)
+        return rows
 
-
-def answer(case: Case, result: pa.Table, key: Any) -> list[dict[str, Any]]:
-    rows = result.select(["id", "trace_id", "amount"]).to_pylist()
-    assert len(rows) == 1 and rows[0][case.column] == key, (case.label, key, rows)
-    return rows
-
-
-def measure(cases: list[Case], keys: dict[str, list[Any]], repeat: int) -> None:
-    for case in cases:  # warm-up: imports, OS page cache, the opened tables' indexes
-        for i in range(WARMUP):
-            key = keys[case.column][-1 - i]
-            answer(case, case.run(key), key)
-    for rep in range(repeat):
-        slot = rep % KEYS
-        for case in rotated(cases, rep):
-            key = keys[case.column][slot]
-            templates.clear(texts_only=True)
-            began = time.perf_counter()
-            result = case.run(key)
-            case.times.append(time.perf_counter() - began)
-            case.answers[slot] = answer(case, result, key)
-
-
-def check_answers(cases: list[Case]) -> None:
-    """Every case answers every key with the same row (per engine and column)."""
-    for engine in {c.engine for c in cases}:
-        for column in COLUMNS:
-            group = [c for c in cases if c.engine == engine and c.column == column]
-            for case in group:
-                assert case.answers == group[0].answers, (case.label, group[0].label)
+    return check
 
 
 # ------------------------------------------------------------------------------- report
 
 
-def ms(seconds: list[float], q: float = 50) -> float:
-    return float(np.percentile(np.asarray(seconds) * 1e3, q))
-
-
-def report(cases: list[Case]) -> None:
-    print(
-        f"\n{'engine':<10} {'data':<11} {'path':<8} {'column':<8} {'median ms':>10} {'p90 ms':>8}"
-    )
-    for case in cases:
-        print(f"{case.label} {ms(case.times):>10.2f} {ms(case.times, 90):>8.2f}")
+def report_cases(cases: dict[str, Case], report: Report) -> None:
+    rows = [[*n.split(), f"{c.median():.2f}", f"{c.p90():.2f}"] for n, c in cases.items()]
+    columns = ["engine", "data", "path", "column", "median ms", "p90 ms"]
+    report.table("Point lookups", columns, rows)
 
     def median(engine: str, source: str, kind: str, column: str) -> float:
-        found = [
-            c
-            for c in cases
-            if (c.engine, c.source, c.kind, c.column) == (engine, source, kind, column)
-        ]
-        return ms(found[0].times) if found else float("nan")
+        found = cases.get(f"{engine} {source} {kind} {column}")
+        return found.median() if found is not None else float("nan")
 
-    print(
-        "\nratios of medians, other / pruned (> 1: pruned is faster) [target]\n"
-        "  unpruned = the same call with prune=False; full scan = prune=False on lance_noidx "
-        "(no index;\n  for parquet* the same as unpruned); bloom / bloom8k = the engine's own "
-        "read of the bloom-filter\n  Parquet; native lance = DuckDB alone on the indexed "
-        "LanceDataset (Lance uses its own index)"
-    )
-    for engine in dict.fromkeys(c.engine for c in cases):
+    lines = []
+    for engine in dict.fromkeys(n.split()[0] for n in cases):
         for source in INDEXED:
             for column in COLUMNS:
-                pruned = median(engine, source, "pruned", column)
+                pruned_ms = median(engine, source, "pruned", column)
                 full = "lance_noidx" if source == "lance" else source
                 parts = []
-                for name, other, target in (
-                    ("unpruned", median(engine, source, "unpruned", column), TARGET_UNPRUNED),
-                    ("full scan", median(engine, full, "unpruned", column), TARGET_UNPRUNED),
-                    ("bloom", median(engine, "bloom", "native", column), TARGET_NATIVE),
-                    ("bloom8k", median(engine, "bloom8k", "native", column), TARGET_NATIVE),
-                    ("native lance", median(engine, "lance", "native", column), None),
+                for other, target in (
+                    (median(engine, source, "unpruned", column), TARGET_UNPRUNED),
+                    (median(engine, full, "unpruned", column), TARGET_UNPRUNED),
+                    (median(engine, "bloom", "native", column), TARGET_NATIVE),
+                    (median(engine, "bloom8k", "native", column), TARGET_NATIVE),
+                    (median(engine, "lance", "native", column), None),
                 ):
-                    if name == "native lance" and (source != "lance" or other != other):
-                        continue
-                    ratio = other / pruned
-                    verdict = "" if target is None else f" [{target:g} {_verdict(ratio, target)}]"
-                    parts.append(f"{name} {ratio:.1f}x{verdict}")
-                print(f"  {engine:<10} {source:<9} {column:<8} " + ", ".join(parts))
-
-
-def _verdict(ratio: float, target: float) -> str:
-    return "ok" if ratio >= target else "MISS"
-
-
-def breakdown(data: Data, engines: tuple[str, ...], repeat: int) -> None:
-    """Where a pruned query's time goes: plan (uncached / cached analysis) vs execution."""
-    print(
-        "\nwhere pruned time goes (medians, ms; each part timed on its own):\n"
-        "  plan = pruner.plan (parse + analyze + probe; analysis cache cleared), plan* = the "
-        "same SQL again\n  (analysis cached), exec = pruner.query(prepared=plan), of which "
-        "conn = the adapter's per-query\n  connection (DuckDB: a cursor of its shared "
-        "database; DataFusion: a new SessionContext) and bind =\n  registering the pruned "
-        "source; reuse = the adapter's query(prepared=plan) on one connection / context\n  "
-        "reused for all queries"
+                    ratio = other / pruned_ms
+                    if target is None:
+                        parts.append(
+                            "-" if source != "lance" or ratio != ratio else f"{ratio:.1f}x"
+                        )
+                    else:
+                        parts.append(f"{ratio:.1f}x [{target:g} {verdict(ratio, target, True)}]")
+                lines.append([engine, source, column, *parts])
+    report.table(
+        "Ratios of medians, other / pruned (> 1: pruned is faster) [target]",
+        ["engine", "data", "column", "unpruned", "full scan", "bloom", "bloom8k", "native lance"],
+        lines,
     )
     print(
-        f"  {'engine':<10} {'data':<9} {'column':<9} {'plan':>6} {'plan*':>6} {'exec':>6} "
-        f"{'conn':>6} {'bind':>6} {'reuse':>6}  what the engine reads"
+        "unpruned = the same call with prune=False; full scan = prune=False on lance_noidx (no "
+        "index; for parquet* the same as unpruned); bloom / bloom8k = the engine's own read of "
+        "the bloom-filter Parquet; native lance = DuckDB alone on the indexed LanceDataset "
+        "(Lance uses its own index)"
     )
+
+
+def breakdown(data: LookupData, engines: tuple[str, ...], repeat: int, report: Report) -> None:
+    """Where a pruned query's time goes: plan (uncached / cached analysis) vs execution. The
+    parts follow one another in each turn (the cached plan needs the plan before it; the
+    execution, its plan), so they are timed in sequence, not in turns."""
+    lines = []
     opened = {c: pruner.open_table(data.path(c)) for c in INDEXED}
     for engine in engines:
         shared_con = duckdb.connect()
@@ -511,8 +295,7 @@ def breakdown(data: Data, engines: tuple[str, ...], repeat: int) -> None:
             for column in COLUMNS:
                 times: dict[str, list[float]] = {}
                 for rep in range(max(repeat, WARMUP) + WARMUP):
-                    key = data.keys[column][rep % KEYS]
-                    sql = sql_of(column, key)
+                    sql = sql_of(column, data.keys[column][rep % KEYS])
                     templates.clear(texts_only=True)
                     t0 = time.perf_counter()
                     prepared = pruner.plan(sql, {"t": table}, dialect=engine)
@@ -533,21 +316,26 @@ def breakdown(data: Data, engines: tuple[str, ...], repeat: int) -> None:
                     connect, bind = _setup(engine, table, prepared.selections["t"])
                     assert result.num_rows == 1 and reused.num_rows == 1
                     if rep >= WARMUP:
-                        for name, value in (
-                            ("plan", t1 - t0),
-                            ("plan*", t2 - t1),
-                            ("exec", t3 - t2),
-                            ("connect", connect),
-                            ("bind", bind),
-                            ("reuse", t4 - t3),
-                        ):
+                        parts = (t1 - t0, t2 - t1, t3 - t2, connect, bind, t4 - t3)
+                        for name, value in zip(BREAKDOWN, parts, strict=True):
                             times.setdefault(name, []).append(value)
-                print(
-                    f"  {engine:<10} {source:<9} {column:<9} {ms(times['plan']):6.2f} "
-                    f"{ms(times['plan*']):6.2f} {ms(times['exec']):6.2f} "
-                    f"{ms(times['connect']):6.2f} {ms(times['bind']):6.2f} "
-                    f"{ms(times['reuse']):6.2f}  {_reads(table, prepared)}"
-                )
+                medians = [f"{statistics.median(times[n]) * 1e3:.2f}" for n in BREAKDOWN]
+                lines.append([engine, source, column, *medians, _reads(table, prepared)])
+    report.table(
+        "Where pruned time goes (medians, ms; each part timed on its own)",
+        ["engine", "data", "column", *BREAKDOWN, "what the engine reads"],
+        lines,
+    )
+    print(
+        "plan = pruner.plan (parse + analyze + probe; analysis cache cleared), plan* = the same "
+        "SQL again (analysis cached), exec = pruner.query(prepared=plan), of which conn = the "
+        "adapter's per-query connection (DuckDB: a cursor of its shared database; DataFusion: "
+        "a new SessionContext) and bind = registering the pruned source; reuse = the adapter's "
+        "query(prepared=plan) on one connection / context reused for all queries"
+    )
+
+
+BREAKDOWN = ("plan", "plan*", "exec", "conn", "bind", "reuse")
 
 
 def _reads(table: pruner.Table, prepared: pruner.Plan) -> str:
@@ -585,36 +373,30 @@ def _setup(engine: str, table: pruner.Table, selection: Any) -> tuple[float, flo
     return connected - began, time.perf_counter() - connected
 
 
-# ------------------------------------------------------------------------------- main
+# --------------------------------------------------------------------------------- main
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rows", type=int, default=5_000_000)
-    parser.add_argument("--fragments", type=int, default=50)
-    parser.add_argument("--repeat", type=int, default=20, help="timed runs per case (>= 20)")
-    parser.add_argument("--engines", default=",".join(ENGINES), help="comma-separated")
-    args = parser.parse_args()
+    made = common.parser(__doc__, rows=5_000_000, fragments=50, repeat=20)
+    made.add_argument("--engines", default=",".join(ENGINES), help="comma-separated")
+    args = common.parse(made, duckdb, datafusion, lance, pa, np, pruner)
     engines = tuple(e for e in args.engines.split(",") if e)
-
-    print_header(duckdb, datafusion, lance, pa, np, pruner)
-    data = load_data(args.rows, args.fragments)
+    data = fixtures.lookup_data(args.rows, args.fragments)
     check_layout(data, args.rows, args.fragments)
     check_native_blooms(data)
     if "datafusion" in engines:
         check_datafusion_lance(data)
-
+    report = Report()
     cases = make_cases(data, engines)
     began = time.perf_counter()
-    measure(cases, data.keys, args.repeat)
-    check_answers(cases)
+    got = measure(cases, range(KEYS), args.repeat, warmup=WARMUP, check=the_row(data))
     print(
         f"\n{len(cases)} cases x {args.repeat} runs (after {WARMUP} warm-up runs each), "
         f"round-robin, {time.perf_counter() - began:.0f} s; every answer is the key's one row, "
         "the same in every case"
     )
-    report(cases)
-    breakdown(data, engines, args.repeat)
+    report_cases(got, report)
+    breakdown(data, engines, args.repeat, report)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ hashes per zone with ``sbbf.insert`` (default 8,192: the density Lance's default
   first touch of fresh memory, which on a VM can cost more than the build itself), and the
   obvious way (unpackbits, transpose, packbits) on the first ``--baseline-zones`` zones;
 * for each K of ``--values``, probes K values (half of them members of random zones, half
-  random) against every zone, warm, best of ``--repeat`` runs:
+  random) against every zone, warm (each kernel's runs back to back), best of ``--repeat``:
 
   - ``direct``: ``sbbf.check(filters, hashes)`` -> (K, zones) bool;
   - ``sliced``: ``SlicedFilters.might_contain(hashes)`` -> the same array;
@@ -28,18 +28,12 @@ Run it (from the project root)::
 
 from __future__ import annotations
 
-import argparse
-import os
+import functools
 import sys
-import time
-from collections.abc import Callable
 
+import common
 import numpy as np
-
-# Run as a script from a checkout whether or not pruner is installed into the venv.
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-
-from common import print_header  # bench/ is sys.path[0] when run as a script
+from common import Report, measure, timed
 
 from pruner import sbbf
 from pruner.index import ZoneIndex
@@ -93,78 +87,49 @@ def check_per_value(filters: np.ndarray, hashes: np.ndarray) -> np.ndarray:
     return result
 
 
-def best_of(
-    repeat: int, run: Callable[[np.ndarray], np.ndarray], hashes: np.ndarray
-) -> tuple[float, np.ndarray]:
-    """(best seconds of ``repeat`` runs of ``run(hashes)`` after a warm-up run, its result)."""
-    result = run(hashes)
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        result = run(hashes)
-        best = min(best, time.perf_counter() - t0)
-    return best, result
-
-
-def parse_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--zones", type=int, default=12_000, help="zones (default 12,000)")
-    parser.add_argument("--bytes", type=int, default=32_768, help="bytes per filter (32 KiB)")
-    parser.add_argument("--items", type=int, default=8192, help="hashes inserted per zone")
-    parser.add_argument(
-        "--values", default="1,10,100,1000", help="comma-separated K (default 1,10,100,1000)"
-    )
-    parser.add_argument("--repeat", type=int, default=5, help="runs per kernel, best kept")
-    parser.add_argument("--threads", type=int, default=None, help="build threads (default: auto)")
-    parser.add_argument("--no-loop", action="store_true", help="skip the per-value reference")
-    parser.add_argument(
-        "--baseline-zones", type=int, default=1000, help="zones for the unpackbits baseline"
-    )
-    parser.add_argument("--seed", type=int, default=7)
-    args = parser.parse_args()
-    args.values = [int(v) for v in args.values.split(",")]
-    if args.zones < 1 or args.repeat < 1 or args.items < 0 or min(args.values) < 0:
-        parser.error("need zones >= 1, repeat >= 1, items >= 0, values >= 0")
-    if args.bytes <= 0 or args.bytes % sbbf.BLOCK_BYTES:
-        parser.error("bytes must be a positive multiple of 32")
-    return args
-
-
 def main() -> None:
-    args = parse_args()
-    print_header(np)
+    made = common.parser(__doc__, repeat=5)
+    made.add_argument("--zones", type=int, default=12_000, help="zones (default 12,000)")
+    made.add_argument("--bytes", type=int, default=32_768, help="bytes per filter (32 KiB)")
+    made.add_argument("--items", type=int, default=8192, help="hashes inserted per zone")
+    made.add_argument("--values", default="1,10,100,1000", help="comma-separated K")
+    made.add_argument("--threads", type=int, default=None, help="build threads (default: auto)")
+    made.add_argument("--no-loop", action="store_true", help="skip the per-value reference")
+    made.add_argument("--baseline-zones", type=int, default=1000, help="zones for unpackbits")
+    made.add_argument("--seed", type=int, default=7)
+    args = common.parse(made, np)
+    values = [int(v) for v in args.values.split(",")]
+    if args.zones < 1 or args.items < 0 or min(values) < 0:
+        made.error("need zones >= 1, items >= 0, values >= 0")
+    if args.bytes <= 0 or args.bytes % sbbf.BLOCK_BYTES:
+        made.error("bytes must be a positive multiple of 32")
     zones, num_bytes = args.zones, args.bytes
-    t0 = time.perf_counter()
-    filters, members = make_filters(zones, num_bytes, args.items, args.seed)
+    seconds, (filters, members) = timed(
+        lambda: make_filters(zones, num_bytes, args.items, args.seed)
+    )
     print(
         f"index: {zones:,} zones x {num_bytes:,} B = {filters.nbytes / 2**20:,.0f} MiB, "
-        f"{args.items:,} hashes inserted per zone (made in {time.perf_counter() - t0:.1f} s)"
+        f"{args.items:,} hashes inserted per zone (made in {seconds:.1f} s)"
     )
 
-    t0 = time.perf_counter()
-    sliced = sbbf.SlicedFilters(filters, threads=args.threads)
-    first_build = time.perf_counter() - t0
-    builds = []
-    for _ in range(args.repeat):
-        del sliced
-        t0 = time.perf_counter()
-        sliced = sbbf.SlicedFilters(filters, threads=args.threads)
-        builds.append(time.perf_counter() - t0)
-    build = min(builds)
+    def sliced_of(part: np.ndarray) -> sbbf.SlicedFilters:
+        return sbbf.SlicedFilters(part, threads=args.threads)
+
+    first_build, sliced = timed(lambda: sliced_of(filters))
+    del sliced  # one layout in memory at a time
+    builds = measure({"build": lambda _: sliced_of(filters)}, repeat=args.repeat, warmup=0)
+    sliced = builds["build"].answer
+    build = builds["build"].best() / 1000
     print(
         f"sliced layout: {sliced.nbytes / 2**20:,.0f} MiB; build best of {args.repeat} "
-        f"{build:.3f} s ({build / filters.nbytes * 1e9:.2f} ns per filter byte), "
-        f"first build {first_build:.3f} s, all {', '.join(f'{b:.3f}' for b in builds)}"
+        f"{build:.3f} s ({build / filters.nbytes * 1e9:.2f} ns per filter byte), first build "
+        f"{first_build:.3f} s, all {', '.join(f'{b:.3f}' for b in builds['build'].seconds)}"
     )
 
     if args.baseline_zones:
         part = filters[: args.baseline_zones]
-        t0 = time.perf_counter()
-        baseline = unpack_transpose_pack(part)
-        seconds = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        part_sliced = sbbf.SlicedFilters(part, threads=args.threads)
-        part_seconds = time.perf_counter() - t0
+        seconds, baseline = timed(lambda: unpack_transpose_pack(part))
+        part_seconds, part_sliced = timed(lambda: sliced_of(part))
         same = np.array_equal(baseline, part_sliced.bits)
         print(
             f"baseline unpackbits/transpose/packbits on the first {len(part):,} zones: "
@@ -177,39 +142,63 @@ def main() -> None:
         del baseline, part_sliced
 
     rng = np.random.default_rng(args.seed + 1)
-    header = (
-        f"{'K':>5} {'direct ms':>10} {'ns/pair':>7} {'sliced ms':>10} {'ns/pair':>7} "
-        f"{'ratio':>6} {'any: direct':>11} {'sliced ms':>10} {'ratio':>6} {'loop ms':>9} "
-        f"{'ns/pair':>7} {'build = pairs':>13}"
-    )
-    print()
-    print(f"best of {args.repeat}, warm; ratio = direct / sliced (> 1.0: sliced is faster)")
-    print(header)
-    print("-" * len(header))
     identical = True
-    for count in args.values:
+    lines = []
+    for count in values:
         hashes = probe_hashes(count, members, rng)
         pairs = max(count * zones, 1)
-        direct, expected = best_of(args.repeat, lambda h: sbbf.check(filters, h), hashes)
-        fast, got = best_of(args.repeat, sliced.might_contain, hashes)
-        direct_any, expected_any = best_of(
-            args.repeat, lambda h: sbbf.check(filters, h).any(axis=0), hashes
+        kernels = {
+            "direct": functools.partial(sbbf.check, filters),
+            "sliced": sliced.might_contain,
+            "any direct": lambda h: sbbf.check(filters, h).any(axis=0),
+            "any sliced": sliced.may_contain_any,
+        }
+        # Each kernel alone, back to back, warm (as it runs when probing): taking turns, a
+        # kernel would run after the others had pushed its data out of the CPU's caches.
+        got = {name: measure({name: k}, [hashes], args.repeat)[name] for name, k in kernels.items()}
+        ms = {name: case.best() for name, case in got.items()}
+        identical &= np.array_equal(got["direct"].answer, got["sliced"].answer)
+        identical &= np.array_equal(got["any direct"].answer, got["any sliced"].answer)
+        loop = ["-", "-"]
+        if not args.no_loop:
+            reference = {"loop": functools.partial(check_per_value, filters)}
+            old = measure(reference, [hashes], min(args.repeat, 2))["loop"]
+            identical &= np.array_equal(got["direct"].answer, old.answer)
+            loop = [f"{old.best():.3f}", f"{old.best() / 1e3 / pairs * 1e9:.1f}"]
+        direct = ms["direct"] / 1e3
+        lines.append(
+            [
+                str(count),
+                f"{ms['direct']:.3f}",
+                f"{direct / pairs * 1e9:.1f}",
+                f"{ms['sliced']:.3f}",
+                f"{ms['sliced'] / 1e3 / pairs * 1e9:.2f}",
+                f"{ms['direct'] / ms['sliced']:.1f}",
+                f"{ms['any direct']:.3f}",
+                f"{ms['any sliced']:.3f}",
+                f"{ms['any direct'] / ms['any sliced']:.1f}",
+                *loop,
+                f"{build / (direct / pairs):,.0f}",
+            ]
         )
-        fast_any, got_any = best_of(args.repeat, sliced.may_contain_any, hashes)
-        identical &= np.array_equal(expected, got) and np.array_equal(expected_any, got_any)
-        if args.no_loop:
-            loop_text = f"{'-':>9} {'-':>7}"
-        else:
-            loop, old = best_of(min(args.repeat, 2), lambda h: check_per_value(filters, h), hashes)
-            identical &= np.array_equal(expected, old)
-            loop_text = f"{loop * 1e3:>9.3f} {loop / pairs * 1e9:>7.1f}"
-        print(
-            f"{count:>5} {direct * 1e3:>10.3f} {direct / pairs * 1e9:>7.1f} "
-            f"{fast * 1e3:>10.3f} {fast / pairs * 1e9:>7.2f} {direct / fast:>6.1f} "
-            f"{direct_any * 1e3:>11.3f} {fast_any * 1e3:>10.3f} {direct_any / fast_any:>6.1f} "
-            f"{loop_text} {build / (direct / pairs):>13,.0f}",
-            flush=True,
-        )
+    Report().table(
+        f"Best of {args.repeat}, warm; ratio = direct / sliced (> 1.0: sliced is faster)",
+        [
+            "K",
+            "direct ms",
+            "ns/pair",
+            "sliced ms",
+            "ns/pair",
+            "ratio",
+            "any: direct",
+            "sliced ms",
+            "ratio",
+            "loop ms",
+            "ns/pair",
+            "build = pairs",
+        ],
+        lines,
+    )
     print(
         "(build = pairs: direct (value, zone) pairs probed in the time of one build, at that "
         "K's direct speed; per filter byte: divide by the index's bytes)"
@@ -226,17 +215,14 @@ def main() -> None:
         has_null=np.zeros(zones, dtype=bool),
         filter_data=filters,
     )
-    hashes = probe_hashes(max(args.values), members, rng)
+    hashes = probe_hashes(max(values), members, rng)
     before = index.zone_mask(hashes)
-    t0 = time.perf_counter()
-    index.prepare_probes()
-    prepare = time.perf_counter() - t0
-    warm, after = best_of(args.repeat, index.zone_mask, hashes)
-    identical &= np.array_equal(before, after)
-    print()
+    prepare, _ = timed(index.prepare_probes)
+    warm = measure({"mask": index.zone_mask}, [hashes], args.repeat)["mask"]
+    identical &= np.array_equal(before, warm.answer)
     print(
-        f"ZoneIndex.zone_mask, K={len(hashes)}: prepare_probes() {prepare:.3f} s, "
-        f"then {warm * 1e3:.3f} ms; same mask as before it: {np.array_equal(before, after)}"
+        f"\nZoneIndex.zone_mask, K={len(hashes)}: prepare_probes() {prepare:.3f} s, "
+        f"then {warm.best():.3f} ms; same mask as before it: {np.array_equal(before, warm.answer)}"
     )
     print(f"identical results (direct, sliced, any, loop, ZoneIndex): {identical}")
     if not identical:

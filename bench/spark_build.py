@@ -24,166 +24,66 @@ Run it (from the project root)::
 
 from __future__ import annotations
 
-import argparse
-import math
-import shutil
-import sys
-import time
-from pathlib import Path
-
+import common
+import fixtures
 import lance
 import numpy as np
 import pyarrow as pa
 import pyspark
+from common import Report, measure, timed
 
-# Run as a script from a checkout whether or not pruner is installed into the venv.
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from pruner.adapters.spark import session
+from pruner.adapters.spark.build import build_zone_index_spark
+from pruner.index import build_lance_index
 
-from common import print_header  # noqa: E402 (bench/ is sys.path[0] when run as a script)
-
-from pruner.adapters.spark import session  # noqa: E402
-from pruner.adapters.spark.build import build_zone_index_spark  # noqa: E402
-from pruner.index import ZoneIndex, build_lance_index  # noqa: E402
-
-DATA_DIR = Path(__file__).resolve().parent / "data"
 MASTERS = ("local[1]", "local[2]")
 TARGET = 1.5
 
 
-def dataset_is_usable(path: Path, rows: int, fragments: int) -> bool:
-    try:
-        ds = lance.dataset(str(path))
-        return ds.count_rows() == rows and len(ds.get_fragments()) == fragments
-    except Exception:
-        return False
-
-
-def ensure_dataset(rows: int, fragments: int) -> Path:
-    """The cached dataset for (rows, fragments), generated if missing or unusable."""
-    path = DATA_DIR / f"spark_build_{rows}r_{fragments}f.lance"
-    if dataset_is_usable(path, rows, fragments):
-        print(f"dataset: {path} (cached)")
-        return path
-    shutil.rmtree(path, ignore_errors=True)
-    DATA_DIR.mkdir(parents=True, exist_ok=True)
-    t0 = time.perf_counter()
-    ids = np.random.default_rng(42).permutation(rows).astype(np.int64)
-    lance.write_dataset(
-        pa.table({"id": ids}), str(path), max_rows_per_file=math.ceil(rows / fragments)
-    )
-    if not dataset_is_usable(path, rows, fragments):
-        got = len(lance.dataset(str(path)).get_fragments())
-        sys.exit(f"generated {path} has {got} fragments, wanted {fragments}")
-    print(f"dataset: {path} (generated in {time.perf_counter() - t0:.1f} s)")
-    return path
-
-
-def differences(ours: ZoneIndex, local: ZoneIndex) -> list[str]:
-    """How ``ours`` differs from the local build's index (empty: identical)."""
-    if ours.num_zones != local.num_zones:
-        return [f"zones: {ours.num_zones} vs local {local.num_zones}"]
-    problems = [
-        name
-        for name in ("fragment_id", "zone_start", "zone_length", "has_null", "filter_data")
-        if not np.array_equal(getattr(ours, name), getattr(local, name))
-    ]
-    if {k: v.tolist() for k, v in (ours.null_rows or {}).items()} != {
-        k: v.tolist() for k, v in (local.null_rows or {}).items()
-    }:
-        problems.append("null_rows")
-    return problems
-
-
-def time_spark(path: Path, master: str, repeat: int) -> tuple[list[float], float, ZoneIndex]:
-    """(timed runs, session start seconds, the last index) on a new session of ``master``."""
-    t0 = time.perf_counter()
-    spark = session(master)
-    started = time.perf_counter() - t0
-    assert spark.sparkContext.master == master, spark.sparkContext.master
-    t0 = time.perf_counter()
-    index = build_zone_index_spark(path, "id", spark=spark)
-    print(
-        f"  {master}: session start {started:.1f} s, first build (starts workers) "
-        f"{time.perf_counter() - t0:.2f} s",
-        flush=True,
-    )
-    runs = []
-    for run in range(repeat):
-        t0 = time.perf_counter()
-        index = build_zone_index_spark(path, "id", spark=spark)
-        runs.append(time.perf_counter() - t0)
-        print(f"  {master} run {run + 1}/{repeat}: {runs[-1]:.3f} s", flush=True)
-    spark.stop()
-    return runs, started, index
-
-
-def time_local(path: Path, repeat: int) -> tuple[list[float], ZoneIndex]:
-    build_lance_index(path, "id")  # warm the page cache as the Spark warm-up run did
-    runs = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        index = build_lance_index(path, "id")
-        runs.append(time.perf_counter() - t0)
-    print(f"  local build runs: {', '.join(f'{t:.3f}' for t in runs)} s", flush=True)
-    return runs, index
-
-
-def parse_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=20_000_000, help="rows (default 20M)")
-    parser.add_argument("--fragments", type=int, default=20, help="fragments (default 20)")
-    parser.add_argument("--repeat", type=int, default=3, help="timed runs per side, best kept")
-    args = parser.parse_args()
-    if args.rows < 1 or args.fragments < 1 or args.repeat < 1 or args.fragments > args.rows:
-        parser.error("need rows >= fragments >= 1 and repeat >= 1")
-    return args
-
-
 def main() -> None:
-    args = parse_args()
-    print_header(np, pa, lance, pyspark)
+    made = common.parser(__doc__, rows=20_000_000, fragments=20, repeat=3)
+    args = common.parse(made, np, pa, lance, pyspark)
     print(f"rows={args.rows:,} fragments={args.fragments} repeat={args.repeat}")
-    path = ensure_dataset(args.rows, args.fragments)
-
+    path = fixtures.build_table(args.rows, args.fragments, names=False)
     active = pyspark.sql.SparkSession.getActiveSession()
     if active is not None:
         active.stop()
-    spark_runs, built = {}, {}
+    got = {}
     for master in MASTERS:
-        spark_runs[master], _, built[master] = time_spark(path, master, args.repeat)
-    local_runs, local_index = time_local(path, args.repeat)
-
-    rows = args.rows
-    best = {master: min(runs) for master, runs in spark_runs.items()}
-    local_best = min(local_runs)
-    print()
-    print(
-        f"best of {args.repeat}; index of 'id' (int64), {local_index.num_zones:,} zones, "
-        "build only (nothing written)"
+        started, spark = timed(lambda master=master: session(master))
+        assert spark.sparkContext.master == master, spark.sparkContext.master
+        first, _ = timed(lambda spark=spark: build_zone_index_spark(path, "id", spark=spark))
+        print(
+            f"  {master}: session start {started:.1f} s, first build (starts workers) {first:.2f} s"
+        )
+        build = {f"spark {master}": lambda _, s=spark: build_zone_index_spark(path, "id", spark=s)}
+        got.update(measure(build, repeat=args.repeat, warmup=0))
+        spark.stop()
+    # the local build's warm-up warms the page cache as the Spark warm-up run did
+    got.update(
+        measure(
+            {"local (NumPy, threads)": lambda _: build_lance_index(path, "id")}, repeat=args.repeat
+        )
     )
-    header = f"{'build':<28} {'seconds':>8} {'ns/row':>7}"
-    print(header)
-    print("-" * len(header))
-    for master in MASTERS:
-        label = f"spark {master}"
-        print(f"{label:<28} {best[master]:>8.3f} {best[master] / rows * 1e9:>7.1f}")
-    print(f"{'local (NumPy, threads)':<28} {local_best:>8.3f} {local_best / rows * 1e9:>7.1f}")
-    ratio = best["local[1]"] / best["local[2]"]
-    verdict = "met" if ratio >= TARGET else "MISSED"
-    print()
-    print(f"spark local[1] / local[2]: {ratio:.2f}x (target >= {TARGET}x: {verdict})")
+    seconds = {name: case.best() / 1000 for name, case in got.items()}
+    local = got["local (NumPy, threads)"].answer
+    report = Report()
+    report.table(
+        f"Best of {args.repeat}; index of 'id' (int64), {local.num_zones:,} zones, build only "
+        "(nothing written)",
+        ["build", "seconds", "ns/row"],
+        [[n, f"{s:.3f}", f"{s / args.rows * 1e9:.1f}"] for n, s in seconds.items()],
+    )
+    one, two = seconds["spark local[1]"], seconds["spark local[2]"]
+    report.target("spark local[1] / local[2]", one / two, TARGET, above=True)
     print(
-        f"spark local[2] / local build: {best['local[2]'] / local_best:.2f}x "
+        f"spark local[2] / local build: {two / seconds['local (NumPy, threads)']:.2f}x "
         "(> 1: the local build is faster on this machine)"
     )
-
-    print()
-    print("check (untimed): each Spark build equals the local build")
+    print("\ncheck (untimed): each Spark build equals the local build")
     identical = True
     for master in MASTERS:
-        problems = differences(built[master], local_index)
+        problems = common.index_differences(got[f"spark {master}"].answer, local)
         identical = identical and not problems
         print(f"  {master}: {'identical' if not problems else 'DIFFERS: ' + ', '.join(problems)}")
     print(f"identical: {identical}")

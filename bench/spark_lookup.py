@@ -1,13 +1,13 @@
 """Spark point lookups: pruner's zone bloom indexes against Spark reading everything.
 
-The data is :mod:`point_lookup`'s (default 5,000,000 rows in 50 fragments, cached under
+The data is fixtures.lookup_data's (default 5,000,000 rows in 50 fragments, cached under
 ``bench/data/point_lookup/``, generated when missing): ``id`` a shuffled unique int64,
 ``trace_id`` a random UUID string, as a Lance dataset and as Parquet files (one row group
 per file), both with pruner indexes, and as Parquet with native bloom filters.
 
 Each query is ``SELECT * FROM t WHERE id = K`` (or ``trace_id = 'uuid'``), K cycling over 20
-present keys, on one local SparkSession (``local[2]``, started once, untimed). After a
-warm-up the cases run round-robin, one of each per repetition:
+present keys, on one local SparkSession (``local[2]``, started once, untimed). After two
+warm-up rounds the cases run round-robin, one of each per repetition:
 
 * pruned: ``pruner.query(sql, {"t": table}, engine="spark")`` (table opened once): the
   selected Lance zones through the ``pruner`` data source, or the selected Parquet files
@@ -30,102 +30,91 @@ Run it (from the project root)::
 
 from __future__ import annotations
 
-import argparse
-import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
+import common
+import fixtures
 import numpy as np
 import pyarrow as pa
 import pyspark
+from common import Report, measure, verdict
+from fixtures import COLUMNS, KEYS, sql_of, where
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from common import print_header  # noqa: E402 (bench/ is sys.path[0] when run as a script)
-from point_lookup import COLUMNS, load_data  # noqa: E402
-
-import pruner  # noqa: E402
-from pruner.adapters import spark as spark_adapter  # noqa: E402
+import pruner
+from pruner.adapters import spark as spark_adapter
 
 TARGET = 3.0
 
 
-def sql_of(column: str, key: Any) -> str:
-    value = str(key) if column == "id" else "'" + str(key) + "'"
-    return f"SELECT * FROM t WHERE {column} = {value}"
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rows", type=int, default=5_000_000)
-    parser.add_argument("--fragments", type=int, default=50)
-    parser.add_argument("--repeat", type=int, default=10, help="timed runs per case")
-    args = parser.parse_args()
-    print_header(pyspark, pa, np)
-    data = load_data(args.rows, args.fragments)
+    made = common.parser(__doc__, rows=5_000_000, fragments=50, repeat=10)
+    args = common.parse(made, pyspark, pa, np)
+    data = fixtures.lookup_data(args.rows, args.fragments)
     spark = spark_adapter.session("local[2]")
     tables = {kind: pruner.open_table(data.path(kind)) for kind in ("lance", "parquet")}
     spark.read.parquet(*data.files("bloom")).createOrReplaceTempView("bloom")
 
-    cases: dict[tuple[str, str, str], Callable[[Any], pa.Table]] = {}
+    cases: dict[str, Callable[[int], pa.Table]] = {}
     for column in COLUMNS:
         for kind, table in tables.items():
             for path, prune in (("pruned", True), ("unpruned", False)):
 
-                def run(key: Any, c: str = column, t: Any = table, p: bool = prune) -> pa.Table:
-                    return pruner.query(sql_of(c, key), {"t": t}, engine="spark", prune=p)
+                def run(slot: int, c: str = column, t: Any = table, p: bool = prune) -> pa.Table:
+                    sql = sql_of(c, data.keys[c][slot])
+                    return pruner.query(sql, {"t": t}, engine="spark", prune=p)
 
-                cases[(kind, path, column)] = run
+                cases[f"{kind} {path} {column}"] = run
 
-            def source(key: Any, c: str = column, k: str = kind) -> pa.Table:
+            def source(slot: int, c: str = column, k: str = kind) -> pa.Table:
                 reader = spark.read.format("pruner").option("pushdown", "true")
                 frame = reader.load(str(data.path(k)))
-                return frame.where(sql_of(c, key).split("WHERE ", 1)[1]).toArrow()
+                return frame.where(where(c, data.keys[c][slot])).toArrow()
 
-            cases[(kind, "source", column)] = source
+            cases[f"{kind} source {column}"] = source
 
-        def bloom(key: Any, c: str = column) -> pa.Table:
-            return spark.sql(sql_of(c, key).replace("FROM t", "FROM bloom")).toArrow()
+        def bloom(slot: int, c: str = column) -> pa.Table:
+            return spark.sql(f"SELECT * FROM bloom WHERE {where(c, data.keys[c][slot])}").toArrow()
 
-        cases[("bloom", "native", column)] = bloom
+        cases[f"bloom native {column}"] = bloom
 
-    times: dict[tuple[str, str, str], list[float]] = {case: [] for case in cases}
+    def the_row(slot: int, answer: pa.Table) -> list[dict[str, Any]]:
+        found = answer.select(["id", "trace_id"]).to_pylist()
+        if found != [{c: data.keys[c][slot] for c in COLUMNS}]:
+            raise SystemExit(f"key {slot}: wrong answer {found!r}")
+        return found
+
     began = time.perf_counter()
-    for repetition in range(-2, args.repeat):  # two warm-up rounds
-        for case, run in cases.items():
-            key = data.keys[case[2]][repetition % len(data.keys[case[2]])]
-            start = time.perf_counter()
-            result = run(key)
-            elapsed = time.perf_counter() - start
-            found = result.column(case[2]).to_pylist()
-            if found != [key]:
-                raise SystemExit(f"{case} key {key!r}: wrong answer {found!r}")
-            if repetition >= 0:
-                times[case].append(elapsed)
+    got = measure(cases, range(KEYS), args.repeat, warmup=2, check=the_row)
     print(
         f"\n{len(cases)} cases x {args.repeat} runs (after 2 warm-up rounds), round-robin, "
-        f"{time.perf_counter() - began:.0f} s; every answer is the key's one row\n"
+        f"{time.perf_counter() - began:.0f} s; every answer is the key's one row"
     )
-    print(f"{'data':8} {'path':9} {'column':9} {'median ms':>10} {'p90 ms':>8}")
-    for (kind, path, column), seconds in times.items():
-        median, p90 = np.median(seconds) * 1000, np.percentile(seconds, 90) * 1000
-        print(f"{kind:8} {path:9} {column:9} {median:10.1f} {p90:8.1f}")
-    print("\nratios of medians, other / pruned [target]")
+    report = Report()
+    rows = [[*n.split(), f"{c.median():.1f}", f"{c.p90():.1f}"] for n, c in got.items()]
+    report.table("Spark point lookups", ["data", "path", "column", "median ms", "p90 ms"], rows)
+    lines = []
     for column in COLUMNS:
         for kind in tables:
-            pruned = np.median(times[(kind, "pruned", column)])
-            unpruned = np.median(times[(kind, "unpruned", column)]) / pruned
-            source = np.median(times[(kind, "source", column)]) / pruned
-            bloom = np.median(times[("bloom", "native", column)]) / pruned
-            verdict = "ok" if unpruned >= TARGET else "MISS"
-            print(
-                f"  {kind:8} {column:9} unpruned {unpruned:5.1f}x [{TARGET:g} {verdict}], "
-                f"data source alone {source:4.1f}x, native bloom Parquet {bloom:4.1f}x"
+            pruned = got[f"{kind} pruned {column}"].median()
+            unpruned = got[f"{kind} unpruned {column}"].median() / pruned
+            source = got[f"{kind} source {column}"].median() / pruned
+            bloom = got[f"bloom native {column}"].median() / pruned
+            lines.append(
+                [
+                    kind,
+                    column,
+                    f"{unpruned:.1f}x [{TARGET:g} {verdict(unpruned, TARGET, True)}]",
+                    f"{source:.1f}x",
+                    f"{bloom:.1f}x",
+                ]
             )
+    report.table(
+        "Ratios of medians, other / pruned [target]",
+        ["data", "column", "unpruned", "data source alone", "native bloom Parquet"],
+        lines,
+    )
     spark.stop()
 
 

@@ -1,8 +1,9 @@
 """Index maintenance: ``pruner index update`` against a full rebuild and against Lance's own.
 
-Two scenarios on a generated Lance dataset (``id``: a shuffled permutation, int64; cached
-under ``bench/data/``), each measured side by side in one run, best of ``--repeat``; between
-runs the dataset is put back with Lance's ``restore`` (the index goes back with it):
+Two scenarios on a generated Lance dataset (``id``: a shuffled permutation, int64;
+fixtures.update_table, cached under ``bench/data/``; each scenario changes a copy of it),
+each measured side by side in one run, best of ``--repeat``; before each run the dataset is
+put back with Lance's ``restore`` (the index goes back with it):
 
 1. **Append**: ``--append`` (default 1%) new rows as one new fragment after an indexed
    dataset of ``--rows`` rows in ``--fragments`` fragments. Timed: pruner's update (indexes
@@ -30,24 +31,18 @@ Run it (from the project root)::
 
 from __future__ import annotations
 
-import argparse
 import shutil
-import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
+import common
+import fixtures
 import lance
 import numpy as np
 import pyarrow as pa
+from common import Case, Report, measure
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from common import print_header  # noqa: E402
-
-from pruner.index import (  # noqa: E402
+from pruner.index import (
     DEFAULT_ITEMS,
     INDEX_FILE_NAME,
     IndexFileWriter,
@@ -56,128 +51,106 @@ from pruner.index import (  # noqa: E402
     update_index,
     write_hierarchy_of,
 )
-from pruner.index.build import assemble  # noqa: E402
-from pruner.index.update import fragment_rows_to_index, local_fragment_rows  # noqa: E402
-
-DATA_DIR = Path(__file__).resolve().parent / "data"
+from pruner.index.build import assemble
+from pruner.index.update import fragment_rows_to_index, local_fragment_rows
 
 
-def _write(path: Path, rows: int, fragments: int, seed: int = 7) -> None:
-    if path.exists():
-        shutil.rmtree(path)
-    ids = np.random.default_rng(seed).permutation(rows).astype(np.int64)
+def append_rows(path: Path, ids: np.ndarray) -> None:
     table = pa.table({"id": ids, "payload": pa.array(ids * 3)})
-    per = -(-rows // fragments)
-    lance.write_dataset(table, str(path), max_rows_per_file=per, max_rows_per_group=per)
+    lance.write_dataset(table, str(path), mode="append")
 
 
-def _best(run: Callable[[], object], reset: Callable[[], None], repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        reset()
-        started = time.perf_counter()
-        run()
-        best = min(best, time.perf_counter() - started)
-    reset()
-    return best
-
-
-def _restorer(path: Path) -> Callable[[], None]:
+def restorer(path: Path) -> Callable[[], None]:
+    """Puts the dataset back at its version now (untimed, before each run)."""
     version = lance.dataset(str(path)).version
 
     def reset() -> None:
-        ds = lance.dataset(str(path))
-        if ds.version != version:
+        if lance.dataset(str(path)).version != version:
             lance.dataset(str(path), version=version).restore()
 
     return reset
 
 
-def _report(timings: dict[str, float], base: str, target: float) -> None:
-    """Each timing as a ratio of ``base``'s, and pruner's update against ``target``."""
-    for name, seconds in timings.items():
-        print(f"  {name:40s} {seconds:8.3f} s   {seconds / timings[base]:7.3f}x")
-    ratio = timings["pruner update"] / timings[base]
-    verdict = "met" if ratio <= target else "NOT met"
-    print(f"  target: update <= {target}x {base}: {ratio:.3f}x ({verdict})")
+def best_of(
+    runs: dict[str, Callable[[object], object]], path: Path, repeat: int
+) -> dict[str, float]:
+    """Seconds, best of ``repeat`` runs taken in turns, each from the dataset as it is now."""
+    reset = restorer(path)
+    got = measure([Case(n, run, reset) for n, run in runs.items()], repeat=repeat, warmup=0)
+    reset()
+    return {name: case.best() / 1000 for name, case in got.items()}
 
 
-def append(rows: int, fragments: int, share: float, repeat: int) -> None:
-    path = DATA_DIR / f"update-append-{rows}-{fragments}.lance"
-    _write(path, rows, fragments)
+def against(report: Report, title: str, seconds: dict[str, float], base: str, limit: float) -> None:
+    """Each timing as a ratio of ``base``'s, and pruner's update against ``limit``."""
+    rows = [[n, f"{s:.3f}", f"{s / seconds[base]:.3f}"] for n, s in seconds.items()]
+    report.table(title, ["run", "seconds", f"x {base}"], rows)
+    report.target(f"update / {base}", seconds["pruner update"] / seconds[base], limit)
+
+
+def append(rows: int, fragments: int, share: float, repeat: int, report: Report) -> None:
+    path = fixtures.working_copy(fixtures.update_table(rows, fragments), "append")
     build_index(path, "id")
     added = max(1, int(rows * share))
-    extra = np.arange(rows, rows + added, dtype=np.int64)
-    lance.write_dataset(
-        pa.table({"id": extra, "payload": pa.array(extra * 3)}), str(path), mode="append"
-    )
-    reset = _restorer(path)
+    append_rows(path, np.arange(rows, rows + added, dtype=np.int64))
     plan = plan_update(path, "id")
-    print(
-        f"append: {rows:,} rows in {fragments} fragments + {added:,} rows; the update "
-        f"indexes {len(plan.add)} fragment(s) and keeps {len(plan.kept)}"
-    )
-    timings = {
-        "pruner update": _best(lambda: update_index(path, "id"), reset, repeat),
-        "pruner full rebuild": _best(lambda: build_index(path, "id"), reset, repeat),
-        "Lance optimize_indices": _best(
-            lambda: lance.dataset(str(path)).optimize.optimize_indices(index_names=["id_idx"]),
-            reset,
-            repeat,
-        ),
-        "Lance create_scalar_index": _best(
-            lambda: lance.dataset(str(path)).create_scalar_index(
+    seconds = best_of(
+        {
+            "pruner update": lambda _: update_index(path, "id"),
+            "pruner full rebuild": lambda _: build_index(path, "id"),
+            "Lance optimize_indices": lambda _: lance.dataset(str(path)).optimize.optimize_indices(
+                index_names=["id_idx"]
+            ),
+            "Lance create_scalar_index": lambda _: lance.dataset(str(path)).create_scalar_index(
                 "id", index_type="BLOOMFILTER", name="id_idx", replace=True
             ),
-            reset,
-            repeat,
-        ),
-    }
-    _report(timings, "pruner full rebuild", 0.05)
+        },
+        path,
+        repeat,
+    )
+    against(
+        report,
+        f"Append: {rows:,} rows in {fragments} fragments + {added:,} rows; the update indexes "
+        f"{len(plan.add)} fragment(s) and keeps {len(plan.kept)}",
+        seconds,
+        "pruner full rebuild",
+        0.05,
+    )
     # A second append: the update rewrites the newest segment (the first append's) with it.
     update_index(path, "id")
-    more = np.arange(rows + added, rows + 2 * added, dtype=np.int64)
-    lance.write_dataset(
-        pa.table({"id": more, "payload": pa.array(more * 3)}), str(path), mode="append"
-    )
+    append_rows(path, np.arange(rows + added, rows + 2 * added, dtype=np.int64))
     plan = plan_update(path, "id")
-    seconds = _best(lambda: update_index(path, "id"), _restorer(path), repeat)
-    print(
-        f"  a second append: the update indexes {len(plan.add)} fragment(s), rewrites "
+    again = best_of({"update": lambda _: update_index(path, "id")}, path, repeat)["update"]
+    report.note(
+        f"a second append: the update indexes {len(plan.add)} fragment(s), rewrites "
         f"{len(plan.keep)} of the segment it replaces ({len(plan.replaces)}), leaves "
-        f"{len(plan.others)}: {seconds:.3f} s, {seconds / timings['pruner full rebuild']:.3f}x "
+        f"{len(plan.others)}: {again:.3f} s, {again / seconds['pruner full rebuild']:.3f}x "
         "the full rebuild"
     )
 
 
-def compaction(rows: int, fragments: int, small: int, share: float, repeat: int) -> None:
-    path = DATA_DIR / f"update-compact-{rows}-{fragments}-{small}.lance"
-    _write(path, rows, fragments)
+def compaction(
+    rows: int, fragments: int, small: int, share: float, repeat: int, report: Report
+) -> None:
+    path = fixtures.working_copy(fixtures.update_table(rows, fragments), "compaction")
     per = -(-rows // fragments)
     added = max(small, int(rows * share))
     extra = np.arange(rows, rows + added, dtype=np.int64)
     for part in np.array_split(extra, small):  # small appends, one fragment each
-        table = pa.table({"id": part, "payload": pa.array(part * 3)})
-        lance.write_dataset(table, str(path), mode="append")
+        append_rows(path, part)
     build_index(path, "id")
     before = len(lance.dataset(str(path)).get_fragments())
     lance.dataset(str(path)).optimize.compact_files(target_rows_per_fragment=per)
-    ds = lance.dataset(str(path))
-    reset = _restorer(path)
+    after = len(lance.dataset(str(path)).get_fragments())
     plan = plan_update(path, "id")
-    print(
-        f"compaction: {rows:,} rows in {fragments} fragments and {added:,} in {small} small "
-        f"ones ({before} fragments) compacted into {len(ds.get_fragments())}; the update "
-        f"indexes {len(plan.add)}, drops {len(plan.drop)}, keeps {len(plan.kept)}"
-    )
     compacted = plan.to_index()
-    scratch = DATA_DIR / "update-scratch"
+    scratch = path.with_name("scratch")
 
-    def filters_alone() -> None:
+    def filters_alone(_: object) -> None:
         for _ in local_fragment_rows(plan, compacted):
             pass
 
-    def rebuild_alone() -> None:
+    def rebuild_alone(_: object) -> None:
         shutil.rmtree(scratch, ignore_errors=True)
         location = scratch / INDEX_FILE_NAME
         rows = local_fragment_rows(plan, compacted)
@@ -187,47 +160,51 @@ def compaction(rows: int, fragments: int, small: int, share: float, repeat: int)
             sink.finish(index)
         assert not isinstance(write_hierarchy_of(location, index, index.build_coarse or {}), str)
 
-    timings = {
-        "pruner update": _best(lambda: update_index(path, "id"), reset, repeat),
-        "rebuild of the compacted fragments alone": _best(rebuild_alone, reset, repeat),
-        "their zone filters alone (no file)": _best(filters_alone, reset, repeat),
-        "pruner full rebuild": _best(lambda: build_index(path, "id"), reset, repeat),
-    }
+    seconds = best_of(
+        {
+            "pruner update": lambda _: update_index(path, "id"),
+            "rebuild of the compacted fragments alone": rebuild_alone,
+            "their zone filters alone (no file)": filters_alone,
+            "pruner full rebuild": lambda _: build_index(path, "id"),
+        },
+        path,
+        repeat,
+    )
     shutil.rmtree(scratch, ignore_errors=True)
-    _report(timings, "rebuild of the compacted fragments alone", 1.2)
+    against(
+        report,
+        f"Compaction: {rows:,} rows in {fragments} fragments and {added:,} in {small} small "
+        f"ones ({before} fragments) compacted into {after}; the update indexes "
+        f"{len(plan.add)}, drops {len(plan.drop)}, keeps {len(plan.kept)}",
+        seconds,
+        "rebuild of the compacted fragments alone",
+        1.2,
+    )
     value = int(extra[len(extra) // 2])
     for when in ("before the update", "after the update"):
         if when == "after the update":
             update_index(path, "id")
         ds = lance.dataset(str(path))
-        best = float("inf")
-        for _ in range(repeat):
-            started = time.perf_counter()
-            found = ds.to_table(filter=f"id = {value}")
-            best = min(best, time.perf_counter() - started)
+        got = measure(
+            {"": lambda _, ds=ds: ds.to_table(filter=f"id = {value}")}, repeat=repeat, warmup=0
+        )[""]
         unindexed = ds.stats.index_stats("id_idx")["num_unindexed_rows"]
-        print(
-            f"  Lance's own point lookup on a compacted row {when}: {best * 1000:7.1f} ms, "
-            f"{found.num_rows} row; rows its index does not cover (scanned): {unindexed:,}"
+        report.note(
+            f"Lance's own point lookup on a compacted row {when}: {got.best():7.1f} ms, "
+            f"{got.answer.num_rows} row; rows its index does not cover (scanned): {unindexed:,}"
         )
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=20_000_000)
-    parser.add_argument("--fragments", type=int, default=20)
-    parser.add_argument("--append", type=float, default=0.01, help="share of rows appended")
-    parser.add_argument("--small", type=int, default=200, help="small appends to compact")
-    parser.add_argument(
-        "--compacted", type=float, default=0.1, help="their rows, a share of --rows"
-    )
-    parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args()
-    DATA_DIR.mkdir(exist_ok=True)
-    print_header(lance, np, pa)
+    made = common.parser(__doc__, rows=20_000_000, fragments=20, repeat=3)
+    made.add_argument("--append", type=float, default=0.01, help="share of rows appended")
+    made.add_argument("--small", type=int, default=200, help="small appends to compact")
+    made.add_argument("--compacted", type=float, default=0.1, help="their rows, a share of --rows")
+    args = common.parse(made, lance, np, pa)
     print(f"items per zone {DEFAULT_ITEMS:,}")
-    append(args.rows, args.fragments, args.append, args.repeat)
-    compaction(args.rows, args.fragments, args.small, args.compacted, args.repeat)
+    report = Report()
+    append(args.rows, args.fragments, args.append, args.repeat, report)
+    compaction(args.rows, args.fragments, args.small, args.compacted, args.repeat, report)
 
 
 if __name__ == "__main__":
