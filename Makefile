@@ -80,7 +80,8 @@ MUTANTS ?= 'pruner.binding.*' 'pruner.selection.*' 'pruner.evaluate.*' \
 	'pruner.expressions.*_RewriteNot*' 'pruner.expressions.x_rewrite_not*' \
 	'pruner.analysis.scopes.*' 'pruner.analysis.joins.*' 'pruner.analysis.pushdown.*' \
 	'pruner.analysis.nulls.*' 'pruner.analysis.conditions.*' \
-	'pruner.literals.*' 'pruner.table.model.*_fit__mutmut_*' \
+	'pruner.literals.*' 'pruner.literal_text.*' 'pruner.arithmetic.*' \
+	'pruner.table.model.*_fit__mutmut_*' \
 	'pruner.table.model.*_parquet_ids__mutmut_*' \
 	'pruner.table.model.*_unexplained_gaps__mutmut_*' 'pruner.table.model.x__file_ids__mutmut_*' \
 	'pruner.table.model.x__overlapping__mutmut_*' \

@@ -29,7 +29,8 @@ from pruner.errors import IndexNotFoundError, InvalidParameterError
 from pruner.hashing import hash_array, plain_type
 from pruner.index.keys import Key, hash_tuples
 from pruner.index.native import hashable
-from pruner.literals import coerce_all, literal_from_python
+from pruner.literal_text import literal_from_python
+from pruner.literals import coerce_all
 from pruner.selection import FRAGMENT_SHIFT, Selection
 from pruner.table import Table, TableIndex, TableSource, as_table
 

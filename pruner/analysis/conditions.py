@@ -14,6 +14,7 @@ from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
 
 from pruner.analysis.parsing import DIALECTS, PARAMETER_PREFIX
+from pruner.arithmetic import Interval, interval, plus_days, plus_interval
 from pruner.expressions import (
     AlwaysFalse,
     AlwaysTrue,
@@ -29,7 +30,7 @@ from pruner.expressions import (
     or_,
     rewrite_not,
 )
-from pruner.literals import INTEGER_CASTS, Interval, interval, plus_days, plus_interval
+from pruner.literal_text import INTEGER_CASTS
 
 __all__ = [
     "Origin",
@@ -92,8 +93,8 @@ def constant_from_sql(node: exp.Expr, dialect: str = "duckdb") -> Literal | None
     (pruner's name: duckdb, datafusion, spark), or None when pruner cannot tell.
 
     Beyond plain constants, date arithmetic on constants is folded as the engine folds it
-    before it compares or probes (:func:`pruner.literals.plus_days`,
-    :func:`pruner.literals.plus_interval`): ``DATE '2000-01-01' + 1001``, ``TIMESTAMP
+    before it compares or probes (:func:`pruner.arithmetic.plus_days`,
+    :func:`pruner.arithmetic.plus_interval`): ``DATE '2000-01-01' + 1001``, ``TIMESTAMP
     '2000-01-01' + INTERVAL 1001 SECOND``, nested, in either order of operands.
 
     >>> import sqlglot

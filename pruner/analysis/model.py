@@ -17,7 +17,7 @@ from pruner.expressions import (
     Predicate,
     map_leaves,
 )
-from pruner.literals import literal_from_python
+from pruner.literal_text import literal_from_python
 
 __all__ = ["Analysis", "JoinEdge", "Scan"]
 

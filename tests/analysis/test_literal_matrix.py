@@ -23,7 +23,8 @@ import pytest
 import sqlglot
 
 from pruner.analyzer import literal_from_sql
-from pruner.literals import Coercion, coerce, coerce_all, literal_from_python
+from pruner.literal_text import literal_from_python
+from pruner.literals import Coercion, coerce, coerce_all
 from tests.analysis.test_literals import bit_patterns
 
 T0 = dt.datetime(2024, 1, 1)

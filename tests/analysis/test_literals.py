@@ -18,7 +18,8 @@ import pytest
 import sqlglot
 
 from pruner.analyzer import literal_from_sql
-from pruner.literals import coerce, literal_from_python
+from pruner.literal_text import literal_from_python
+from pruner.literals import coerce
 
 SAMPLES: dict[str, tuple[pa.DataType, list[object]]] = {
     "int8": (pa.int8(), [-128, -1, 0, 1, 2, 5, 127]),
