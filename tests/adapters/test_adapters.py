@@ -234,14 +234,34 @@ def test_parquet_parts_cover_every_selected_row_with_whole_row_groups(
     assert list(parts[0].row_spans()) == [(0, 2_000)]
 
 
-def test_a_parquet_set_whose_files_disagree_on_schema_is_read_whole(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "other", [pa.array([3, 4], pa.int64()), pa.array(["3", "4"]), pa.array([3.0, 4.0])]
+)
+def test_a_parquet_set_whose_files_disagree_on_schema_is_read_whole(
+    tmp_path: Path, other: pa.Array
+) -> None:
+    """The first file's INT32 against a later INT64 (DuckDB reads both as INTEGER, and a
+    value INTEGER cannot hold fails), a string or a double: every file is read."""
     path = tmp_path / "mixed"
+    path.mkdir()
+    pq.write_table(pa.table({"id": pa.array([1, 2], pa.int32())}), path / "a.parquet")
+    pq.write_table(pa.table({"id": other}), path / "b.parquet")
+    table = open_table(path)
+    parts = parquet_parts(table, Selection.from_ranges([(1, 0, 1)]))
+    assert [p.row_groups for p in parts] == [None, None]
+
+
+def test_a_parquet_set_widened_from_int32_to_int64_reads_the_selection(tmp_path: Path) -> None:
+    """The first file INT64, a later one INT32: read at BIGINT as DuckDB alone reads the
+    set, so a selection of one file reads that file only."""
+    path = tmp_path / "widened"
     path.mkdir()
     pq.write_table(pa.table({"id": pa.array([1, 2], pa.int64())}), path / "a.parquet")
     pq.write_table(pa.table({"id": pa.array([3, 4], pa.int32())}), path / "b.parquet")
     table = open_table(path)
+    assert table.widened == {"id"}
     parts = parquet_parts(table, Selection.from_ranges([(1, 0, 1)]))
-    assert [p.row_groups for p in parts] == [None, None]
+    assert [(p.file.relative, p.row_groups) for p in parts] == [("b.parquet", None)]
 
 
 @pytest.mark.parametrize(

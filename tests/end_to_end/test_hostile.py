@@ -276,10 +276,12 @@ def test_folding_never_changes_the_analysis(where: str, dialect: str, join: bool
     folded = _analysis(sql, dialect, 2)
     if join and folded != unfolded:
         # Folding ``t.id = 0 OR t.id = 0`` to ``t.id = 0`` lets the join carry the equality
-        # to u (sound: the inner join keeps only rows with u.id = t.id); unfolded, u gets
-        # nothing. Only u may differ, and only from nothing.
-        assert _only(folded, "t") == _only(unfolded, "t"), sql
-        assert _only(unfolded, "u") == {("u", "u", ("Unknown",))}, sql
+        # to u (sound: the inner join keeps only rows with u.id = t.id), and ``u.id = 0 OR
+        # u.id = 0`` to t; unfolded, the other table gets nothing. A table may differ only
+        # where it got nothing unfolded.
+        for name in ("t", "u"):
+            if _only(folded, name) != _only(unfolded, name):
+                assert _only(unfolded, name) == {(name, name, ("Unknown",))}, sql
         return
     assert folded == unfolded, sql
 
