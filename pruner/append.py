@@ -17,6 +17,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pruner import storage
 from pruner.discover import is_lance_dataset, parquet_files
 from pruner.errors import InvalidParameterError
 from pruner.index import DEFAULT_DELETED_SHARE, UpdatePlan, update_index
@@ -48,7 +49,7 @@ def append(
     table = data if isinstance(data, pa.Table) else pa.table(data)
     if is_lance_dataset(root):
         _append_lance(root, table)
-    elif root.is_dir() and parquet_files(root):
+    elif storage.is_dir(root) and parquet_files(root):
         _append_parquet(root, table)
     else:
         raise InvalidParameterError(
@@ -78,16 +79,18 @@ def _append_lance(root: Path, table: pa.Table) -> None:
 
 
 def _append_parquet(root: Path, table: pa.Table) -> None:
-    existing = pq.read_schema(parquet_files(root)[0])
+    with storage.arrow_input(parquet_files(root)[0]) as first:
+        existing = pq.read_schema(first)
     if not _fits(table.schema, existing):
         raise InvalidParameterError(_mismatch(table.schema, existing, f"Parquet directory {root}"))
     target = root / f"part-{uuid.uuid4().hex}.parquet"
     temporary = temporary_path(target)
     try:
-        pq.write_table(table.select(existing.names).cast(existing), temporary)
-        os.replace(temporary, target)
+        with storage.arrow_output(temporary) as sink:
+            pq.write_table(table.select(existing.names).cast(existing), sink)
+        storage.publish(temporary, target)
     finally:
-        temporary.unlink(missing_ok=True)
+        storage.remove(temporary)
 
 
 def _fits(new: pa.Schema, existing: pa.Schema) -> bool:
@@ -120,7 +123,7 @@ def read_input(path: str | os.PathLike[str], form: str = "auto") -> pa.Table:
                 f"cannot tell the format of {source} from its suffix; pass --format "
                 "parquet, csv or arrow"
             )
-    if not source.is_file():
+    if not storage.is_file(source):
         raise InvalidParameterError(f"{source} is not a file")
     if form == "parquet":
         return pq.read_table(source)
@@ -130,7 +133,7 @@ def read_input(path: str | os.PathLike[str], form: str = "auto") -> pa.Table:
         return csv.read_csv(source)
     import pyarrow.ipc as ipc
 
-    with pa.memory_map(str(source)) as stream:
+    with storage.memory_map(source) as stream:
         try:
             return ipc.open_file(stream).read_all()
         except pa.ArrowInvalid:

@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import xxhash
 
+from pruner import storage
 from pruner.errors import InvalidParameterError
 
 __all__ = [
@@ -46,7 +47,7 @@ __all__ = [
 
 def is_lance_dataset(path: Path) -> bool:
     """True when ``path`` is a Lance dataset (a directory with a ``_versions`` folder)."""
-    return path.is_dir() and (path / "_versions").is_dir()
+    return storage.is_dir(path / "_versions")
 
 
 def parquet_files(directory: Path) -> list[Path]:
@@ -64,7 +65,7 @@ def parquet_names(directory: Path) -> list[str]:
             table (:func:`refuse_table_format`).
     """
     refuse_table_format(directory)
-    return [name for name in _visible_files(directory) if name.endswith(".parquet")]
+    return [name for name in storage.walk_files(directory) if name.endswith(".parquet")]
 
 
 def table_format(directory: Path) -> tuple[str, Path] | None:
@@ -78,10 +79,12 @@ def table_format(directory: Path) -> tuple[str, Path] | None:
     """
     directory = directory.absolute()
     for folder in (directory, *directory.parents):
-        if (folder / "_delta_log").is_dir():
+        if storage.is_dir(folder / "_delta_log"):
             return "delta", folder
         metadata = folder / "metadata"
-        if metadata.is_dir() and any(metadata.glob("*.metadata.json")):
+        if storage.is_dir(metadata) and any(
+            name.endswith(".metadata.json") for name in storage.list_dir(metadata)
+        ):
             return "iceberg", folder
     return None
 
@@ -111,18 +114,6 @@ def refuse_table_format(directory: Path) -> None:
         f"from rows the table removed. pruner does not read {name} tables yet: query it with "
         f"{name}'s own reader, or copy its live files to a directory of their own"
     )
-
-
-def _visible_files(directory: Path, hidden: tuple[str, ...] = ("_", ".")) -> list[str]:
-    """Paths (``/``-separated, relative, sorted) of the files under ``directory`` outside
-    folders whose names start with ``hidden`` and not named so themselves."""
-    found: list[str] = []
-    for folder, folders, files in os.walk(directory):
-        folders[:] = [f for f in folders if not f.startswith(hidden)]
-        relative = Path(folder).relative_to(directory).as_posix()
-        prefix = "" if relative == "." else relative + "/"
-        found.extend(prefix + name for name in files if not name.startswith(hidden))
-    return sorted(found)
 
 
 def hive_partitioned(folders: Iterable[Sequence[str]]) -> bool:
@@ -190,21 +181,21 @@ def read_footer(path: Path) -> tuple[FileIdentity, bytes | None, int]:
     The footer parses with ``pq.read_metadata(pa.BufferReader(b"PAR1" + footer))``: a table
     opened this way reads each file's footer once, not once for its identity and again for
     its metadata."""
-    with open(path, "rb") as handle:
-        stat = os.fstat(handle.fileno())
-        size = stat.st_size
+    with storage.RangeFile(path) as handle:
+        stat = handle.file_stat()
+        size = stat.size
         if size < 12:
-            return FileIdentity(size, stat.st_mtime_ns, 0), None, stat.st_ino
+            return FileIdentity(size, stat.mtime_ns, 0), None, stat.inode
         start = max(0, size - _FOOTER_GUESS)
-        tail = os.pread(handle.fileno(), size - start, start)
+        tail = handle.read(start, size - start)
         (length,) = struct.unpack("<I", tail[-8:-4])
         if length + 12 > size:
-            return FileIdentity(size, stat.st_mtime_ns, 0), None, stat.st_ino
+            return FileIdentity(size, stat.mtime_ns, 0), None, stat.inode
         if length + 8 > len(tail):
-            tail = os.pread(handle.fileno(), length + 8, size - 8 - length)
+            tail = handle.read(size - 8 - length, length + 8)
         footer = tail[-(length + 8) :]
-    identity = FileIdentity(size, stat.st_mtime_ns, int(xxhash.xxh3_64_intdigest(footer)))
-    return identity, footer, stat.st_ino
+    identity = FileIdentity(size, stat.mtime_ns, int(xxhash.xxh3_64_intdigest(footer)))
+    return identity, footer, stat.inode
 
 
 @dataclass(frozen=True)
@@ -225,10 +216,10 @@ class ParquetFile:
     metadata: Any = field(compare=False, repr=False)
     inode: int = field(default=0, compare=False)  # when the table was opened
 
-    def unchanged(self, now: os.stat_result) -> bool:
+    def unchanged(self, now: storage.Stat) -> bool:
         """Does the file, whose stat is ``now``, still have the size and modification time
         it had when the table was opened (so its footer, read then, is still its own)?"""
-        return (now.st_size, now.st_mtime_ns) == (self.identity.size, self.identity.mtime_ns)
+        return (now.size, now.mtime_ns) == (self.identity.size, self.identity.mtime_ns)
 
     @cached_property
     def row_group_rows(self) -> tuple[int, ...]:
@@ -295,29 +286,28 @@ def signature(path: Path) -> tuple[object, ...] | None:
     is neither."""
     lance = is_lance_dataset(path)
     if lance:
-        with os.scandir(path / "_versions") as entries:
-            versions = frozenset(entry.name for entry in entries)
+        versions = frozenset(storage.list_dir(path / "_versions"))
         paths = []
-    elif path.is_file():
+    elif storage.is_file(path):
         paths = [path]
-    elif path.is_dir():
+    elif storage.is_dir(path):
         paths = parquet_files(path)
     else:
         return None
     index_dir = path / "_pruner"
-    if index_dir.is_dir():
+    if storage.is_dir(index_dir):
         # every column's and key's folder (a column may start with _), not staging folders
-        paths += [index_dir / name for name in _visible_files(index_dir, hidden=(".",))]
+        paths += [index_dir / name for name in storage.walk_files(index_dir, hidden=(".",))]
     now = time.time_ns()
     items = []
     for file in paths:
         try:
-            stat = file.stat()
+            stat = storage.stat(file)
         except FileNotFoundError:  # removed since listed (a build's temporary file): changing
             return None
-        if now - stat.st_mtime_ns < RACY_SECONDS * 1e9:
+        if now - stat.mtime_ns < RACY_SECONDS * 1e9:
             return None
-        items.append((str(file), stat.st_size, stat.st_mtime_ns, stat.st_ino))
+        items.append((str(file), stat.size, stat.mtime_ns, stat.inode))
     if lance:
         return ("lance", versions, tuple(items))
     return ("parquet", tuple(items))

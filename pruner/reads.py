@@ -9,7 +9,6 @@ read these parts; explain reports them.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pruner import storage
 from pruner.discover import ParquetFile
 from pruner.selection import Selection
 from pruner.table import Table
@@ -133,9 +133,9 @@ def read_row_groups(table: Table, parts: list[ParquetPart]) -> pa.Table:
     pooled = len(parts) >= 4
 
     def read(part: ParquetPart) -> pa.Table:
-        handle = pa.OSFile(str(part.file.path))
+        handle = storage.arrow_input(part.file.path)
         try:
-            unchanged = part.file.unchanged(os.fstat(handle.fileno()))
+            unchanged = part.file.unchanged(storage.input_stat(handle))
             reader = pq.ParquetReader()
             reader.open(
                 handle, metadata=part.file.metadata if unchanged else None, pre_buffer=False

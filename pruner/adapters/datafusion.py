@@ -28,18 +28,16 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import os
 import threading
 import uuid
 import weakref
 from collections.abc import Callable, Iterator, Mapping
-from pathlib import Path
 from typing import TypeVar
 
 import lance
 import pyarrow as pa
 
-from pruner import reads
+from pruner import reads, storage
 from pruner.adapters.naming import quote_identifier
 from pruner.adapters.sources import (
     lance_cannot_filter,
@@ -214,15 +212,8 @@ def _listed_alone(table: Table, recursive: bool = False) -> str | None:
         return None
     directory = table.path.absolute()
     ours = {f.path.absolute() for f in files.values()}
-    if recursive:
-        listed = {
-            Path(folder, name).absolute()
-            for folder, _, names in os.walk(directory)
-            for name in names
-            if name.endswith(".parquet")
-        }
-    else:
-        listed = {p.absolute() for p in directory.iterdir() if p.name.endswith(".parquet")}
+    names = storage.walk_files(directory, hidden=()) if recursive else storage.list_dir(directory)
+    listed = {directory / name for name in names if name.endswith(".parquet")}
     # A URL, so DataFusion reads no glob in the path (``g[1]`` would list ``g1``); the
     # trailing slash makes it a directory to list.
     return directory.as_uri() + "/" if listed == ours else None

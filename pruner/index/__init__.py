@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import importlib
 import os
-import shutil
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
 
+from pruner import storage
 from pruner.discover import is_lance_dataset, parquet_footer_hash
 from pruner.errors import InvalidParameterError
 from pruner.index.build import (
@@ -346,7 +346,7 @@ def _add_segment(
         size = sink.finish(index)
     plan.hierarchy = _write_companion(location, index, previous, plan.keep)
     if not commit_segment(ds, plan.column, index_uuid, size, plan.order, plan.replaces):
-        shutil.rmtree(location.parent, ignore_errors=True)  # another update got there first
+        storage.remove_tree(location.parent)  # another update got there first
     updated = load_lance_index(ds.uri, plan.column, open_part=read_index_zones)
     assert updated is not None
     return updated
@@ -364,7 +364,7 @@ def _build_from_parquet_filters(path: Path, column: str, engine: str) -> ZoneInd
         )
     index = index_from_filters(path, column)
     location = parquet_index_path(path, column)
-    location.parent.mkdir(parents=True, exist_ok=True)
+    storage.make_dirs(location.parent)
     write_index_file(index, location)
     _write_companion(location, index)
     return index
@@ -382,7 +382,7 @@ def _write_companion(
     fresh, index.build_coarse = index.build_coarse, None
     written = write_hierarchy_of(index_file, index, fresh or {}, previous, kept)
     if isinstance(written, str):
-        companion_path(index_file).unlink(missing_ok=True)
+        storage.remove(companion_path(index_file))
         return written
     return ""
 
@@ -391,11 +391,11 @@ def _remove_lance_leftovers(ds: Any) -> None:
     """Temporary files that builds killed mid-write left in the dataset's index folders
     (each build writes in a folder of its own, so its own writer never sees them)."""
     folder = Path(ds.uri) / "_indices"
-    if not folder.is_dir():
+    if not storage.is_dir(folder):
         return
-    for entry in folder.iterdir():
+    for entry in storage.list_dir(folder):
         for name in (INDEX_FILE_NAME, COMPANION_NAME):
-            remove_leftovers(entry / name)
+            remove_leftovers(folder / entry / name)
 
 
 def _previous_coarse(plan: UpdatePlan) -> Coarse | None:

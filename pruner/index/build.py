@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pruner import sbbf
+from pruner import sbbf, storage
 from pruner.buffers import scratch
 from pruner.discover import file_identity, parquet_files
 from pruner.errors import IndexFormatError, IndexNotFoundError, InvalidParameterError
@@ -328,7 +328,7 @@ def parquet_fragments(
     relative to ``directory``), once ``column`` is known to be indexable and stored with one
     type in all of them."""
     root = Path(directory)
-    if not root.is_dir():
+    if not storage.is_dir(root):
         raise InvalidParameterError(
             f"{root} is not a directory; pass a directory of Parquet files or a Lance dataset"
         )

@@ -28,11 +28,9 @@ Writes are atomic: a file is written beside its destination and renamed over it.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
-import shutil
 import socket
 import struct
 import uuid
@@ -44,7 +42,7 @@ import numpy as np
 import pyarrow as pa
 import xxhash
 
-from pruner import roaring, sbbf
+from pruner import roaring, sbbf, storage
 from pruner.discover import FileIdentity
 from pruner.errors import IndexFormatError
 from pruner.index.model import FragmentFile, ZoneIndex
@@ -173,7 +171,7 @@ def remove_leftovers(target: Path) -> list[Path]:
     prefix, host = f".{target.name}.", socket.gethostname().replace("/", "_")
     removed: list[Path] = []
     try:
-        names = os.listdir(target.parent)
+        names = storage.list_dir(target.parent)
     except OSError:
         return removed
     for name in names:
@@ -185,10 +183,10 @@ def remove_leftovers(target: Path) -> list[Path]:
         if _running(int(parts[1])):
             continue
         leftover = target.parent / name
-        if leftover.is_dir():
-            shutil.rmtree(leftover, ignore_errors=True)
+        if storage.is_dir(leftover):
+            storage.remove_tree(leftover)
         else:
-            leftover.unlink(missing_ok=True)
+            storage.remove(leftover)
         removed.append(leftover)
     return removed
 
@@ -217,11 +215,11 @@ class IndexFileWriter:
         from lance.file import LanceFileWriter
 
         self.target = Path(path)
-        self._created_parent = not self.target.parent.exists()
-        self.target.parent.mkdir(parents=True, exist_ok=True)
+        self._created_parent = not storage.exists(self.target.parent)
+        storage.make_dirs(self.target.parent)
         remove_leftovers(self.target)
         self._staging = temporary_path(self.target)
-        self._staging.mkdir(parents=True)  # a parent another writer took away again
+        storage.make_dirs(self._staging, exist_ok=False)  # a parent another writer took away
         self._temporary = self._staging / self.target.name
         self._writer: Any = LanceFileWriter(str(self._temporary), INDEX_SCHEMA)
         self._checksums: list[np.ndarray] = []
@@ -276,10 +274,10 @@ class IndexFileWriter:
                 writer.add_schema_metadata(META_COLUMN, index.column)
                 writer.add_schema_metadata(META_FILES, encode_files(index.files))
             writer.close()
-            os.replace(self._temporary, self.target)
+            storage.publish(self._temporary, self.target)
         finally:
             self.abort()
-        return self.target.stat().st_size
+        return storage.stat(self.target).size
 
     def __enter__(self) -> IndexFileWriter:
         return self
@@ -291,10 +289,9 @@ class IndexFileWriter:
     def abort(self) -> None:
         """Forget a write that will not finish (the target is untouched)."""
         self._writer = None
-        shutil.rmtree(self._staging, ignore_errors=True)
-        if self._created_parent and not self.target.exists():
-            with contextlib.suppress(OSError):
-                self.target.parent.rmdir()
+        storage.remove_tree(self._staging)
+        if self._created_parent and not storage.exists(self.target):
+            storage.remove_empty_dir(self.target.parent)
 
 
 def write_index_file(index: ZoneIndex, path: str | os.PathLike[str]) -> int:
@@ -386,10 +383,10 @@ _READ_ATTEMPTS = 5
 
 def _stat_identity(path: Path) -> tuple[int, ...] | None:
     try:
-        stat = path.stat()
+        stat = storage.stat(path)
     except OSError:
         return None
-    return (stat.st_ino, stat.st_dev, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+    return (stat.inode, stat.device, stat.size, stat.mtime_ns, stat.ctime_ns)
 
 
 def arrow_type_from_text(text: str) -> pa.DataType:
@@ -431,14 +428,12 @@ def _read_index_file_once(target: Path, column: str) -> ZoneIndex:
     from lance.file import LanceFileReader
 
     where = f"bloom index file {target}"
-    if not target.is_file():
-        kind = "a directory" if target.is_dir() else "missing"
+    if not storage.is_file(target):
+        kind = "a directory" if storage.is_dir(target) else "missing"
         raise IndexFormatError(f"{where} is {kind}; rebuild the index with `pruner index build`")
-    size = target.stat().st_size
-    with target.open("rb") as handle:
-        if size >= len(_LANCE_MAGIC):
-            handle.seek(size - len(_LANCE_MAGIC))
-        tail = handle.read(len(_LANCE_MAGIC))
+    with storage.RangeFile(target) as handle:
+        size = handle.file_stat().size
+        tail = handle.read(max(0, size - len(_LANCE_MAGIC)), len(_LANCE_MAGIC))
     if size < 64 or tail != _LANCE_MAGIC:
         raise IndexFormatError(
             f"{where} is not a complete Lance file ({size} bytes, no trailing magic): it was "

@@ -42,6 +42,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pruner import storage
 from pruner.discover import FileIdentity
 from pruner.errors import InvalidParameterError
 from pruner.hashing import hash_array, hash_input_width, plain_type
@@ -223,11 +224,11 @@ def key_index_path(table: str | os.PathLike[str], key: Key) -> Path:
 def stored_keys(table: str | os.PathLike[str]) -> list[Key]:
     """The keys of the compound indexes stored with the table, in name order."""
     folder = Path(table) / "_pruner"
-    if not folder.is_dir():
+    if not storage.is_dir(folder):
         return []
     found = []
-    for entry in sorted(os.listdir(folder)):
-        if "," in entry and (folder / entry / INDEX_FILE_NAME).is_file():
+    for entry in sorted(storage.list_dir(folder)):
+        if "," in entry and storage.is_file(folder / entry / INDEX_FILE_NAME):
             found.append(Key(tuple(unquote(part) for part in entry.split(","))))
     return found
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from pruner import storage
 from pruner.index.fileformat import INDEX_FILE_NAME, read_index_file, write_index_file
 from pruner.index.hierarchy import Probe
 from pruner.index.model import ZoneIndex
@@ -164,7 +165,7 @@ def _listed(info: BloomIndexInfo, fragment_ids: Iterable[int] | None = None) -> 
     ``fragment_ids`` instead (to commit it again, its file unchanged)."""
     if fragment_ids is None:
         return _entry(info.uuid, info.name, info.field_id, info.dataset_version, info.fragment_ids)
-    size = info.path.stat().st_size
+    size = storage.stat(info.path).size
     return _entry(info.uuid, info.name, info.field_id, info.dataset_version, fragment_ids, size)
 
 

@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 from urllib.parse import quote
 
+from pruner import storage
 from pruner.discover import is_lance_dataset
 from pruner.errors import IndexNotFoundError
 from pruner.index.fileformat import INDEX_FILE_NAME, read_index_file
@@ -58,7 +59,7 @@ def load_index(source: str | os.PathLike[str], column: str) -> ZoneIndex:
         location = f"Lance dataset {path}"
     else:
         index_path = parquet_index_path(path, column)
-        if index_path.exists():
+        if storage.exists(index_path):
             return read_index_file(index_path, column)
         location = f"Parquet directory {path}"
     raise IndexNotFoundError(

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from pruner import sbbf
+from pruner import sbbf, storage
 from pruner.discover import is_lance_dataset
 from pruner.errors import IndexFormatError, IndexNotFoundError
 from pruner.index.build import (
@@ -308,7 +308,7 @@ def _deletions_to_drop(fragment: Any, old: ZoneIndex, items: int, deleted_share:
 def _parquet_plan(root: Path, column: str) -> UpdatePlan:
     metas, files = parquet_fragments(root, column)
     location = parquet_index_path(root, column)
-    if not location.exists():
+    if not storage.exists(location):
         raise IndexNotFoundError(
             f"no bloom index on column {column!r} in Parquet directory {root} to update; "
             f"build one with `pruner index build {root} --column {column}`"

@@ -3,7 +3,6 @@ and each index fitted to the fragments it proves something about (:class:`TableI
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Sequence
@@ -14,7 +13,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from pruner import discover
+from pruner import discover, storage
 from pruner.discover import FileIdentity, ParquetFile, parquet_names
 from pruner.errors import PrunerError
 from pruner.hashing import plain_type
@@ -154,16 +153,16 @@ class Table:
         if self.kind != "parquet" or files is None:
             return True
         try:
-            if self.path.is_dir():
+            if storage.is_dir(self.path):
                 names = parquet_names(self.path)
                 if names != [file.relative for file in files.values()]:
                     return False
             racy = time.time_ns() - discover.RACY_SECONDS * 1e9
             for file in files.values():
-                now = os.stat(file.path)
-                if not file.unchanged(now) or now.st_ino != file.inode:
+                now = storage.stat(file.path)
+                if not file.unchanged(now) or now.inode != file.inode:
                     return False
-                if now.st_mtime_ns > racy:
+                if now.mtime_ns > racy:
                     return False
         except OSError:
             return False
@@ -220,7 +219,9 @@ class Table:
             if self.kind == "lance":
                 found = sorted({info.column for info in list_bloom_indexes(self.dataset)})
             else:
-                found = [n for n in self.schema.names if parquet_index_path(self.path, n).exists()]
+                found = [
+                    n for n in self.schema.names if storage.exists(parquet_index_path(self.path, n))
+                ]
             self._indexed_columns = found
         return self._indexed_columns
 
@@ -259,7 +260,7 @@ class Table:
             index = load_lance_index(self.dataset, column, open_part=open_index)
             return None if index is None else self._fit(index, self._lance_ids(index))
         location = parquet_index_path(self.path, column)
-        if not location.exists():
+        if not storage.exists(location):
             return self._native(column)
         index = open_index(location, column)
         return self._fit(index, self._parquet_ids(index))
@@ -368,7 +369,7 @@ class Table:
     def compound_keys(self) -> list[Key]:
         """The compound keys indexed for this table (:mod:`pruner.index.keys`)."""
         if self._keys is None:
-            self._keys = stored_keys(self.path) if self.path.is_dir() else []
+            self._keys = stored_keys(self.path) if storage.is_dir(self.path) else []
         return self._keys
 
     def key_index(self, key: Key) -> TableIndex | str:

@@ -10,6 +10,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.dataset as pads
 
+from pruner import storage
 from pruner.discover import (
     ParquetFile,
     arrow_schema,
@@ -38,11 +39,11 @@ def open_table(source: str | os.PathLike[str] | pads.Dataset, version: int | Non
         import lance
 
         return _lance_table(path, lance.dataset(str(path), version=version))
-    if path.is_file() and path.suffix == ".parquet":
+    if storage.is_file(path) and path.suffix == ".parquet":
         # One file: a table of one fragment (no index lives beside a single file, so it is
         # read whole: a small table joined to an indexed one, say).
         return _parquet_table(path, path.parent, [path.name])
-    if not path.is_dir():
+    if not storage.is_dir(path):
         raise InvalidParameterError(
             f"{path} does not exist; give a Lance dataset, a directory of Parquet files or a "
             "Parquet file"

@@ -24,6 +24,7 @@ import pytest
 from datafusion import SessionContext
 
 import pruner
+from pruner import storage
 from pruner.adapters.datafusion import sql as datafusion_sql
 from pruner.errors import IndexFormatError
 from pruner.hashing import hash_array
@@ -625,10 +626,10 @@ def test_a_filter_without_a_recorded_length_is_read_from_its_header(tmp_path: Pa
     without = SimpleNamespace(
         bloom_filter_offset=real.bloom_filter_offset, bloom_filter_length=None
     )
-    with open(path, "rb") as handle:
-        known, problem = _locate(handle.fileno(), file, real)  # type: ignore[arg-type]
+    with storage.RangeFile(path) as handle:
+        known, problem = _locate(handle, file, real)  # type: ignore[arg-type]
         assert problem is None and known is not None
-        found, problem = _locate(handle.fileno(), file, without)  # type: ignore[arg-type]
+        found, problem = _locate(handle, file, without)  # type: ignore[arg-type]
     assert problem is None and found == known
     assert found.bitset - real.bloom_filter_offset + found.size == real.bloom_filter_length
 

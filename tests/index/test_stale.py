@@ -23,7 +23,7 @@ import pyarrow as pa
 import pytest
 
 import pruner
-from pruner import discover
+from pruner import discover, storage
 from pruner.explain import explain
 from pruner.index import build_index
 from pruner.table import open_table
@@ -163,8 +163,8 @@ def test_a_table_held_open_answers_for_its_files_as_they_are_now(
     files = list((scan.table.files or {}).values())
     assert [f.relative for f in files] == discover.parquet_names(path)
     for f in files:
-        now = os.stat(f.path)
-        assert f.unchanged(now) and now.st_ino == f.inode
+        now = storage.stat(f.path)
+        assert f.unchanged(now) and now.inode == f.inode
 
 
 def test_a_held_table_whose_file_was_rewritten_in_place_within_its_time_tick(

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import xxhash
 
-from pruner import sbbf
+from pruner import sbbf, storage
 
 COMPANION_NAME = "bloomfilter.hierarchy"
 MAGIC = b"PRUNERH1"
@@ -32,9 +32,9 @@ def companion_path(index_file: str | os.PathLike[str]) -> Path:
 
 
 def _fingerprint(index_file: Path) -> tuple[int, str]:
-    with open(index_file, "rb") as handle:
-        size = os.fstat(handle.fileno()).st_size
-        tail = os.pread(handle.fileno(), _TAIL_BYTES, max(0, size - _TAIL_BYTES))
+    with storage.RangeFile(index_file) as handle:
+        size = handle.file_stat().size
+        tail = handle.read(max(0, size - _TAIL_BYTES), _TAIL_BYTES)
     return size, xxhash.xxh64_hexdigest(tail)
 
 

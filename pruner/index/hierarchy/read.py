@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import xxhash
 
-from pruner import sbbf
+from pruner import sbbf, storage
 from pruner.buffers import distinct, sparse_zeros
 from pruner.errors import PrunerError
 from pruner.index.fileformat import arrow_type_from_text, decode_files, read_index_file
@@ -97,7 +97,7 @@ class Hierarchy:
         self.path = companion_path(index_file)
         self.bytes_read = 0
         try:
-            self._fd = os.open(self.path, os.O_RDONLY)
+            self._file = storage.RangeFile(self.path)
         except OSError as err:
             raise HierarchyUnusable(
                 "no hierarchy companion (pruner index build writes one)"
@@ -107,8 +107,7 @@ class Hierarchy:
         try:
             self._open()
         except BaseException:
-            fd, self._fd = self._fd, -1
-            os.close(fd)
+            self._file.close()
             raise
 
     @property
@@ -117,15 +116,15 @@ class Hierarchy:
         return [self.index_file]
 
     def _read(self, offset: int, length: int) -> bytes:
-        data = os.pread(self._fd, length, offset)
+        data = self._file.read(offset, length)
         self.bytes_read += len(data)
         if len(data) != length:
             raise HierarchyUnusable(f"hierarchy companion {self.path} is truncated")
         return data
 
     def _open(self) -> None:
-        size = os.fstat(self._fd).st_size
-        first = os.pread(self._fd, min(size, 1024), 0)
+        size = self._file.file_stat().size
+        first = self._file.read(0, min(size, 1024))
         self.bytes_read += len(first)
         if first[: len(MAGIC)] != MAGIC or len(first) < _PREFIX:
             raise HierarchyUnusable(f"{self.path} is not a pruner hierarchy companion")
@@ -263,9 +262,9 @@ class Hierarchy:
         )
 
     def __del__(self) -> None:
-        fd, self._fd = getattr(self, "_fd", -1), -1
-        if fd >= 0:
-            os.close(fd)
+        handle = getattr(self, "_file", None)
+        if handle is not None:
+            handle.close()
         self._release()
 
     def _release(self) -> None:
@@ -356,7 +355,7 @@ class Hierarchy:
             stored = stored[need]
             if not section.checked.any():  # nothing checked to keep: straight into the image
                 target = memoryview(image.reshape(-1))  # type: ignore[arg-type]
-                got = os.preadv(self._fd, [target], section.offset)
+                got = self._file.read_into(target, section.offset)
                 self.bytes_read += got
                 if got != total:
                     raise HierarchyUnusable(f"hierarchy companion {self.path} is truncated")
@@ -375,7 +374,7 @@ class Hierarchy:
                 zip(row.tolist(), lo.tolist(), hi.tolist(), need.tolist(), strict=True)
             ):
                 target = memoryview(image[r, a:b])  # type: ignore[arg-type]
-                got = os.preadv(self._fd, [target], section.offset + r * section.width + a)
+                got = self._file.read_into(target, section.offset + r * section.width + a)
                 self.bytes_read += got
                 if got != b - a:
                     raise HierarchyUnusable(f"hierarchy companion {self.path} is truncated")

@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import xxhash
 
-from pruner import sbbf
+from pruner import sbbf, storage
 from pruner.index.fileformat import encode_files, remove_leftovers, temporary_path
 from pruner.index.hierarchy.layout import (
     _BLOCK,
@@ -279,7 +279,7 @@ def write_hierarchy(
     checksum = xxhash.xxh64_intdigest(text).to_bytes(8, "little")
     remove_leftovers(target)
     temporary = temporary_path(target)
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    output = storage.NewFile(temporary)
     try:
         # A section is written (by offset, in a thread) as soon as it is made, while the
         # next is made: writing a 207 MB companion to this disk took as long as making it.
@@ -290,7 +290,7 @@ def write_hierarchy(
                 flat = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
                 if flat.nbytes != sizes[name]:
                     raise AssertionError(f"companion section {name}: {flat.nbytes} B")
-                written.append(writer.submit(_write_at, fd, flat, offsets[name]))
+                written.append(writer.submit(_write_at, output, flat, offsets[name]))
 
             put("zones", meta)
             zone_rows = _block_major(filters)
@@ -313,24 +313,22 @@ def write_hierarchy(
             put("fragments", fragment_rows)
             put("fragment_sums", _row_checksums(fragment_rows).astype("<u8"))
             prefix = MAGIC + len(text).to_bytes(4, "little") + checksum + text
-            put_header = writer.submit(_write_at, fd, np.frombuffer(prefix, np.uint8), 0)
+            put_header = writer.submit(_write_at, output, np.frombuffer(prefix, np.uint8), 0)
             for done in [*written, put_header]:
                 done.result()
-        os.close(fd)
-        fd = -1
-        os.replace(temporary, target)
+        output.close()
+        storage.publish(temporary, target)
     finally:
-        if fd >= 0:
-            os.close(fd)
-        temporary.unlink(missing_ok=True)
+        output.close()  # closing twice does nothing
+        storage.remove(temporary)
     return target
 
 
-def _write_at(fd: int, data: np.ndarray, offset: int) -> None:
-    """All of ``data`` (uint8) at ``offset`` of the open file ``fd``."""
+def _write_at(output: storage.NewFile, data: np.ndarray, offset: int) -> None:
+    """All of ``data`` (uint8) at ``offset`` of the file being written."""
     view = memoryview(data.data)
     while view.nbytes:
-        count = os.pwrite(fd, view, offset)
+        count = output.write_at(view, offset)
         view, offset = view[count:], offset + count
 
 

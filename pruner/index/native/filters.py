@@ -3,7 +3,6 @@ located by its header at open and read by offset (:class:`NativeFilters`)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,7 +11,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from pruner import sbbf
+from pruner import sbbf, storage
 from pruner.discover import ParquetFile
 from pruner.errors import IndexFormatError
 from pruner.hashing import hash_array
@@ -125,18 +124,17 @@ class NativeFilters:
             return Probe(mask, self.note())
         for path, (file, members) in self._files.items():
             try:
-                handle = os.open(path, os.O_RDONLY)
+                handle = storage.RangeFile(path)
             except OSError:
                 continue  # gone: the engine raises reading it, pruned or not
             try:
-                stat = os.fstat(handle)
-                if not file.unchanged(stat):
+                if not file.unchanged(handle.file_stat()):
                     continue  # changed since the table was opened: read whole
                 holds[members] = self._check(handle, members, blocks[:, members], hashes, keep)
             except OSError:
                 continue  # an unreadable filter proves nothing
             finally:
-                os.close(handle)
+                handle.close()
         if len(self._whole) == len(self._usable):
             self._stack()
         mask[self._usable] = holds
@@ -161,7 +159,7 @@ class NativeFilters:
         fresh = np.zeros(len(self._usable), bool)
         for path, (file, members) in self._files.items():
             try:
-                stat = os.stat(path)
+                stat = storage.stat(path)
             except OSError:
                 continue
             if file.unchanged(stat):
@@ -187,7 +185,7 @@ class NativeFilters:
 
     def _check(
         self,
-        handle: int,
+        handle: storage.RangeFile,
         members: np.ndarray,
         blocks: np.ndarray,
         hashes: np.ndarray,
@@ -202,7 +200,7 @@ class NativeFilters:
             whole = self._whole.get(position)
             if whole is None and keep:
                 size = int(self._blocks[position]) * _BLOCK
-                data = os.pread(handle, size, int(self._bitset[position]))
+                data = handle.read(int(self._bitset[position]), size)
                 if len(data) == size:
                     whole = self._whole[position] = np.frombuffer(data, np.uint8).reshape(
                         -1, _BLOCK
@@ -212,7 +210,7 @@ class NativeFilters:
                 continue
             start = int(self._bitset[position])
             for k, block in enumerate(blocks[:, column].tolist()):
-                data = os.pread(handle, _BLOCK, start + _BLOCK * block)
+                data = handle.read(start + _BLOCK * block, _BLOCK)
                 if len(data) < _BLOCK:
                     cut[column] = True  # the bitset is cut short: prove nothing
                     break
@@ -228,8 +226,7 @@ class NativeFilters:
             data = b""
             if chunk is not None and zone not in self.problems:
                 try:
-                    with open(chunk.file.path, "rb") as handle:
-                        data = os.pread(handle.fileno(), chunk.size, chunk.bitset)
+                    data = storage.read_range(chunk.file.path, chunk.bitset, chunk.size)
                 except OSError:
                     data = b""
             result.append(data if len(data) == getattr(chunk, "size", -1) else _ALL_SET)
@@ -293,7 +290,7 @@ def native_index(
                 meta = metadata.row_group(group).column(found[0])
                 has_null.append(_may_have_nulls(meta))
                 if handle is None:
-                    handle = os.open(file.path, os.O_RDONLY)
+                    handle = storage.RangeFile(file.path)
                 chunk, problem = _locate(handle, file, meta)
                 chunks.append(chunk)
                 if problem is not None:
@@ -304,7 +301,7 @@ def native_index(
             return None
         finally:
             if handle is not None:
-                os.close(handle)
+                handle.close()
     filters: NativeFilters | IntegerWidths = NativeFilters(chunks, problems)
     # Damaged filters alone still make an index: explain then says they were refused, and
     # the engines under pruner are kept from reading them (Table.damaged_filter_files).
@@ -413,13 +410,15 @@ def _may_have_nulls(meta: Any) -> bool:
     return bool(stats.null_count)
 
 
-def _locate(handle: int, file: ParquetFile, meta: Any) -> tuple[_Chunk | None, str | None]:
+def _locate(
+    handle: storage.RangeFile, file: ParquetFile, meta: Any
+) -> tuple[_Chunk | None, str | None]:
     """The chunk's filter, read as far as its header, or why it cannot be used."""
     offset, length = meta.bloom_filter_offset, meta.bloom_filter_length
     if offset is None or offset <= 0:
         return None, NO_FILTER
     want = length if length is not None and 0 < length <= _HEADER_GUESS else _HEADER_GUESS
-    raw = os.pread(handle, want, offset)
+    raw = handle.read(offset, want)
     try:
         size, header = read_header(raw)
     except IndexFormatError as err:

@@ -3,12 +3,12 @@ exact."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
 
+from pruner import storage
 from pruner.discover import ParquetFile
 from pruner.index.native.filters import _column_index
 from pruner.index.native.value_types import _logical
@@ -77,7 +77,7 @@ def ruled_out_by_statistics(
             continue  # a value lies within
         if fid not in unchanged:
             try:
-                unchanged[fid] = file.unchanged(os.stat(file.path))
+                unchanged[fid] = file.unchanged(storage.stat(file.path))
             except OSError:
                 unchanged[fid] = False
         out[z] = unchanged[fid]

@@ -9,7 +9,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from pruner import sbbf
+from pruner import sbbf, storage
 from pruner.discover import arrow_schema
 from pruner.hashing import plain_type
 from pruner.index.model import ZoneIndex
@@ -80,7 +80,7 @@ def index_from_filters(directory: str | os.PathLike[str], column: str) -> ZoneIn
     from pruner.index.model import FragmentFile
 
     root = Path(directory)
-    names = parquet_names(root) if root.is_dir() else []
+    names = parquet_names(root) if storage.is_dir(root) else []
     if not names:
         raise InvalidParameterError(f"no *.parquet files under {root}")
     files = {fid: read_parquet_file(root / name, name) for fid, name in enumerate(names)}
