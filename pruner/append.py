@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pruner import storage
+from pruner import delta, storage
 from pruner.discover import is_lance_dataset, parquet_files
 from pruner.errors import InvalidParameterError
 from pruner.index import DEFAULT_DELETED_SHARE, UpdatePlan, update_index
@@ -47,6 +47,12 @@ def append(
     """
     root = Path(path)
     table = data if isinstance(data, pa.Table) else pa.table(data)
+    if delta.is_delta_table(root):
+        raise InvalidParameterError(
+            f"{root} is a Delta Lake table: a Parquet file written into its folder would be no "
+            "row of it; append with deltalake's write_deltalake(path, data, mode='append'), "
+            f"then `pruner index update {root} --column COLUMN`"
+        )
     if is_lance_dataset(root):
         _append_lance(root, table)
     elif storage.is_dir(root) and parquet_files(root):

@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import xxhash
 
-from pruner import storage
+from pruner import delta, storage
 from pruner.errors import InvalidParameterError
 
 __all__ = [
@@ -60,10 +60,16 @@ def parquet_names(directory: Path) -> list[str]:
     """The paths of :func:`parquet_files` relative to ``directory`` (``/``-separated,
     sorted).
 
+    For a Delta Lake table's folder, the live data files of its latest version
+    (:func:`pruner.delta.snapshot`).
+
     Raises:
-        InvalidParameterError: ``directory`` is (or is inside) a Delta Lake or Iceberg
-            table (:func:`refuse_table_format`).
+        InvalidParameterError: ``directory`` is inside a Delta Lake table, or is (inside)
+            an Iceberg table (:func:`refuse_table_format`); or a Delta table pruner cannot
+            read exactly.
     """
+    if delta.is_delta_table(directory):  # the live files of its latest version
+        return list(delta.snapshot(directory).files)
     refuse_table_format(directory)
     return [name for name in storage.walk_files(directory) if name.endswith(".parquet")]
 
@@ -103,16 +109,21 @@ def refuse_table_format(directory: Path) -> None:
         InvalidParameterError: naming the table's root and what to do instead.
     """
     found = table_format(directory)
-    if found is None:
-        return
+    if found is None or found == ("delta", directory.absolute()):
+        return  # a Delta table's own folder is read from its log
     kind, root = found
     article, name, marker, log = _FORMAT_NAMES[kind]
     where = "is" if root == directory.absolute() else f"is inside {root}, which is"
+    todo = (
+        f"open the table's own folder, {root}"
+        if kind == "delta"
+        else f"pruner does not read {name} tables yet: query it with {name}'s own reader, "
+        "or copy its live files to a directory of their own"
+    )
     raise InvalidParameterError(
         f"{directory} {where} {article} table (it holds {marker}): its {log} names which of "
         "its Parquet files are live, and reading every *.parquet file under it would answer "
-        f"from rows the table removed. pruner does not read {name} tables yet: query it with "
-        f"{name}'s own reader, or copy its live files to a directory of their own"
+        f"from rows the table removed. {todo}"
     )
 
 
@@ -279,15 +290,19 @@ granularity without its size or time changing: :func:`signature` does not vouch 
 def signature(path: Path) -> tuple[object, ...] | None:
     """What changes whenever the table at ``path`` (absolute) changes, read without opening
     it: for a Lance dataset the names of its version manifests (a new version, even of an
-    index, adds one; versions are never rewritten); for a Parquet directory or file, each
+    index, adds one; versions are never rewritten), for a Delta table the names in its log
+    (likewise); for a Parquet directory or file, each
     Parquet file's (name, size, modification time, inode); for both, each index file's in
     ``_pruner`` (a Parquet directory's indexes, either table's compound keys).
     None when it cannot vouch: a file changed in the last :data:`RACY_SECONDS`, or the path
     is neither."""
     lance = is_lance_dataset(path)
+    log = not lance and delta.is_delta_table(path)
+    paths: list[Path] = []
     if lance:
         versions = frozenset(storage.list_dir(path / "_versions"))
-        paths = []
+    elif log:  # a commit adds a log entry; data files are never rewritten in place
+        versions = delta.log_entries(path)
     elif storage.is_file(path):
         paths = [path]
     elif storage.is_dir(path):
@@ -308,6 +323,6 @@ def signature(path: Path) -> tuple[object, ...] | None:
         if now - stat.mtime_ns < RACY_SECONDS * 1e9:
             return None
         items.append((str(file), stat.size, stat.mtime_ns, stat.inode))
-    if lance:
-        return ("lance", versions, tuple(items))
+    if lance or log:
+        return ("lance" if lance else "delta", versions, tuple(items))
     return ("parquet", tuple(items))

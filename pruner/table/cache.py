@@ -34,7 +34,10 @@ def as_table(source: TableSource) -> Table:
             return source
         # Parquet files added, removed or rewritten since it was opened: the engine alone
         # reads them as they are now, and so does pruner, from the table opened again (its
-        # row groups, statistics and identities are those of the files now).
+        # row groups, statistics and identities are those of the files now). A Delta
+        # table's at the version it was opened at.
+        if source.delta_version is not None:
+            return open_table(source.path, version=source.delta_version)
         return as_table(source.path)
     if isinstance(source, pads.Dataset):
         return open_table(source)

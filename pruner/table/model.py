@@ -128,6 +128,8 @@ class Table:
         # counts as uniform, and every read of a subset of its files casts them to the
         # schema's (the first file's) type, as DuckDB alone reads all of them.
         self.widened = widened
+        # A Delta table's version, whose live files ``files`` are (None: not a Delta table).
+        self.delta_version: int | None = None
         self._indexes: dict[str, TableIndex | None] = {}
         self._indexed_columns: list[str] | None = None
         self._keys: list[Key] | None = None
@@ -144,7 +146,9 @@ class Table:
         """Are a Parquet table's files those it was opened with, each of the size,
         modification time and inode it had then: none added, removed, rewritten or replaced
         since? (What :func:`pruner.discover.signature` compares for a path.) Always for a
-        Lance table: its dataset reads the version it opened, as Lance's does.
+        Lance table: its dataset reads the version it opened, as Lance's does; and a Delta
+        table's files are the live files of the version it opened, whatever the folder now
+        holds (only their being unchanged is checked).
 
         Like a signature, it does not vouch for a file modified in the last
         :data:`pruner.discover.RACY_SECONDS`: a rewrite within the file system's timestamp
@@ -153,7 +157,7 @@ class Table:
         if self.kind != "parquet" or files is None:
             return True
         try:
-            if storage.is_dir(self.path):
+            if storage.is_dir(self.path) and self.delta_version is None:
                 names = parquet_names(self.path)
                 if names != [file.relative for file in files.values()]:
                     return False

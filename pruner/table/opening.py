@@ -10,7 +10,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.dataset as pads
 
-from pruner import storage
+from pruner import delta, storage
 from pruner.discover import (
     ParquetFile,
     arrow_schema,
@@ -25,8 +25,8 @@ from pruner.table.model import Table
 
 
 def open_table(source: str | os.PathLike[str] | pads.Dataset, version: int | None = None) -> Table:
-    """Open a Lance dataset (at ``version``, default the latest), a directory of Parquet
-    files or one Parquet file: by path (relative or absolute), or as the
+    """Open a Lance dataset or a Delta Lake table (at ``version``, default the latest), a
+    directory of Parquet files or one Parquet file: by path (relative or absolute), or as the
     ``lance.LanceDataset`` or ``pyarrow.dataset`` of them a user already holds.
 
     Raises:
@@ -39,6 +39,13 @@ def open_table(source: str | os.PathLike[str] | pads.Dataset, version: int | Non
         import lance
 
         return _lance_table(path, lance.dataset(str(path), version=version))
+    if delta.is_delta_table(path):
+        # The live files of the version (pinned: the Table reads it however the table
+        # moves on, as a Lance dataset's does).
+        snapshot = delta.snapshot(path, version)
+        table = _parquet_table(path, path, list(snapshot.files))
+        table.delta_version = snapshot.version
+        return table
     if storage.is_file(path) and path.suffix == ".parquet":
         # One file: a table of one fragment (no index lives beside a single file, so it is
         # read whole: a small table joined to an indexed one, say).
