@@ -129,12 +129,7 @@ def _column_status(table: Table, column: str) -> dict[str, object]:
     if file_damage:
         state = "damaged"
         why.append(file_damage)
-    if unindexed:
-        why.append(f"{unindexed:,} {unit}{'s' if unindexed != 1 else ''} not indexed")
-    if coverage["stale_zones"]:
-        why.append(f"{coverage['stale_zones']:,} zones of changed {unit}s")
-    if coverage["damaged_fragments"]:
-        why.append(f"{coverage['damaged_fragments']:,} damaged {unit}s")
+    why.extend(_coverage_gaps(coverage, unit))
     update: dict[str, object] = {}
     command = "build"
     try:
@@ -203,14 +198,7 @@ def _key_status(table: Table, key: Key) -> dict[str, object]:
         return {"column": key.shown, "state": "unusable", "error": bound}
     coverage = bound.coverage(table.fragment_rows)
     unit = "file" if table.kind == "parquet" else "fragment"
-    unindexed = coverage["fragments_total"] - coverage["fragments_indexed"]
-    why = []
-    if unindexed:
-        why.append(f"{unindexed:,} {unit}{'s' if unindexed != 1 else ''} not indexed")
-    if coverage["stale_zones"]:
-        why.append(f"{coverage['stale_zones']:,} zones of changed {unit}s")
-    if coverage["damaged_fragments"]:
-        why.append(f"{coverage['damaged_fragments']:,} damaged {unit}s")
+    why = _coverage_gaps(coverage, unit)
     state = "damaged" if coverage["damaged_fragments"] else "stale" if why else "current"
     advice = ""
     if why:
@@ -229,3 +217,16 @@ def _key_status(table: Table, key: Key) -> dict[str, object]:
         "advice": advice,
         "update": {},
     }
+
+
+def _coverage_gaps(coverage: dict[str, int], unit: str) -> list[str]:
+    """What an index does not cover of its table, from :meth:`TableIndex.coverage`."""
+    gaps = []
+    unindexed = coverage["fragments_total"] - coverage["fragments_indexed"]
+    if unindexed:
+        gaps.append(f"{unindexed:,} {unit}{'s' if unindexed != 1 else ''} not indexed")
+    if coverage["stale_zones"]:
+        gaps.append(f"{coverage['stale_zones']:,} zones of changed {unit}s")
+    if coverage["damaged_fragments"]:
+        gaps.append(f"{coverage['damaged_fragments']:,} damaged {unit}s")
+    return gaps
