@@ -285,3 +285,35 @@ def test_a_narrow_first_file_leaves_the_read_to_the_engine(tmp_path: Path) -> No
     expected = multiset(engine_alone("duckdb", sql, {"t": root}))
     assert multiset(pruner.query(sql, {"t": root})) == expected
     assert _holding(root, "id", 7) <= _kept(root, sql)
+
+
+@pytest.mark.parametrize("how", ["header", "algorithm"])
+@pytest.mark.parametrize("writer", WRITERS)
+def test_a_damaged_filter_of_any_writer_is_trusted_by_no_engine(
+    tmp_path: Path, writer: str, how: str
+) -> None:
+    """Point 1 of the peers' issue on each writer's files: the first filter's header
+    overwritten, or naming an algorithm the format does not define; every answer is the rows
+    the file holds, on DuckDB and DataFusion under pruner."""
+    from tests.index.test_native_filters import _damage
+
+    root = tmp_path / "t"
+    root.mkdir()
+    path = root / "a.parquet"
+    _write(
+        writer, pa.table({"id": pa.array(_keys(6), pa.int64()), "n": np.arange(ROWS)}), path, ["id"]
+    )
+    metadata = pq.ParquetFile(path).metadata
+    first = min(
+        g for g in range(_groups(path)) if metadata.row_group(g).column(0).bloom_filter_offset
+    )
+    _damage(path, first, how)
+    data = pq.read_table(root)
+    filters = open_table(root).index("id")
+    assert filters is not None and filters.index.hierarchy.damaged, "pruner refuses it"
+    for wanted in ([8], [8, 100, 598], [7]):
+        sql = f"SELECT n FROM t WHERE id IN ({', '.join(map(str, wanted))})"
+        truth = multiset(data.filter(pa.compute.is_in(data["id"], pa.array(wanted))).select(["n"]))
+        for engine in ("duckdb", "datafusion"):
+            got = multiset(pruner.query(sql, {"t": root}, engine=engine))
+            assert got == truth, (writer, how, engine, sql)
