@@ -206,9 +206,11 @@ def _listed_alone(table: Table, recursive: bool = False) -> str | None:
     """The table's directory, when DataFusion listing it reads exactly the table's files:
     they are all it holds named ``*.parquet`` (in it, or with ``recursive``, the context
     listing sub-folders, anywhere under it, hidden folders included) and agree on their
-    schema. None otherwise."""
+    schema. None otherwise, and always for a Delta table: DataFusion lists the folder again
+    when it runs the query, and a Delta writer puts its files there before it commits them
+    (a file written after the query was planned would be read)."""
     files = table.files or {}
-    if not files or not table.uniform_schema:
+    if not files or not table.uniform_schema or table.delta_version is not None:
         return None
     directory = table.path.absolute()
     ours = {f.path.absolute() for f in files.values()}

@@ -279,3 +279,20 @@ def test_a_plain_directory_with_a_metadata_folder_is_still_parquet(tmp_path: Pat
     sql = "SELECT count(*) AS n FROM t WHERE id = 2"
     assert pruner.query(sql, {"t": root}).to_pylist() == [{"n": 2}]
     assert engine_alone("duckdb", sql, {"t": root}).to_pylist() == [{"n": 2}]
+
+
+def test_datafusion_never_lists_a_delta_tables_folder(tmp_path: Path) -> None:
+    """A Delta writer puts its data files in the folder before it commits them. DataFusion
+    lists a registered folder when it runs the query, so a folder read as a listing would
+    include a file no commit names yet; pruner reads a Delta table's files by name."""
+    from pruner.adapters.datafusion import sql as datafusion_sql
+
+    path = tmp_path / "events"
+    deltalake.write_deltalake(path, _rows(0, 100))
+    context = datafusion.SessionContext()
+    frame = datafusion_sql(context, "SELECT count(*) AS n FROM t", {"t": path}, prune=False)
+    pq.write_table(_rows(100, 50), path / "part-uncommitted.parquet")  # a writer mid-commit
+    assert frame.to_arrow_table().to_pylist() == [{"n": 100}]
+    assert _oracle(path, "SELECT count(*) AS n FROM t") == multiset(
+        pa.table({"n": pa.array([100], pa.int64())})
+    )
