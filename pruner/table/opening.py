@@ -43,6 +43,11 @@ def open_table(source: str | os.PathLike[str] | pads.Dataset, version: int | Non
         # The live files of the version (pinned: the Table reads it however the table
         # moves on, as a Lance dataset's does).
         snapshot = delta.snapshot(path, version)
+        if not snapshot.files:
+            raise InvalidParameterError(
+                f"Delta table {path} has no rows at version {snapshot.version} (no live data "
+                "file), which pruner does not read yet; query it with deltalake"
+            )
         table = _parquet_table(path, path, list(snapshot.files))
         table.delta_version = snapshot.version
         return table
