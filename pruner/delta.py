@@ -34,11 +34,12 @@ deletionVectors and columnMapping features when the table uses neither (checked)
 @dataclass(frozen=True)
 class DeltaSnapshot:
     """One version of a Delta table: its live data files, relative to the table's folder
-    (``/``-separated, sorted)."""
+    (``/``-separated, sorted), and its columns' names."""
 
     root: Path
     version: int
     files: tuple[str, ...]
+    columns: tuple[str, ...] = ()
 
 
 def is_delta_table(path: Path) -> bool:
@@ -76,7 +77,8 @@ def snapshot(path: Path, version: int | None = None) -> DeltaSnapshot:
     _refuse_unreadable(path, table)
     root = path.absolute()
     files = sorted(_relative(root, uri) for uri in table.file_uris())
-    return DeltaSnapshot(root, int(table.version()), tuple(files))
+    columns = tuple(field.name for field in table.schema().fields)
+    return DeltaSnapshot(root, int(table.version()), tuple(files), columns)
 
 
 def _relative(root: Path, uri: str) -> str:

@@ -49,6 +49,20 @@ def open_table(source: str | os.PathLike[str] | pads.Dataset, version: int | Non
                 "file), which pruner does not read yet; query it with deltalake"
             )
         table = _parquet_table(path, path, list(snapshot.files))
+        shapes: list[Any] = []  # the files' distinct Parquet schemas (usually one)
+        for file in (table.files or {}).values():
+            if not any(file.metadata.schema.equals(shape) for shape in shapes):
+                shapes.append(file.metadata.schema)
+        columns = list(snapshot.columns)
+        if any(shape.to_arrow_schema().names != columns for shape in shapes):
+            # A column added (schema_mode="merge") is NULL in the older files for Delta's
+            # readers; the engines over the files would not find it, or not in them all.
+            raise InvalidParameterError(
+                f"the live files of Delta table {path} at version {snapshot.version} do not "
+                "all hold the table's columns as its schema says (a column added or "
+                "changed since some were written), which pruner does not read yet; query it "
+                "with deltalake or DataFusion's DeltaTable provider"
+            )
         table.delta_version = snapshot.version
         return table
     if storage.is_file(path) and path.suffix == ".parquet":
