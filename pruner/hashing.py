@@ -53,6 +53,7 @@ __all__ = [
     "hash_array",
     "hash_input_width",
     "is_indexable",
+    "is_uuid",
     "plain_type",
     "xxh64_bytes_array",
 ]
@@ -303,6 +304,13 @@ def is_indexable(arrow_type: pa.DataType) -> bool:
     except UnsupportedTypeError:
         return False
     return True
+
+
+def is_uuid(arrow_type: pa.DataType) -> bool:
+    """pyarrow's ``arrow.uuid`` (how it reads Parquet's UUID logical type)."""
+    return (
+        isinstance(arrow_type, pa.BaseExtensionType) and arrow_type.extension_name == "arrow.uuid"
+    )
 
 
 def plain_type(arrow_type: pa.DataType) -> pa.DataType:

@@ -42,6 +42,7 @@ import numpy as np
 import pyarrow as pa
 
 from pruner.expressions import Literal
+from pruner.hashing import is_uuid
 from pruner.literal_text import (
     _DATE,
     _DAY_NANOS,
@@ -295,7 +296,7 @@ def coerce(literal: Literal, arrow_type: pa.DataType, dialect: str = "duckdb") -
         if kind != "bytes":
             return _unknown(f"cannot compare {shown} with {arrow_type}")
         return Coercion([raw])
-    if isinstance(arrow_type, pa.BaseExtensionType) and arrow_type.extension_name == "arrow.uuid":
+    if is_uuid(arrow_type):
         return _uuid_column(kind, raw, shown, dialect)
     if pa.types.is_fixed_size_binary(arrow_type):
         # Only X'..' is certain: a string may be read as a UUID (DuckDB reads a Parquet

@@ -95,9 +95,7 @@ class NativeFilters:
         """Zones whose filter the file has but pruner refused (a header it cannot decode, a
         length that disagrees, bytes past the footer): read whole by pruner, and by the
         engines under pruner without their own filter reading (they may misread it)."""
-        return [
-            z for z, why in self.problems.items() if why not in (NO_FILTER, NOT_USABLE, OTHER_WIDTH)
-        ]
+        return _damaged(self.problems)
 
     def note(self) -> str:
         """What explain says decided a probe."""
@@ -321,12 +319,18 @@ def native_index(
     return arrays, value_type
 
 
+def _damaged(problems: dict[int, str]) -> list[int]:
+    """The zones of ``problems`` whose filter the file has and pruner refused (not those
+    without one, or stored at the other integer width)."""
+    return [z for z, why in problems.items() if why not in (NO_FILTER, NOT_USABLE, OTHER_WIDTH)]
+
+
 def _note(problems: dict[int, str], num_zones: int) -> str:
     """What explain says decided a probe of filters with ``problems``."""
     if not problems:
         return SOURCE
     whole = f"{len(problems)} of {num_zones} row groups read whole"
-    damaged = sum(why not in (NO_FILTER, NOT_USABLE, OTHER_WIDTH) for why in problems.values())
+    damaged = len(_damaged(problems))
     if damaged:
         whole += f"; {damaged} damaged {'filter' if damaged == 1 else 'filters'} refused"
     return f"{SOURCE} ({whole})"
@@ -363,9 +367,7 @@ class IntegerWidths:
 
     @property
     def damaged(self) -> list[int]:
-        return [z for z in self.wide.damaged if not self.narrow[z]] + [
-            z for z in self.narrow_filters.damaged if self.narrow[z]
-        ]
+        return _damaged(self.problems)
 
     def note(self) -> str:
         return f"{_note(self.problems, self.num_zones)}, INT32 and INT64 files each in its own"

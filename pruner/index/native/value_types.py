@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from pruner.hashing import plain_type
+from pruner.hashing import is_uuid, plain_type
 
 _UNITS = {"milliseconds": "ms", "microseconds": "us", "nanoseconds": "ns"}
 
@@ -27,11 +27,7 @@ def parquet_value_type(arrow_type: pa.DataType, column: Any) -> pa.DataType | No
         return _decimal_value_type(arrow_type, column)
     if physical == "FIXED_LEN_BYTE_ARRAY" and _logical(column).get("Type") == "UUID":
         # Read as pyarrow's arrow.uuid (DuckDB: UUID); a filter holds the 16 stored bytes.
-        uuid = (
-            isinstance(arrow_type, pa.BaseExtensionType)
-            and arrow_type.extension_name == "arrow.uuid"
-        )
-        return pa.large_binary() if uuid and column.length == 16 else None
+        return pa.large_binary() if is_uuid(arrow_type) and column.length == 16 else None
     if physical == "FIXED_LEN_BYTE_ARRAY":
         # The bytes themselves (a UUID, a hash); hashed as binary of that width.
         fixed = pa.types.is_fixed_size_binary(arrow_type)
