@@ -45,7 +45,7 @@ def append(
     Raises:
         InvalidParameterError: ``path`` is not a table, or ``data`` does not fit its schema.
     """
-    root = Path(path)
+    root = storage.location(path)
     table = data if isinstance(data, pa.Table) else pa.table(data)
     if delta.is_delta_table(root):
         raise InvalidParameterError(
@@ -118,7 +118,7 @@ def _mismatch(new: pa.Schema, existing: pa.Schema, where: str) -> str:
 
 def read_input(path: str | os.PathLike[str], form: str = "auto") -> pa.Table:
     """The rows of a Parquet, CSV or Arrow IPC file (``form`` 'auto': by its suffix)."""
-    source = Path(path)
+    source = storage.location(path)
     if form == "auto":
         suffix = source.suffix.lower()
         form = {".parquet": "parquet", ".csv": "csv", ".arrow": "arrow", ".ipc": "arrow"}.get(

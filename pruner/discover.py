@@ -32,9 +32,11 @@ __all__ = [
     "FileIdentity",
     "ParquetFile",
     "arrow_schema",
+    "chunk_ranges",
     "file_identity",
     "hive_partitioned",
     "is_lance_dataset",
+    "open_parquet",
     "parquet_files",
     "parquet_footer_hash",
     "parquet_names",
@@ -159,23 +161,27 @@ def parquet_footer_hash(path: str | os.PathLike[str]) -> int:
 class FileIdentity:
     """What identifies a Parquet file's content: size, modification time, footer hash
     (XXH3-64 of the footer; 0 when unknown, in an index written before footers were
-    hashed)."""
+    hashed) and, on an object store, the object's ETag (which changes whenever the object
+    is written, even with the same size in the same second)."""
 
     size: int
     mtime_ns: int
     footer: int = 0
+    etag: str = ""
 
     def matches(self, recorded: FileIdentity) -> bool:
         """Whether this file (now) is still the one ``recorded`` (an index's record) names.
-        A record without a footer hash is matched on size and time alone."""
+        A record without a footer hash is matched on size and time alone; one without an
+        ETag (a local file's) on the rest."""
         return (
             self.size == recorded.size
             and self.mtime_ns == recorded.mtime_ns
             and recorded.footer in (0, self.footer)
+            and recorded.etag in ("", self.etag)
         )
 
 
-def file_identity(path: Path) -> FileIdentity:
+def file_identity(path: Path | storage.ObjectPath) -> FileIdentity:
     """The identity of the Parquet file at ``path`` now (its stat first, then its footer)."""
     return read_footer(path)[0]
 
@@ -183,30 +189,28 @@ def file_identity(path: Path) -> FileIdentity:
 _FOOTER_GUESS = 16 * 1024
 
 
-def read_footer(path: Path) -> tuple[FileIdentity, bytes | None, int]:
+def read_footer(path: Path | storage.ObjectPath) -> tuple[FileIdentity, bytes | None, int]:
     """The file's identity, its footer (metadata, length and magic: what
     :func:`parquet_footer_hash` hashes) and its inode number, from one open and usually one
-    read; the footer is None when the file has none (too short, or a length beyond the
-    file).
+    read (on a store one suffix-range GET, whose reply also gives the size and ETag); the
+    footer is None when the file has none (too short, or a length beyond the file).
 
     The footer parses with ``pq.read_metadata(pa.BufferReader(b"PAR1" + footer))``: a table
     opened this way reads each file's footer once, not once for its identity and again for
     its metadata."""
-    with storage.RangeFile(path) as handle:
-        stat = handle.file_stat()
-        size = stat.size
-        if size < 12:
-            return FileIdentity(size, stat.mtime_ns, 0), None, stat.inode
-        start = max(0, size - _FOOTER_GUESS)
-        tail = handle.read(start, size - start)
-        (length,) = struct.unpack("<I", tail[-8:-4])
-        if length + 12 > size:
-            return FileIdentity(size, stat.mtime_ns, 0), None, stat.inode
-        if length + 8 > len(tail):
+    tail, stat = storage.read_tail(path, _FOOTER_GUESS)
+    size = stat.size
+    if size < 12:
+        return FileIdentity(size, stat.mtime_ns, 0, stat.etag), None, stat.inode
+    (length,) = struct.unpack("<I", tail[-8:-4])
+    if length + 12 > size:
+        return FileIdentity(size, stat.mtime_ns, 0, stat.etag), None, stat.inode
+    if length + 8 > len(tail):
+        with storage.RangeFile(path, stat) as handle:
             tail = handle.read(size - 8 - length, length + 8)
-        footer = tail[-(length + 8) :]
-    identity = FileIdentity(size, stat.mtime_ns, int(xxhash.xxh3_64_intdigest(footer)))
-    return identity, footer, stat.inode
+    footer = tail[-(length + 8) :]
+    footer_hash = int(xxhash.xxh3_64_intdigest(footer))
+    return FileIdentity(size, stat.mtime_ns, footer_hash, stat.etag), footer, stat.inode
 
 
 @dataclass(frozen=True)
@@ -218,7 +222,7 @@ class ParquetFile:
     absolute path and row groups a read needs. Both hold one :class:`FileIdentity`.
     """
 
-    path: Path
+    path: Path | storage.ObjectPath
     relative: str
     identity: FileIdentity
     rows: int
@@ -229,8 +233,20 @@ class ParquetFile:
 
     def unchanged(self, now: storage.Stat) -> bool:
         """Does the file, whose stat is ``now``, still have the size and modification time
-        it had when the table was opened (so its footer, read then, is still its own)?"""
-        return (now.size, now.mtime_ns) == (self.identity.size, self.identity.mtime_ns)
+        (and on a store the ETag) it had when the table was opened (so its footer, read
+        then, is still its own)?"""
+        identity = self.identity
+        return (now.size, now.mtime_ns, now.etag) == (
+            identity.size,
+            identity.mtime_ns,
+            identity.etag,
+        )
+
+    def as_opened(self) -> storage.Stat:
+        """The file's :class:`~pruner.storage.Stat` as read when the table was opened (a read
+        of the file on a store then needs no HEAD for its size)."""
+        identity = self.identity
+        return storage.Stat(identity.size, identity.mtime_ns, self.inode, etag=identity.etag)
 
     @cached_property
     def row_group_rows(self) -> tuple[int, ...]:
@@ -240,7 +256,7 @@ class ParquetFile:
         return tuple(metadata.row_group(g).num_rows for g in range(metadata.num_row_groups))
 
 
-def read_parquet_file(path: Path, relative: str) -> ParquetFile:
+def read_parquet_file(path: Path | storage.ObjectPath, relative: str) -> ParquetFile:
     """The Parquet file at ``path`` (``relative``, ``/``-separated, to its table's
     directory) as it is now: its identity and its parsed footer, from one read of the
     footer.
@@ -254,12 +270,51 @@ def read_parquet_file(path: Path, relative: str) -> ParquetFile:
     """
     identity, footer, inode = read_footer(path)
     if footer is None or footer[-4:] != b"PAR1":
-        pq.read_metadata(path)  # raises pyarrow's own error for such a file
+        if not storage.is_remote(path):
+            pq.read_metadata(path)  # raises pyarrow's own error for such a file
         raise pa.ArrowInvalid(f"{path}: no Parquet footer found")
     reader = pq.ParquetReader()
     reader.open(pa.BufferReader(b"PAR1" + footer))
     metadata = reader.metadata
     return ParquetFile(path, relative, identity, metadata.num_rows, metadata, inode)
+
+
+def chunk_ranges(
+    metadata: Any, columns: Sequence[str] | None, row_groups: Sequence[int] | None
+) -> list[tuple[int, int]]:
+    """The ``(offset, length)`` of the column chunks of ``columns`` (top-level names; all
+    when None) in ``row_groups`` (all when None) of a file with the footer ``metadata``:
+    what a read of them fetches."""
+    wanted = None if columns is None else set(columns)
+    groups = range(metadata.num_row_groups) if row_groups is None else row_groups
+    ranges = []
+    for group in groups:
+        row_group = metadata.row_group(group)
+        for i in range(row_group.num_columns):
+            chunk = row_group.column(i)
+            if wanted is not None and chunk.path_in_schema.split(".", 1)[0] not in wanted:
+                continue
+            start = chunk.data_page_offset
+            if chunk.has_dictionary_page and chunk.dictionary_page_offset is not None:
+                start = min(start, chunk.dictionary_page_offset)
+            ranges.append((start, chunk.total_compressed_size))
+    return ranges
+
+
+def open_parquet(
+    path: Path | storage.ObjectPath,
+    metadata: Any = None,
+    columns: Sequence[str] | None = None,
+    row_groups: Sequence[int] | None = None,
+    known: storage.Stat | None = None,
+) -> pq.ParquetFile:
+    """The Parquet file at ``path`` open for reading (on its footer ``metadata`` when
+    given). On a store, the chunks of ``columns`` in ``row_groups`` are fetched at once,
+    coalesced and in parallel, rather than one GET per chunk as pyarrow asks for them."""
+    prefetch = None
+    if storage.is_remote(path) and metadata is not None:
+        prefetch = chunk_ranges(metadata, columns, row_groups)
+    return pq.ParquetFile(storage.arrow_input(path, prefetch, known), metadata=metadata)
 
 
 def arrow_schema(metadata: Any) -> pa.Schema:
@@ -287,7 +342,7 @@ RACY_SECONDS = 2.0
 granularity without its size or time changing: :func:`signature` does not vouch for it."""
 
 
-def signature(path: Path) -> tuple[object, ...] | None:
+def signature(path: Path | storage.ObjectPath) -> tuple[object, ...] | None:
     """What changes whenever the table at ``path`` (absolute) changes, read without opening
     it: for a Lance dataset the names of its version manifests (a new version, even of an
     index, adds one; versions are never rewritten), for a Delta table the names in its log
@@ -295,7 +350,19 @@ def signature(path: Path) -> tuple[object, ...] | None:
     Parquet file's (name, size, modification time, inode); for both, each index file's in
     ``_pruner`` (a Parquet directory's indexes, either table's compound keys).
     None when it cannot vouch: a file changed in the last :data:`RACY_SECONDS`, or the path
-    is neither."""
+    is neither.
+
+    On an object store: every object under the path, each with its size and ETag, from one
+    LIST (a page per 1,000 objects), not a request per file; an ETag changes on every write,
+    so no time is racy there."""
+    if storage.is_remote(path):
+        try:
+            listed = storage.list_stats(path, hidden=())
+        except OSError:
+            return None
+        if not listed:  # one object, or nothing: opened each time
+            return None
+        return ("store", tuple(sorted((n, s.size, s.etag) for n, s in listed.items())))
     lance = is_lance_dataset(path)
     log = not lance and delta.is_delta_table(path)
     paths: list[Path] = []

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pruner import storage
-from pruner.discover import ParquetFile
+from pruner.discover import ParquetFile, chunk_ranges
 from pruner.selection import Selection
 from pruner.table import Table
 
@@ -133,7 +133,14 @@ def read_row_groups(table: Table, parts: list[ParquetPart]) -> pa.Table:
     pooled = len(parts) >= 4
 
     def read(part: ParquetPart) -> pa.Table:
-        handle = storage.arrow_input(part.file.path)
+        file = part.file
+        if storage.is_remote(file.path):
+            # the selected chunks fetched at once, each GET conditional on the ETag the
+            # table was opened with (a replaced object fails the read, never mixes in)
+            ranges = chunk_ranges(file.metadata, None, part.row_groups)
+            handle = storage.arrow_input(file.path, ranges, known=file.as_opened())
+        else:
+            handle = storage.arrow_input(file.path)
         try:
             unchanged = part.file.unchanged(storage.input_stat(handle))
             reader = pq.ParquetReader()

@@ -34,6 +34,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from pruner import storage
 from pruner.adapters.naming import quote_identifier
 from pruner.adapters.sources import lance_source
 from pruner.discover import hive_partitioned
@@ -188,6 +189,8 @@ def _bind_table(
     selection: Selection | None,
     keys: RowKeys | None = None,
 ) -> None:
+    if storage.is_remote(opened.path) and opened.kind == "parquet":
+        _read_store(connection, opened.path)
     if opened.kind == "lance":
         # Rows read ahead (here and for Parquet below) are registered as the Arrow table
         # they are: DuckDB scans it with its own filters (DuckDB 2.0.0 dropped an outer
@@ -202,6 +205,24 @@ def _bind_table(
     connection.execute(
         f"CREATE TEMP VIEW {quote_identifier(name)} AS {parquet_view_sql(opened, selection)}"
     )
+
+
+def _read_store(connection: duckdb.DuckDBPyConnection, path: storage.ObjectPath) -> None:
+    """Let DuckDB read ``path``'s store itself (for the files a view reads): DuckDB 2.0's
+    ``httpfs`` cannot be installed offline, so the store is registered as an fsspec file
+    system, obstore's (the client pruner reads with), with ``path``'s options. DuckDB then
+    reads a file's footer and the chunks a query needs through it (docs/object-storage.md
+    says what that costs). Registered once per connection and scheme."""
+    from obstore.fsspec import FsspecStore
+
+    names = {fs for fs in connection.list_filesystems()}
+    if any(fs.startswith(f"{path.scheme}") or fs == f"pruner-{path.scheme}" for fs in names):
+        return
+    options = path.options
+    client = {k: v for k, v in options.items() if k in storage.CLIENT_OPTIONS}
+    config = {k: v for k, v in options.items() if k not in storage.CLIENT_OPTIONS}
+    filesystem = FsspecStore(path.scheme, config=config, client_options=client)
+    connection.register_filesystem(filesystem)
 
 
 READ_AHEAD_BYTES = 64 << 20

@@ -160,7 +160,7 @@ def _engine_build(engine: str, registry: dict[str, str] = BUILD_ENGINES) -> Call
 
 
 def build_index(
-    source: str | os.PathLike[str],
+    source: str | os.PathLike[str] | storage.ObjectPath,
     column: str | Sequence[str] | Key,
     *,
     items: int = DEFAULT_ITEMS,
@@ -169,6 +169,7 @@ def build_index(
     engine: str = "local",
     spark: Any = None,
     from_parquet_filters: bool = False,
+    storage_options: Mapping[str, str] | None = None,
 ) -> ZoneIndex:
     """Build and store the zone bloom index of ``column`` for a Lance dataset or Parquet dir.
 
@@ -184,6 +185,10 @@ def build_index(
     (:func:`pruner.index.native.index_from_filters`); ``items`` and ``probability`` are
     then the files'.
 
+    ``source`` may be a URI on an object store (``s3://bucket/key``; Lance-style
+    ``storage_options`` or the ``AWS_*`` environment variables say how to reach it): the index
+    is written there, as one PUT once complete.
+
     Raises:
         InvalidParameterError: an unknown engine, column or parameter.
         EngineError: the Spark job failed.
@@ -193,10 +198,11 @@ def build_index(
             f"unknown index build engine {engine!r}; use one of {', '.join(ENGINES)}"
         )
     if not isinstance(column, str):
-        return _build_key(Path(source), Key.of(column), items, probability, progress, engine, spark)
+        path = _location(source, storage_options)
+        return _build_key(path, Key.of(column), items, probability, progress, engine, spark)
+    path = _location(source, storage_options)
     if from_parquet_filters:
-        return _build_from_parquet_filters(Path(source), column, engine)
-    path = Path(source)
+        return _build_from_parquet_filters(path, column, engine)
     lance_source = is_lance_dataset(path)
     build: Callable[..., ZoneIndex]
     if engine in BUILD_ENGINES:
@@ -249,7 +255,7 @@ def _build_key(
 
 
 def update_index(
-    source: str | os.PathLike[str],
+    source: str | os.PathLike[str] | storage.ObjectPath | Any,
     column: str | Sequence[str] | Key,
     *,
     deleted_share: float = DEFAULT_DELETED_SHARE,
@@ -257,6 +263,7 @@ def update_index(
     engine: str = "local",
     spark: Any = None,
     threads: int | None = None,
+    storage_options: Mapping[str, str] | None = None,
 ) -> tuple[ZoneIndex, UpdatePlan]:
     """Bring the stored index of ``column`` up to date with its table; return it and what
     was done (:class:`~pruner.index.update.UpdatePlan`).
@@ -286,6 +293,8 @@ def update_index(
             f"deleted_share must be between 0 and 1 (a share of a fragment's rows), "
             f"not {deleted_share}"
         )
+    if isinstance(source, str | os.PathLike | storage.ObjectPath):
+        source = _location(source, storage_options)
     if isinstance(column, str):
         plan = plan_update(source, column, deleted_share=deleted_share)
     else:
@@ -294,7 +303,9 @@ def update_index(
     if plan.current:
         return plan.old, plan
     if plan.old.value_encoding == "parquet":
-        return _build_from_parquet_filters(Path(source), plan.column, "local"), plan
+        return _build_from_parquet_filters(
+            _location(source, storage_options), plan.column, "local"
+        ), plan
     wanted = plan.to_index()
     if engine in UPDATE_ENGINES:
         built = _engine_build(engine, UPDATE_ENGINES)(plan, wanted, spark=spark)
@@ -352,7 +363,19 @@ def _add_segment(
     return updated
 
 
-def _build_from_parquet_filters(path: Path, column: str, engine: str) -> ZoneIndex:
+def _location(
+    source: str | os.PathLike[str] | storage.ObjectPath, options: Mapping[str, str] | None
+) -> Path | storage.ObjectPath:
+    """Where ``source`` (a path or URI) is; a URI of an unknown scheme is refused."""
+    try:
+        return storage.location(source, options)
+    except ValueError as err:
+        raise InvalidParameterError(str(err)) from err
+
+
+def _build_from_parquet_filters(
+    path: Path | storage.ObjectPath, column: str, engine: str
+) -> ZoneIndex:
     if is_lance_dataset(path):
         raise InvalidParameterError(
             f"{path} is a Lance dataset: building from Parquet bloom filters needs a directory "
@@ -390,7 +413,7 @@ def _write_companion(
 def _remove_lance_leftovers(ds: Any) -> None:
     """Temporary files that builds killed mid-write left in the dataset's index folders
     (each build writes in a folder of its own, so its own writer never sees them)."""
-    folder = Path(ds.uri) / "_indices"
+    folder = storage.dataset_location(ds) / "_indices"
     if not storage.is_dir(folder):
         return
     for entry in storage.list_dir(folder):

@@ -14,7 +14,6 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -23,7 +22,7 @@ import pyarrow.parquet as pq
 
 from pruner import sbbf, storage
 from pruner.buffers import scratch
-from pruner.discover import file_identity, parquet_files
+from pruner.discover import open_parquet, parquet_files, read_parquet_file
 from pruner.errors import IndexFormatError, IndexNotFoundError, InvalidParameterError
 from pruner.hashing import hash_alike, hash_array, hash_input_width, plain_type
 from pruner.index.fileformat import IndexFileWriter, read_index_file
@@ -308,11 +307,18 @@ def lance_key_files(ds: Any, fragments: list[Any], key: Key) -> list[FragmentFil
 
 
 def read_parquet_fragment(
-    file: str | os.PathLike[str] | pq.ParquetFile, fragment_id: int, column: str | Key, items: int
+    file: str | os.PathLike[str] | storage.ObjectPath | pq.ParquetFile,
+    fragment_id: int,
+    column: str | Key,
+    items: int,
+    metadata: Any = None,
 ) -> FragmentColumn:
     """The values of ``column`` (or a compound key's tuples) in one Parquet file (an open
-    one, or a path), and its zones."""
-    meta = file if isinstance(file, pq.ParquetFile) else pq.ParquetFile(file)
+    one, or a path, whose footer ``metadata`` may be known), and its zones."""
+    if isinstance(file, pq.ParquetFile):
+        meta = file
+    else:
+        meta = open_parquet(storage.location(file), metadata, _columns(column))
     group_rows = [meta.metadata.row_group(i).num_rows for i in range(meta.num_row_groups)]
     values = _values(meta.read(columns=_columns(column)), column)
     value_type = index_value_type(values.type)
@@ -327,7 +333,7 @@ def parquet_fragments(
     """The Parquet files under ``directory``, open and as the index records them (paths
     relative to ``directory``), once ``column`` is known to be indexable and stored with one
     type in all of them."""
-    root = Path(directory)
+    root = storage.location(directory)
     if not storage.is_dir(root):
         raise InvalidParameterError(
             f"{root} is not a directory; pass a directory of Parquet files or a Lance dataset"
@@ -337,8 +343,12 @@ def parquet_fragments(
         raise InvalidParameterError(f"no *.parquet files under {root}")
     # Identity first, content second: a file replaced in between then fails to match the
     # identity the index records, and is read whole instead of probed with stale zones.
-    identities = [file_identity(p) for p in paths]
-    metas = [pq.ParquetFile(p) for p in paths]
+    read = [read_parquet_file(p, "") for p in paths]
+    identities = [file.identity for file in read]
+    metas = [
+        open_parquet(p, file.metadata, columns=(), known=file.as_opened())
+        for p, file in zip(paths, read, strict=True)
+    ]
     for name in _columns(column):
         arrow_type = _column_type(
             metas[0].schema_arrow, name, f"Parquet file {paths[0]}", lance=False
@@ -388,8 +398,11 @@ def build_parquet_index(
     metas, files = parquet_fragments(directory, column)
     sbbf.optimal_num_bytes(items, probability)
     total = sum(f.rows for f in files)
+    root = storage.location(directory)
     readers = [
-        partial(read_parquet_fragment, meta, file.fragment_id, column, items)
+        partial(
+            read_parquet_fragment, root / file.path, file.fragment_id, column, items, meta.metadata
+        )
         for meta, file in zip(metas, files, strict=True)
     ]
     name = column if isinstance(column, str) else ""

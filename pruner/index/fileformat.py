@@ -155,21 +155,26 @@ def _binary_array(filters: np.ndarray) -> pa.Array:
     )
 
 
-def temporary_path(target: Path) -> Path:
-    """Where a file (or a staging folder) bound for ``target`` is written first: beside it,
+def temporary_path(target: Path | storage.ObjectPath) -> Path:
+    """Where a file (or a staging folder) bound for ``target`` is written first: beside it
+    (for a target on a store, in the local temporary folder: :func:`storage.temporary_for`),
     named after it, this host and this process (``.<name>.<host>.<pid>.<random>.tmp``), so
     that a later run can tell a leftover of a killed writer from the file of one still
     writing (:func:`remove_leftovers`)."""
     host = socket.gethostname().replace("/", "_")
-    return target.with_name(f".{target.name}.{host}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
+    name = f".{target.name}.{host}.{os.getpid()}.{uuid.uuid4().hex}.tmp"
+    return storage.temporary_for(target, name)
 
 
-def remove_leftovers(target: Path) -> list[Path]:
+def remove_leftovers(target: Path | storage.ObjectPath) -> list[Path]:
     """Remove the temporary files and staging folders of ``target`` left by writers on this
     host that are no longer running (killed mid-write); return what was removed. A writer
-    elsewhere, or one still running, keeps its own."""
+    elsewhere, or one still running, keeps its own. (A writer to a store leaves nothing
+    there: its temporary files are local, and the store holds only complete PUTs.)"""
     prefix, host = f".{target.name}.", socket.gethostname().replace("/", "_")
     removed: list[Path] = []
+    if storage.is_remote(target):
+        return removed
     try:
         names = storage.list_dir(target.parent)
     except OSError:
@@ -214,14 +219,17 @@ class IndexFileWriter:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         from lance.file import LanceFileWriter
 
-        self.target = Path(path)
-        self._created_parent = not storage.exists(self.target.parent)
+        self.target = storage.location(path)
+        remote = storage.is_remote(self.target)
+        self._created_parent = not remote and not storage.exists(self.target.parent)
         storage.make_dirs(self.target.parent)
         remove_leftovers(self.target)
         self._staging = temporary_path(self.target)
         storage.make_dirs(self._staging, exist_ok=False)  # a parent another writer took away
         self._temporary = self._staging / self.target.name
         self._writer: Any = LanceFileWriter(str(self._temporary), INDEX_SCHEMA)
+        # What the target must still be when published (storage.publish): None, anything.
+        self.expected: storage.Stat | None = None
         self._checksums: list[np.ndarray] = []
 
     def write_zones(
@@ -274,10 +282,11 @@ class IndexFileWriter:
                 writer.add_schema_metadata(META_COLUMN, index.column)
                 writer.add_schema_metadata(META_FILES, encode_files(index.files))
             writer.close()
-            storage.publish(self._temporary, self.target)
+            size = storage.stat(self._temporary).size
+            storage.publish(self._temporary, self.target, self.expected)
         finally:
             self.abort()
-        return storage.stat(self.target).size
+        return size
 
     def __enter__(self) -> IndexFileWriter:
         return self
@@ -406,7 +415,7 @@ def read_index_file(path: str | os.PathLike[str], column: str = "") -> ZoneIndex
     Raises:
         IndexFormatError: the file is missing pieces, damaged, or not such an index.
     """
-    target = Path(path)
+    target = storage.location(path)
     for _ in range(_READ_ATTEMPTS):
         before = _stat_identity(target)
         try:
@@ -531,7 +540,7 @@ def read_index_zones(path: str | os.PathLike[str], column: str = "") -> ZoneInde
     """
     from lance.file import LanceFileReader
 
-    target = Path(path)
+    target = storage.location(path)
     where = f"bloom index file {target}"
     try:
         table = LanceFileReader(str(target), columns=_ZONE_COLUMNS).read_all().to_table()
@@ -562,10 +571,11 @@ def _text(raw: bytes | None) -> str | None:
 
 def encode_files(files: list[FragmentFile]) -> str:
     """The Parquet files an index covers, as the index file's ``pruner_files`` metadata."""
-    rows = [
-        [f.fragment_id, f.path, f.identity.size, f.identity.mtime_ns, f.rows, f.identity.footer]
-        for f in files
-    ]
+    rows = []
+    for f in files:
+        identity = f.identity
+        row = [f.fragment_id, f.path, identity.size, identity.mtime_ns, f.rows, identity.footer]
+        rows.append([*row, identity.etag] if identity.etag else row)
     return json.dumps(rows)
 
 
@@ -578,7 +588,12 @@ def decode_files(text: str | bytes, where: str) -> list[FragmentFile]:
     try:
         return [
             FragmentFile(
-                int(a), str(b), FileIdentity(int(c), int(d), int(rest[0]) if rest else 0), int(e)
+                int(a),
+                str(b),
+                FileIdentity(
+                    int(c), int(d), int(rest[0]) if rest else 0, str(rest[1]) if rest[1:] else ""
+                ),
+                int(e),
             )
             for a, b, c, d, e, *rest in json.loads(text)
         ]

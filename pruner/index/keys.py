@@ -218,12 +218,12 @@ def hash_tuples(columns: Sequence[pa.Array]) -> np.ndarray:
 
 def key_index_path(table: str | os.PathLike[str], key: Key) -> Path:
     """Where the compound index of ``key`` of the table at ``table`` lives."""
-    return Path(table) / "_pruner" / key.name / INDEX_FILE_NAME
+    return storage.location(table) / "_pruner" / key.name / INDEX_FILE_NAME
 
 
 def stored_keys(table: str | os.PathLike[str]) -> list[Key]:
     """The keys of the compound indexes stored with the table, in name order."""
-    folder = Path(table) / "_pruner"
+    folder = storage.location(table) / "_pruner"
     if not storage.is_dir(folder):
         return []
     found = []

@@ -43,7 +43,8 @@ def open_lance(dataset: object, version: int | None = None) -> lance.LanceDatase
 
     if isinstance(dataset, lance.LanceDataset):
         return dataset
-    return lance.dataset(str(dataset), version=version)
+    options = storage.lance_options(dataset)
+    return lance.dataset(str(dataset), version=version, storage_options=options)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +82,7 @@ def list_bloom_indexes(dataset: object) -> list[BloomIndexInfo]:
                     field_id=int(description.fields[0]),
                     fragment_ids=frozenset(int(f) for f in segment.fragment_ids),
                     dataset_version=int(segment.dataset_version_at_last_update),
-                    path=Path(ds.uri) / "_indices" / segment.uuid / INDEX_FILE_NAME,
+                    path=storage.dataset_location(ds) / "_indices" / segment.uuid / INDEX_FILE_NAME,
                 )
             )
     return found
@@ -101,7 +102,7 @@ def commit_lance_index(dataset: object, index: ZoneIndex, name: str | None = Non
 
 
 def lance_index_path(ds: Any, index_uuid: str) -> Path:
-    return Path(ds.uri) / "_indices" / index_uuid / INDEX_FILE_NAME
+    return storage.dataset_location(ds) / "_indices" / index_uuid / INDEX_FILE_NAME
 
 
 _COMMIT_ATTEMPTS = 8
@@ -187,6 +188,7 @@ def _commit_once(ds: Any, index: ZoneIndex, index_uuid: str, size: int, name: st
             new_indices=[new], removed_indices=[_listed(info) for info in old]
         ),
         read_version=ds.version,
+        storage_options=storage.lance_options(storage.dataset_location(ds)),
     )
 
 
@@ -233,6 +235,7 @@ def commit_segment(
                     removed_indices=[_listed(info) for info in removed],
                 ),
                 read_version=ds.version,
+                storage_options=storage.lance_options(storage.dataset_location(ds)),
             )
             return True
         except CommitConflictError:

@@ -25,9 +25,12 @@ __all__ = ["PARQUET_INDEX_DIR", "assign_fragment_ids", "load_index", "parquet_in
 PARQUET_INDEX_DIR = "_pruner"
 
 
-def parquet_index_path(directory: str | os.PathLike[str], column: str) -> Path:
+def parquet_index_path(
+    directory: str | os.PathLike[str] | storage.ObjectPath, column: str
+) -> Path | storage.ObjectPath:
     """Where the index of ``column`` over a Parquet directory lives."""
-    return Path(directory) / PARQUET_INDEX_DIR / quote(column, safe="") / INDEX_FILE_NAME
+    folder = storage.location(directory) / PARQUET_INDEX_DIR
+    return folder / quote(column, safe="") / INDEX_FILE_NAME
 
 
 def assign_fragment_ids(relative_paths: list[str], previous: list[FragmentFile]) -> list[int]:
@@ -51,7 +54,7 @@ def load_index(source: str | os.PathLike[str], column: str) -> ZoneIndex:
         IndexNotFoundError: there is none; build one with ``pruner index build``.
         IndexFormatError: there is one, but it is damaged.
     """
-    path = Path(source)
+    path = storage.location(source)
     if is_lance_dataset(path):
         index = load_lance_index(path, column)
         if index is not None:

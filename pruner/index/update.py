@@ -166,6 +166,10 @@ class UpdatePlan:
         }
 
 
+_PATHS = (str, os.PathLike, storage.ObjectPath)
+"""What names a table by where it is (else it is an open Lance dataset)."""
+
+
 def plan_update(
     source: str | os.PathLike[str] | Any,
     column: str,
@@ -178,9 +182,9 @@ def plan_update(
         IndexNotFoundError: there is no index to update: build one.
         InvalidParameterError: the column is not (or no longer) indexable.
     """
-    if not isinstance(source, str | os.PathLike) or is_lance_dataset(Path(source)):
+    if not isinstance(source, _PATHS) or is_lance_dataset(storage.location(source)):
         return _lance_plan(open_lance(source), column, deleted_share)
-    return _parquet_plan(Path(source), column)
+    return _parquet_plan(storage.location(source), column)
 
 
 def _whole_reason(old: ZoneIndex) -> str:
@@ -345,15 +349,15 @@ def key_plan(
         InvalidParameterError: a column of the key is not (or no longer) indexable.
     """
     fragments: list[Any] = []
-    if isinstance(source, str | os.PathLike) and not is_lance_dataset(Path(source)):
-        root = Path(source)
+    if isinstance(source, _PATHS) and not is_lance_dataset(storage.location(source)):
+        root = storage.location(source)
         metas, files = parquet_fragments(root, key)
         types = key.types(metas[0].schema_arrow, f"Parquet file {root}")
         kind: str = "parquet"
         opened: Any = dict(zip([f.fragment_id for f in files], metas, strict=True))
     else:
         opened, fragments = lance_fragments(source, key)
-        root = Path(opened.uri)
+        root = storage.dataset_location(opened)
         files = lance_key_files(opened, fragments, key)
         types = key.types(opened.schema, f"Lance dataset {opened.uri}")
         kind = "lance"

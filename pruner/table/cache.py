@@ -11,13 +11,16 @@ from typing import TypeAlias
 
 import pyarrow.dataset as pads
 
+from pruner import storage
 from pruner.discover import signature
+from pruner.errors import InvalidParameterError
 from pruner.table.model import Table
 from pruner.table.opening import open_table
 
-TableSource: TypeAlias = "str | os.PathLike[str] | pads.Dataset | Table"
-"""What a query's table may be given as: the path of a Lance dataset, a Parquet directory or
-a Parquet file; a ``lance.LanceDataset`` or ``pyarrow.dataset`` of them; or a Table."""
+TableSource: TypeAlias = "str | os.PathLike[str] | storage.ObjectPath | pads.Dataset | Table"
+"""What a query's table may be given as: the path or URI of a Lance dataset, a Parquet
+directory or a Parquet file; a ``lance.LanceDataset`` or ``pyarrow.dataset`` of them; or a
+Table."""
 
 
 def as_table(source: TableSource) -> Table:
@@ -41,7 +44,10 @@ def as_table(source: TableSource) -> Table:
         return as_table(source.path)
     if isinstance(source, pads.Dataset):
         return open_table(source)
-    path = Path(source).absolute()
+    try:
+        path = storage.location(source).absolute()
+    except ValueError as err:
+        raise InvalidParameterError(str(err)) from err
     before = signature(path)
     if before is not None:
         with _opened_lock:
@@ -59,7 +65,7 @@ def as_table(source: TableSource) -> Table:
 
 
 _OPENED_TABLES = 64
-_opened: dict[Path, tuple[tuple[object, ...], Table]] = {}
+_opened: dict[Path | storage.ObjectPath, tuple[tuple[object, ...], Table]] = {}
 _opened_lock = threading.Lock()
 
 

@@ -156,6 +156,8 @@ class Table:
         files = self.files
         if self.kind != "parquet" or files is None:
             return True
+        if storage.is_remote(self.path):
+            return self._objects_unchanged(files)
         try:
             if storage.is_dir(self.path) and self.delta_version is None:
                 names = parquet_names(self.path)
@@ -171,6 +173,25 @@ class Table:
         except OSError:
             return False
         return True
+
+    def _objects_unchanged(self, files: dict[int, ParquetFile]) -> bool:
+        """:meth:`files_unchanged` on an object store: one LIST (with every object's size
+        and ETag), compared with the files as opened."""
+        try:
+            if self.delta_version is None and storage.is_file(self.path):
+                listed = {self.path.name: storage.stat(self.path)}
+                root_files = {file.relative: file for file in files.values()}
+            else:
+                listed = storage.list_stats(self.path)
+                listed = {name: st for name, st in listed.items() if name.endswith(".parquet")}
+                root_files = {file.relative: file for file in files.values()}
+        except OSError:
+            return False
+        if self.delta_version is None and sorted(listed) != sorted(root_files):
+            return False
+        return all(
+            name in listed and file.unchanged(listed[name]) for name, file in root_files.items()
+        )
 
     def whole(self) -> Selection:
         if self._whole is None:

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -24,22 +26,36 @@ from pruner.hashing import hash_alike
 from pruner.table.model import Table
 
 
-def open_table(source: str | os.PathLike[str] | pads.Dataset, version: int | None = None) -> Table:
+def open_table(
+    source: str | os.PathLike[str] | storage.ObjectPath | pads.Dataset,
+    version: int | None = None,
+    storage_options: Mapping[str, str] | None = None,
+) -> Table:
     """Open a Lance dataset or a Delta Lake table (at ``version``, default the latest), a
-    directory of Parquet files or one Parquet file: by path (relative or absolute), or as the
-    ``lance.LanceDataset`` or ``pyarrow.dataset`` of them a user already holds.
+    directory of Parquet files or one Parquet file: by path (relative or absolute) or URI
+    (``s3://bucket/key`` and the other stores of :mod:`pruner.storage`, with Lance-style
+    ``storage_options``), or as the ``lance.LanceDataset`` or ``pyarrow.dataset`` of them a
+    user already holds.
 
     Raises:
         InvalidParameterError: the source is none of these.
     """
     if isinstance(source, pads.Dataset):
         return _open_dataset(source, version)
-    path = Path(source).absolute()
+    path = _location(source, storage_options)
     if is_lance_dataset(path):
         import lance
 
-        return _lance_table(path, lance.dataset(str(path), version=version))
+        options = storage.lance_options(path)
+        return _lance_table(
+            path, lance.dataset(str(path), version=version, storage_options=options)
+        )
     if delta.is_delta_table(path):
+        if storage.is_remote(path):
+            raise InvalidParameterError(
+                f"{path} is a Delta Lake table on an object store, which pruner does not read "
+                "yet; query it with deltalake"
+            )
         # The live files of the version (pinned: the Table reads it however the table
         # moves on, as a Lance dataset's does).
         snapshot = delta.snapshot(path, version)
@@ -65,7 +81,7 @@ def open_table(source: str | os.PathLike[str] | pads.Dataset, version: int | Non
             )
         table.delta_version = snapshot.version
         return table
-    if storage.is_file(path) and path.suffix == ".parquet":
+    if path.suffix == ".parquet" and storage.is_file(path):
         # One file: a table of one fragment (no index lives beside a single file, so it is
         # read whole: a small table joined to an indexed one, say).
         return _parquet_table(path, path.parent, [path.name])
@@ -82,7 +98,16 @@ def open_table(source: str | os.PathLike[str] | pads.Dataset, version: int | Non
     return _parquet_table(path, path, found)
 
 
-def _lance_table(path: Path, dataset: Any) -> Table:
+def _location(
+    source: str | os.PathLike[str] | storage.ObjectPath, options: Mapping[str, str] | None
+) -> Path | storage.ObjectPath:
+    try:
+        return storage.location(source, options).absolute()
+    except ValueError as err:
+        raise InvalidParameterError(str(err)) from err
+
+
+def _lance_table(path: Path | storage.ObjectPath, dataset: Any) -> Table:
     rows = {f.fragment_id: f.physical_rows for f in dataset.get_fragments()}
     return Table(path, "lance", dataset.schema, rows, dataset=dataset)
 
@@ -92,7 +117,8 @@ def _open_dataset(source: pads.Dataset, version: int | None) -> Table:
     ``pyarrow.dataset`` of Parquet files (all of one directory's, or one file)."""
     uri = getattr(source, "uri", None)
     if uri is not None and hasattr(source, "get_fragments") and hasattr(source, "version"):
-        path = Path(str(uri).removeprefix("file://")).absolute()
+        # a dataset on a store keeps the options it was opened with
+        path = _location(str(uri), getattr(source, "_storage_options", None))
         if version is None or version == source.version:
             return _lance_table(path, source)
         return open_table(path, version)
@@ -114,20 +140,29 @@ def _open_dataset(source: pads.Dataset, version: int | None) -> Table:
     )
 
 
-def _parquet_table(path: Path, root: Path, found: list[str]) -> Table:
+def _parquet_table(
+    path: Path | storage.ObjectPath, root: Path | storage.ObjectPath, found: list[str]
+) -> Table:
     """The Parquet files ``found`` (paths relative to ``root``) as one table at ``path``.
 
     A file whose Parquet schema and key-value metadata equal the first file's has its
-    Arrow schema (pyarrow derives that from those two alone) and is not converted."""
+    Arrow schema (pyarrow derives that from those two alone) and is not converted. On a
+    store the footers are read side by side (one suffix-range GET each): a request costs a
+    round trip, not bytes."""
     files: dict[int, ParquetFile] = {}
     schema = None
     first: tuple[Any, Any] | None = None
     mixed: set[str] = set()
     widened: set[str] = set()
     uniform = True
-    for fid, name in enumerate(found):
-        files[fid] = read_parquet_file(root / name, name)
-        metadata = files[fid].metadata
+    if storage.is_remote(root) and len(found) > 1:
+        with ThreadPoolExecutor(min(_FOOTER_READERS, len(found))) as pool:
+            read = list(pool.map(lambda name: read_parquet_file(root / name, name), found))
+    else:
+        read = [read_parquet_file(root / name, name) for name in found]
+    for fid, file in enumerate(read):
+        files[fid] = file
+        metadata = file.metadata
         if first is not None and metadata.schema.equals(first[0]) and metadata.metadata == first[1]:
             continue
         file_schema = arrow_schema(metadata)
@@ -154,6 +189,10 @@ def _parquet_table(path: Path, root: Path, found: list[str]) -> Table:
         uniform_schema=uniform,
         widened=frozenset(widened) if uniform else frozenset(),
     )
+
+
+_FOOTER_READERS = 32
+"""Footers of a table on a store read at once (each a round trip of 10-100 ms)."""
 
 
 def _widened(schema: pa.Schema, other: pa.Schema) -> set[str] | None:

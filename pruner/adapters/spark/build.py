@@ -28,13 +28,12 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import pairwise
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from pruner import sbbf
+from pruner import sbbf, storage
 from pruner.adapters.spark.runtime import session
 from pruner.discover import is_lance_dataset
 from pruner.errors import EngineError
@@ -277,8 +276,9 @@ def build_zone_index_spark(
     """
     num_bytes = sbbf.optimal_num_bytes(items, probability)
     files, value_type = None, None
-    if isinstance(source, str | os.PathLike) and not is_lance_dataset(Path(source)):
-        root = Path(source).resolve()
+    local_types = str | os.PathLike | storage.ObjectPath
+    if isinstance(source, local_types) and not is_lance_dataset(storage.location(source)):
+        root = storage.location(source).resolve()
         metas, files = parquet_fragments(root, column)
         fragments = [(f.fragment_id, str(root / f.path)) for f in files]
         expected_rows = [f.rows for f in files]

@@ -28,7 +28,7 @@ per 32-byte block cost the build more than the rest of the companion."""
 
 
 def companion_path(index_file: str | os.PathLike[str]) -> Path:
-    return Path(index_file).with_name(COMPANION_NAME)
+    return storage.location(index_file).with_name(COMPANION_NAME)
 
 
 def _fingerprint(index_file: Path) -> tuple[int, str]:

@@ -93,7 +93,7 @@ class Hierarchy:
     """
 
     def __init__(self, index_file: str | os.PathLike[str]) -> None:
-        self.index_file = Path(index_file)
+        self.index_file = storage.location(index_file)
         self.path = companion_path(index_file)
         self.bytes_read = 0
         try:

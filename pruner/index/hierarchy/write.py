@@ -242,7 +242,7 @@ def write_hierarchy(
         "zone_rows": zone_bytes * len(fragment_id),
         "zone_sums": zone_bytes // _BLOCK * len(fragments) * 8,
     }
-    size, tail = _fingerprint(Path(index_file))
+    size, tail = _fingerprint(storage.location(index_file))
     header: dict[str, object] = {
         "version": VERSION,
         "column": column,

@@ -4,7 +4,6 @@ from such files' filters."""
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -79,7 +78,7 @@ def index_from_filters(directory: str | os.PathLike[str], column: str) -> ZoneIn
     from pruner.hashing import hash_alike
     from pruner.index.model import FragmentFile
 
-    root = Path(directory)
+    root = storage.location(directory)
     names = parquet_names(root) if storage.is_dir(root) else []
     if not names:
         raise InvalidParameterError(f"no *.parquet files under {root}")
