@@ -36,24 +36,24 @@ class DeltaSnapshot:
     """One version of a Delta table: its live data files, relative to the table's folder
     (``/``-separated, sorted), and its columns' names."""
 
-    root: Path
+    root: storage.Location
     version: int
     files: tuple[str, ...]
     columns: tuple[str, ...] = ()
 
 
-def is_delta_table(path: Path) -> bool:
+def is_delta_table(path: storage.Location) -> bool:
     """True when ``path`` is a Delta table's folder (it holds ``_delta_log/``)."""
     return storage.is_dir(path / LOG)
 
 
-def log_entries(path: Path) -> frozenset[str]:
+def log_entries(path: storage.Location) -> frozenset[str]:
     """The names in the table's log: a commit adds one and none is rewritten (a checkpoint
     adds its own), so they change whenever the table does."""
     return frozenset(storage.list_dir(path / LOG))
 
 
-def snapshot(path: Path, version: int | None = None) -> DeltaSnapshot:
+def snapshot(path: storage.Location, version: int | None = None) -> DeltaSnapshot:
     """The live data files of the Delta table at ``path``, at ``version`` (None: the
     latest).
 
@@ -81,10 +81,10 @@ def snapshot(path: Path, version: int | None = None) -> DeltaSnapshot:
     return DeltaSnapshot(root, int(table.version()), tuple(files), columns)
 
 
-def _relative(root: Path, uri: str) -> str:
+def _relative(root: storage.Location, uri: str) -> str:
     local = Path(uri.removeprefix("file://"))
     try:
-        return local.relative_to(root).as_posix()
+        return local.relative_to(str(root)).as_posix()
     except ValueError as err:
         raise InvalidParameterError(
             f"Delta table {root} names a data file outside its folder ({uri}); pruner reads "
@@ -92,7 +92,7 @@ def _relative(root: Path, uri: str) -> str:
         ) from err
 
 
-def _refuse_unreadable(path: Path, table: Any) -> None:
+def _refuse_unreadable(path: storage.Location, table: Any) -> None:
     metadata = table.metadata()
     what = f"Delta table {path} (version {table.version()})"
     if metadata.partition_columns:

@@ -12,13 +12,11 @@ its footer (:func:`parquet_footer_hash`); an index records them for each file it
 
 from __future__ import annotations
 
-import os
 import struct
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -47,18 +45,18 @@ __all__ = [
 ]
 
 
-def is_lance_dataset(path: Path) -> bool:
+def is_lance_dataset(path: storage.Location) -> bool:
     """True when ``path`` is a Lance dataset (a directory with a ``_versions`` folder)."""
     return storage.is_dir(path / "_versions")
 
 
-def parquet_files(directory: Path) -> list[Path]:
+def parquet_files(directory: storage.Location) -> list[storage.Location]:
     """Every ``*.parquet`` under ``directory``, skipping ``_`` and ``.`` folders and files
     (never looked into: an index build's staging folders come and go there)."""
     return [directory / name for name in parquet_names(directory)]
 
 
-def parquet_names(directory: Path) -> list[str]:
+def parquet_names(directory: storage.Location) -> list[str]:
     """The paths of :func:`parquet_files` relative to ``directory`` (``/``-separated,
     sorted).
 
@@ -76,7 +74,7 @@ def parquet_names(directory: Path) -> list[str]:
     return [name for name in storage.walk_files(directory) if name.endswith(".parquet")]
 
 
-def table_format(directory: Path) -> tuple[str, Path] | None:
+def table_format(directory: storage.Location) -> tuple[str, storage.Location] | None:
     """``("delta", root)`` or ``("iceberg", root)`` when ``directory`` is, or lies inside,
     a Delta Lake table (a ``_delta_log`` folder) or an Iceberg table (a ``metadata`` folder
     holding ``*.metadata.json``); None for a plain directory.
@@ -103,7 +101,7 @@ _FORMAT_NAMES = {
 }
 
 
-def refuse_table_format(directory: Path) -> None:
+def refuse_table_format(directory: storage.Location) -> None:
     """Raise when ``directory`` is (inside) a Delta Lake or Iceberg table: read as a plain
     directory of Parquet files it would answer from rows the table removed.
 
@@ -150,11 +148,11 @@ def hive_partitioned(folders: Iterable[Sequence[str]]) -> bool:
     return first is not None
 
 
-def parquet_footer_hash(path: str | os.PathLike[str]) -> int:
+def parquet_footer_hash(path: storage.PathLike) -> int:
     """XXH3-64 of a Parquet file's footer (metadata and its length): an identity of the
     file's content that survives a copy keeping size and modification time. 0 when the
     file is too short to have one."""
-    return read_footer(Path(path))[0].footer
+    return read_footer(storage.location(path))[0].footer
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,7 +179,7 @@ class FileIdentity:
         )
 
 
-def file_identity(path: Path | storage.ObjectPath) -> FileIdentity:
+def file_identity(path: storage.Location) -> FileIdentity:
     """The identity of the Parquet file at ``path`` now (its stat first, then its footer)."""
     return read_footer(path)[0]
 
@@ -189,7 +187,7 @@ def file_identity(path: Path | storage.ObjectPath) -> FileIdentity:
 _FOOTER_GUESS = 16 * 1024
 
 
-def read_footer(path: Path | storage.ObjectPath) -> tuple[FileIdentity, bytes | None, int]:
+def read_footer(path: storage.Location) -> tuple[FileIdentity, bytes | None, int]:
     """The file's identity, its footer (metadata, length and magic: what
     :func:`parquet_footer_hash` hashes) and its inode number, from one open and usually one
     read (on a store one suffix-range GET, whose reply also gives the size and ETag); the
@@ -222,7 +220,7 @@ class ParquetFile:
     absolute path and row groups a read needs. Both hold one :class:`FileIdentity`.
     """
 
-    path: Path | storage.ObjectPath
+    path: storage.Location
     relative: str
     identity: FileIdentity
     rows: int
@@ -256,7 +254,7 @@ class ParquetFile:
         return tuple(metadata.row_group(g).num_rows for g in range(metadata.num_row_groups))
 
 
-def read_parquet_file(path: Path | storage.ObjectPath, relative: str) -> ParquetFile:
+def read_parquet_file(path: storage.Location, relative: str) -> ParquetFile:
     """The Parquet file at ``path`` (``relative``, ``/``-separated, to its table's
     directory) as it is now: its identity and its parsed footer, from one read of the
     footer.
@@ -302,7 +300,7 @@ def chunk_ranges(
 
 
 def open_parquet(
-    path: Path | storage.ObjectPath,
+    path: storage.Location,
     metadata: Any = None,
     columns: Sequence[str] | None = None,
     row_groups: Sequence[int] | None = None,
@@ -342,7 +340,7 @@ RACY_SECONDS = 2.0
 granularity without its size or time changing: :func:`signature` does not vouch for it."""
 
 
-def signature(path: Path | storage.ObjectPath) -> tuple[object, ...] | None:
+def signature(path: storage.Location) -> tuple[object, ...] | None:
     """What changes whenever the table at ``path`` (absolute) changes, read without opening
     it: for a Lance dataset the names of its version manifests (a new version, even of an
     index, adds one; versions are never rewritten), for a Delta table the names in its log
@@ -365,7 +363,7 @@ def signature(path: Path | storage.ObjectPath) -> tuple[object, ...] | None:
         return ("store", tuple(sorted((n, s.size, s.etag) for n, s in listed.items())))
     lance = is_lance_dataset(path)
     log = not lance and delta.is_delta_table(path)
-    paths: list[Path] = []
+    paths: list[storage.Location] = []
     if lance:
         versions = frozenset(storage.list_dir(path / "_versions"))
     elif log:  # a commit adds a log entry; data files are never rewritten in place

@@ -50,14 +50,19 @@ from typing import Any, TypeAlias
 import pyarrow as pa
 
 PathLike: TypeAlias = "str | os.PathLike[str] | ObjectPath"
+"""Where a file or folder is: a local path (str or os.PathLike) or an ObjectPath."""
+Location: TypeAlias = "Path | ObjectPath"
+"""A resolved location (what :func:`location` returns)."""
 
 __all__ = [
     "ABSENT",
     "CLIENT_OPTIONS",
     "STORE_SCHEMES",
     "ChangedUnderneath",
+    "Location",
     "NewFile",
     "ObjectPath",
+    "PathLike",
     "RangeFile",
     "Requests",
     "Stat",
@@ -201,6 +206,9 @@ class ObjectPath:
         return PurePosixPath(self.key[len(prefix) :])
 
     def as_posix(self) -> str:
+        return str(self)
+
+    def as_uri(self) -> str:
         return str(self)
 
     def exists(self) -> bool:
@@ -537,7 +545,7 @@ class RangeFile:
 
         def get(span: tuple[int, int]) -> bytes:
             # If-Match: bytes of the object as stated, or an error; never another version's
-            options: dict[str, Any] = {"range": (span[0], span[1])}
+            options: Any = {"range": (span[0], span[1])}
             if known.etag:
                 options["if_match"] = known.etag
             try:
@@ -745,7 +753,7 @@ def memory_map(path: PathLike) -> pa.NativeFile:
     return pa.memory_map(str(path))
 
 
-def temporary_for(target: PathLike, name: str) -> Path | ObjectPath:
+def temporary_for(target: PathLike, name: str) -> Path:
     """Where a writer puts the complete new file ``name`` (a name no other writer uses)
     before :func:`publish` makes it ``target``: beside the target locally (a rename is then
     one step), in the local temporary folder for a target on a store (the PUT is the one

@@ -29,7 +29,6 @@ import re
 import threading
 import weakref
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -77,7 +76,7 @@ def quote_string(text: str) -> str:
 _GLOB = re.compile(r"([*?\[])")
 
 
-def quote_path(path: Path) -> str:
+def quote_path(path: storage.Location) -> str:
     """A local file's path as a DuckDB string literal ``read_parquet`` reads as that one file.
 
     DuckDB reads ``*``, ``?`` and ``[...]`` in a path as a glob (``part[1]`` would read
@@ -189,7 +188,7 @@ def _bind_table(
     selection: Selection | None,
     keys: RowKeys | None = None,
 ) -> None:
-    if storage.is_remote(opened.path) and opened.kind == "parquet":
+    if isinstance(opened.path, storage.ObjectPath) and opened.kind == "parquet":
         _read_store(connection, opened.path)
     if opened.kind == "lance":
         # Rows read ahead (here and for Parquet below) are registered as the Arrow table
@@ -221,7 +220,9 @@ def _read_store(connection: duckdb.DuckDBPyConnection, path: storage.ObjectPath)
     options = path.options
     client = {k: v for k, v in options.items() if k in storage.CLIENT_OPTIONS}
     config = {k: v for k, v in options.items() if k not in storage.CLIENT_OPTIONS}
-    filesystem = FsspecStore(path.scheme, config=config, client_options=client)
+    arguments: dict[str, Any] = {"config": config, "client_options": client}
+    make: Any = FsspecStore
+    filesystem = make(path.scheme, **arguments)
     connection.register_filesystem(filesystem)
 
 

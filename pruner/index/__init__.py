@@ -23,7 +23,6 @@ import os
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 from pruner import storage
@@ -160,7 +159,7 @@ def _engine_build(engine: str, registry: dict[str, str] = BUILD_ENGINES) -> Call
 
 
 def build_index(
-    source: str | os.PathLike[str] | storage.ObjectPath,
+    source: storage.PathLike,
     column: str | Sequence[str] | Key,
     *,
     items: int = DEFAULT_ITEMS,
@@ -232,7 +231,7 @@ def build_index(
 
 
 def _build_key(
-    path: Path,
+    path: storage.Location,
     key: Key,
     items: int,
     probability: float,
@@ -255,7 +254,7 @@ def _build_key(
 
 
 def update_index(
-    source: str | os.PathLike[str] | storage.ObjectPath | Any,
+    source: storage.PathLike | Any,
     column: str | Sequence[str] | Key,
     *,
     deleted_share: float = DEFAULT_DELETED_SHARE,
@@ -363,9 +362,7 @@ def _add_segment(
     return updated
 
 
-def _location(
-    source: str | os.PathLike[str] | storage.ObjectPath, options: Mapping[str, str] | None
-) -> Path | storage.ObjectPath:
+def _location(source: storage.PathLike, options: Mapping[str, str] | None) -> storage.Location:
     """Where ``source`` (a path or URI) is; a URI of an unknown scheme is refused."""
     try:
         return storage.location(source, options)
@@ -373,9 +370,7 @@ def _location(
         raise InvalidParameterError(str(err)) from err
 
 
-def _build_from_parquet_filters(
-    path: Path | storage.ObjectPath, column: str, engine: str
-) -> ZoneIndex:
+def _build_from_parquet_filters(path: storage.Location, column: str, engine: str) -> ZoneIndex:
     if is_lance_dataset(path):
         raise InvalidParameterError(
             f"{path} is a Lance dataset: building from Parquet bloom filters needs a directory "
@@ -394,7 +389,7 @@ def _build_from_parquet_filters(
 
 
 def _write_companion(
-    index_file: Path,
+    index_file: storage.Location,
     index: ZoneIndex,
     previous: Coarse | None = None,
     kept: Mapping[int, int] | None = None,

@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 
 from pruner import sbbf, storage
 from pruner.buffers import scratch
-from pruner.discover import open_parquet, parquet_files, read_parquet_file
+from pruner.discover import open_parquet, parquet_names, read_parquet_file
 from pruner.errors import IndexFormatError, IndexNotFoundError, InvalidParameterError
 from pruner.hashing import hash_alike, hash_array, hash_input_width, plain_type
 from pruner.index.fileformat import IndexFileWriter, read_index_file
@@ -307,7 +307,7 @@ def lance_key_files(ds: Any, fragments: list[Any], key: Key) -> list[FragmentFil
 
 
 def read_parquet_fragment(
-    file: str | os.PathLike[str] | storage.ObjectPath | pq.ParquetFile,
+    file: storage.PathLike | pq.ParquetFile,
     fragment_id: int,
     column: str | Key,
     items: int,
@@ -328,7 +328,7 @@ def read_parquet_fragment(
 
 
 def parquet_fragments(
-    directory: str | os.PathLike[str], column: str | Key
+    directory: storage.PathLike, column: str | Key
 ) -> tuple[list[pq.ParquetFile], list[FragmentFile]]:
     """The Parquet files under ``directory``, open and as the index records them (paths
     relative to ``directory``), once ``column`` is known to be indexable and stored with one
@@ -338,7 +338,8 @@ def parquet_fragments(
         raise InvalidParameterError(
             f"{root} is not a directory; pass a directory of Parquet files or a Lance dataset"
         )
-    paths = parquet_files(root)
+    relative = parquet_names(root)
+    paths = [root / name for name in relative]
     if not paths:
         raise InvalidParameterError(f"no *.parquet files under {root}")
     # Identity first, content second: a file replaced in between then fails to match the
@@ -363,7 +364,6 @@ def parquet_fragments(
                     "every file must store the column with one type: rewrite the odd files, "
                     "or keep them in a directory of their own"
                 )
-    relative = [p.relative_to(root).as_posix() for p in paths]
     try:
         if isinstance(column, Key):
             previous = read_index_file(key_index_path(root, column)).files or []
@@ -380,7 +380,7 @@ def parquet_fragments(
 
 
 def build_parquet_index(
-    directory: str | os.PathLike[str],
+    directory: storage.PathLike,
     column: str | Key,
     *,
     items: int = DEFAULT_ITEMS,

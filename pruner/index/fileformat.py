@@ -155,7 +155,7 @@ def _binary_array(filters: np.ndarray) -> pa.Array:
     )
 
 
-def temporary_path(target: Path | storage.ObjectPath) -> Path:
+def temporary_path(target: storage.Location) -> Path:
     """Where a file (or a staging folder) bound for ``target`` is written first: beside it
     (for a target on a store, in the local temporary folder: :func:`storage.temporary_for`),
     named after it, this host and this process (``.<name>.<host>.<pid>.<random>.tmp``), so
@@ -166,13 +166,13 @@ def temporary_path(target: Path | storage.ObjectPath) -> Path:
     return storage.temporary_for(target, name)
 
 
-def remove_leftovers(target: Path | storage.ObjectPath) -> list[Path]:
+def remove_leftovers(target: storage.Location) -> list[storage.Location]:
     """Remove the temporary files and staging folders of ``target`` left by writers on this
     host that are no longer running (killed mid-write); return what was removed. A writer
     elsewhere, or one still running, keeps its own. (A writer to a store leaves nothing
     there: its temporary files are local, and the store holds only complete PUTs.)"""
     prefix, host = f".{target.name}.", socket.gethostname().replace("/", "_")
-    removed: list[Path] = []
+    removed: list[storage.Location] = []
     if storage.is_remote(target):
         return removed
     try:
@@ -216,7 +216,7 @@ class IndexFileWriter:
     writer leaves is removed by the next one (:func:`remove_leftovers`).
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: storage.PathLike) -> None:
         from lance.file import LanceFileWriter
 
         self.target = storage.location(path)
@@ -303,7 +303,7 @@ class IndexFileWriter:
             storage.remove_empty_dir(self.target.parent)
 
 
-def write_index_file(index: ZoneIndex, path: str | os.PathLike[str]) -> int:
+def write_index_file(index: ZoneIndex, path: storage.PathLike) -> int:
     """Write ``index`` as a Lance BLOOMFILTER index file, atomically; return its size."""
     with IndexFileWriter(path) as writer:
         # Zones in file order, in runs of one filter size (filters of several sizes come from
@@ -390,7 +390,7 @@ def _filters_from_column(column: pa.ChunkedArray, where: str) -> list[bytes] | n
 _READ_ATTEMPTS = 5
 
 
-def _stat_identity(path: Path) -> tuple[int, ...] | None:
+def _stat_identity(path: storage.Location) -> tuple[int, ...] | None:
     try:
         stat = storage.stat(path)
     except OSError:
@@ -405,7 +405,7 @@ def arrow_type_from_text(text: str) -> pa.DataType:
     return pa.binary(int(match.group(1))) if match else pa.type_for_alias(text)
 
 
-def read_index_file(path: str | os.PathLike[str], column: str = "") -> ZoneIndex:
+def read_index_file(path: storage.PathLike, column: str = "") -> ZoneIndex:
     """Read a Lance BLOOMFILTER index file, whoever wrote it, validating it fully.
 
     Lance's reader opens the file by name more than once, so a rebuild renaming a new file
@@ -433,7 +433,7 @@ def read_index_file(path: str | os.PathLike[str], column: str = "") -> ZoneIndex
     )
 
 
-def _read_index_file_once(target: Path, column: str) -> ZoneIndex:
+def _read_index_file_once(target: storage.Location, column: str) -> ZoneIndex:
     from lance.file import LanceFileReader
 
     where = f"bloom index file {target}"
@@ -530,7 +530,7 @@ def _read_index_file_once(target: Path, column: str) -> ZoneIndex:
 _ZONE_COLUMNS = ["fragment_id", "zone_start", "zone_length", "has_null"]
 
 
-def read_index_zones(path: str | os.PathLike[str], column: str = "") -> ZoneIndex:
+def read_index_zones(path: storage.PathLike, column: str = "") -> ZoneIndex:
     """The zones of a Lance BLOOMFILTER index file without their filters (a few KiB read, not
     the file), for planning an update. Nothing else is checked: the filters, null rows and
     checksums load and are checked on first use (``plain``: :func:`read_index_file`).

@@ -31,10 +31,8 @@ that changed since is stale, so its fragment is read whole.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
 
@@ -216,12 +214,12 @@ def hash_tuples(columns: Sequence[pa.Array]) -> np.ndarray:
     return hashes
 
 
-def key_index_path(table: str | os.PathLike[str], key: Key) -> Path:
+def key_index_path(table: storage.PathLike, key: Key) -> storage.Location:
     """Where the compound index of ``key`` of the table at ``table`` lives."""
     return storage.location(table) / "_pruner" / key.name / INDEX_FILE_NAME
 
 
-def stored_keys(table: str | os.PathLike[str]) -> list[Key]:
+def stored_keys(table: storage.PathLike) -> list[Key]:
     """The keys of the compound indexes stored with the table, in name order."""
     folder = storage.location(table) / "_pruner"
     if not storage.is_dir(folder):

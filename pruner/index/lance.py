@@ -11,7 +11,6 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -61,7 +60,7 @@ class BloomIndexInfo:
     field_id: int
     fragment_ids: frozenset[int]
     dataset_version: int
-    path: Path
+    path: storage.Location
 
 
 def list_bloom_indexes(dataset: object) -> list[BloomIndexInfo]:
@@ -101,7 +100,7 @@ def commit_lance_index(dataset: object, index: ZoneIndex, name: str | None = Non
     return index_uuid
 
 
-def lance_index_path(ds: Any, index_uuid: str) -> Path:
+def lance_index_path(ds: Any, index_uuid: str) -> storage.Location:
     return storage.dataset_location(ds) / "_indices" / index_uuid / INDEX_FILE_NAME
 
 
@@ -328,7 +327,7 @@ class Segments:
         )
 
     @property
-    def index_files(self) -> list[Path]:
+    def index_files(self) -> list[storage.Location]:
         return [part.hierarchy.index_file for part, _ in self.parts if part.hierarchy is not None]
 
     @property

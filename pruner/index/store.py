@@ -9,8 +9,6 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from urllib.parse import quote
 
 from pruner import storage
@@ -25,9 +23,7 @@ __all__ = ["PARQUET_INDEX_DIR", "assign_fragment_ids", "load_index", "parquet_in
 PARQUET_INDEX_DIR = "_pruner"
 
 
-def parquet_index_path(
-    directory: str | os.PathLike[str] | storage.ObjectPath, column: str
-) -> Path | storage.ObjectPath:
+def parquet_index_path(directory: storage.PathLike, column: str) -> storage.Location:
     """Where the index of ``column`` over a Parquet directory lives."""
     folder = storage.location(directory) / PARQUET_INDEX_DIR
     return folder / quote(column, safe="") / INDEX_FILE_NAME
@@ -47,7 +43,7 @@ def assign_fragment_ids(relative_paths: list[str], previous: list[FragmentFile])
     return ids
 
 
-def load_index(source: str | os.PathLike[str], column: str) -> ZoneIndex:
+def load_index(source: storage.PathLike, column: str) -> ZoneIndex:
     """Load the bloom index of ``column`` stored with a Lance dataset or Parquet directory.
 
     Raises:

@@ -31,7 +31,6 @@ import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -120,14 +119,14 @@ class UpdatePlan:
     old: ZoneIndex | None = None
     files: list[FragmentFile] | None = None  # Parquet: the files as the new index records them
     source: Any = None  # the open Lance dataset, or the Parquet files opened by fragment id
-    root: Path | None = None  # Parquet: the directory
+    root: storage.Location | None = None  # Parquet: the directory
     hierarchy: str = ""  # after the update: why the index has no hierarchy companion ('')
     segment: bool = False
     replaces: list[str] = field(default_factory=list)  # uuids of segments rewritten
     others: list[int] = field(default_factory=list)
     value_type: pa.DataType | None = None  # Parquet: what the new index hashes (ZoneIndex's)
     key: Key | None = None  # a compound key's index (``column`` is then its index's name)
-    location: Path | None = None  # the index file, unless Lance commits it (a column's)
+    location: storage.Location | None = None  # the index file, unless Lance commits it (a column's)
 
     @property
     def target(self) -> str | Key:
@@ -171,7 +170,7 @@ _PATHS = (str, os.PathLike, storage.ObjectPath)
 
 
 def plan_update(
-    source: str | os.PathLike[str] | Any,
+    source: storage.PathLike | Any,
     column: str,
     *,
     deleted_share: float = DEFAULT_DELETED_SHARE,
@@ -309,7 +308,7 @@ def _deletions_to_drop(fragment: Any, old: ZoneIndex, items: int, deleted_share:
     )
 
 
-def _parquet_plan(root: Path, column: str) -> UpdatePlan:
+def _parquet_plan(root: storage.Location, column: str) -> UpdatePlan:
     metas, files = parquet_fragments(root, column)
     location = parquet_index_path(root, column)
     if not storage.exists(location):
@@ -335,7 +334,7 @@ def _parquet_plan(root: Path, column: str) -> UpdatePlan:
 
 
 def key_plan(
-    source: str | os.PathLike[str] | Any,
+    source: storage.PathLike | Any,
     key: Key,
     *,
     deleted_share: float = DEFAULT_DELETED_SHARE,

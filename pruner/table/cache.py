@@ -3,10 +3,8 @@ changed (:func:`as_table`)."""
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TypeAlias
 
 import pyarrow.dataset as pads
@@ -17,7 +15,7 @@ from pruner.errors import InvalidParameterError
 from pruner.table.model import Table
 from pruner.table.opening import open_table
 
-TableSource: TypeAlias = "str | os.PathLike[str] | storage.ObjectPath | pads.Dataset | Table"
+TableSource: TypeAlias = "storage.PathLike | pads.Dataset | Table"
 """What a query's table may be given as: the path or URI of a Lance dataset, a Parquet
 directory or a Parquet file; a ``lance.LanceDataset`` or ``pyarrow.dataset`` of them; or a
 Table."""
@@ -65,7 +63,7 @@ def as_table(source: TableSource) -> Table:
 
 
 _OPENED_TABLES = 64
-_opened: dict[Path | storage.ObjectPath, tuple[tuple[object, ...], Table]] = {}
+_opened: dict[storage.Location, tuple[tuple[object, ...], Table]] = {}
 _opened_lock = threading.Lock()
 
 

@@ -7,7 +7,6 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -101,7 +100,7 @@ class Table:
 
     def __init__(
         self,
-        path: Path,
+        path: storage.Location,
         kind: str,
         schema: pa.Schema,
         fragment_rows: dict[int, int],

@@ -27,7 +27,7 @@ from pruner.table.model import Table
 
 
 def open_table(
-    source: str | os.PathLike[str] | storage.ObjectPath | pads.Dataset,
+    source: storage.PathLike | pads.Dataset,
     version: int | None = None,
     storage_options: Mapping[str, str] | None = None,
 ) -> Table:
@@ -98,16 +98,14 @@ def open_table(
     return _parquet_table(path, path, found)
 
 
-def _location(
-    source: str | os.PathLike[str] | storage.ObjectPath, options: Mapping[str, str] | None
-) -> Path | storage.ObjectPath:
+def _location(source: storage.PathLike, options: Mapping[str, str] | None) -> storage.Location:
     try:
         return storage.location(source, options).absolute()
     except ValueError as err:
         raise InvalidParameterError(str(err)) from err
 
 
-def _lance_table(path: Path | storage.ObjectPath, dataset: Any) -> Table:
+def _lance_table(path: storage.Location, dataset: Any) -> Table:
     rows = {f.fragment_id: f.physical_rows for f in dataset.get_fragments()}
     return Table(path, "lance", dataset.schema, rows, dataset=dataset)
 
@@ -140,9 +138,7 @@ def _open_dataset(source: pads.Dataset, version: int | None) -> Table:
     )
 
 
-def _parquet_table(
-    path: Path | storage.ObjectPath, root: Path | storage.ObjectPath, found: list[str]
-) -> Table:
+def _parquet_table(path: storage.Location, root: storage.Location, found: list[str]) -> Table:
     """The Parquet files ``found`` (paths relative to ``root``) as one table at ``path``.
 
     A file whose Parquet schema and key-value metadata equal the first file's has its

@@ -27,7 +27,9 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
+from pruner import storage
 from pruner.adapters.sources import lance_fragment_batches
+from pruner.discover import open_parquet
 from pruner.errors import InvalidParameterError
 from pruner.explain import explain
 from pruner.reads import parquet_parts
@@ -99,13 +101,18 @@ class PrunerDataSource(DataSource):
         return _Reader(dict(self.options), schema)
 
 
+STORE_OPTIONS = "pruner.secret.storage_options"
+"""The option carrying a table's store options (JSON) to Spark's Python workers: its name
+says "secret", so Spark redacts its value in plans and its UI (``spark.redaction.regex``)."""
+
+
 def _open(options: Mapping[str, str]) -> Table:
     path = options.get("path")
     if not path:
         raise InvalidParameterError(
             'the pruner data source needs a path: spark.read.format("pruner").load(PATH)'
         )
-    if not os.path.isabs(path):
+    if not storage.is_remote(storage.location(path)) and not os.path.isabs(path):
         # Spark opens a Python data source in its Python worker, whose working directory is
         # not the caller's: a relative path would name another place, or nothing.
         raise InvalidParameterError(
@@ -113,7 +120,9 @@ def _open(options: Mapping[str, str]) -> Table:
             "in its Python worker, not in your process; pass os.path.abspath(path)"
         )
     version = options.get("version")
-    return open_table(path, None if version is None else int(version))
+    stored = options.get(STORE_OPTIONS)
+    store_options = json.loads(stored) if stored else None
+    return open_table(path, None if version is None else int(version), store_options)
 
 
 class _Reader(DataSourceReader):
@@ -225,8 +234,12 @@ def _pushed_selection(table: Table, pushed: list[tuple[str, str, list[object]]])
 
 
 def _parquet_batches(table: Table, partition: ZonePartition) -> Iterator[pa.RecordBatch]:
-    import pyarrow.parquet as pq
-
     file = (table.files or {})[partition.fragment_id]
     groups = None if partition.row_groups is None else list(partition.row_groups)
-    yield from pq.ParquetFile(file.path).iter_batches(row_groups=groups)
+    # the file as opened on the driver (on a store, its chunks fetched at once, each GET
+    # conditional on that ETag); rows of a file replaced since fail, never mix in
+    if storage.is_remote(file.path):
+        opened = open_parquet(file.path, file.metadata, None, groups, known=file.as_opened())
+    else:  # the file as it is now (its footer parsed again)
+        opened = open_parquet(file.path)
+    yield from opened.iter_batches(row_groups=groups)

@@ -14,7 +14,8 @@ from collections.abc import Mapping
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
-from pruner.adapters.spark.datasource import register_source
+from pruner import storage
+from pruner.adapters.spark.datasource import STORE_OPTIONS, register_source
 from pruner.adapters.spark.runtime import session
 from pruner.discover import hive_partitioned
 from pruner.errors import InvalidParameterError
@@ -51,7 +52,12 @@ files than the one named (``part[1]`` is ``part1``), or refuse the path."""
 
 
 def _frame(spark: SparkSession, table: Table, selection: Selection | None) -> DataFrame:
-    if table.kind == "parquet" and not _HADOOP_SPECIAL.intersection(str(table.path.absolute())):
+    remote = storage.is_remote(table.path)
+    if (
+        table.kind == "parquet"
+        and not remote
+        and not _HADOOP_SPECIAL.intersection(str(table.path.absolute()))
+    ):
         # Files storing a column at other integer widths are read all together, as Spark
         # alone reads them (a subset could settle on another type).
         parts = parquet_parts(table, None if table.widened else selection)
@@ -75,8 +81,13 @@ def _frame(spark: SparkSession, table: Table, selection: Selection | None) -> Da
         if not parts:
             return reader.parquet(str(files[min(files)].path.absolute())).limit(0)
         return reader.parquet(*(str(part.file.path.absolute()) for part in parts))
-    # Lance, and Parquet under a path Hadoop cannot name: pruner's own data source.
+    # Lance, Parquet under a path Hadoop cannot name, and any table on an object store
+    # (Spark's s3a:// needs jars pyspark does not ship): pruner's own data source, whose
+    # tasks read their ranges from the store through pruner's storage layer.
     reader = spark.read.format("pruner").option("path", str(table.path.absolute()))
+    if remote and storage.lance_options(table.path):
+        # Spark redacts the values of options whose name says "secret" in its plans and UI
+        reader = reader.option(STORE_OPTIONS, json.dumps(storage.lance_options(table.path)))
     if table.kind == "lance":
         reader = reader.option("version", str(table.dataset.version))
     if selection is None:

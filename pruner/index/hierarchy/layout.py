@@ -5,8 +5,6 @@ of its pieces, and the block-major order of its filters (the format is described
 from __future__ import annotations
 
 import functools
-import os
-from pathlib import Path
 
 import numpy as np
 import xxhash
@@ -27,11 +25,11 @@ _DATASET_CHUNK = 1024
 per 32-byte block cost the build more than the rest of the companion."""
 
 
-def companion_path(index_file: str | os.PathLike[str]) -> Path:
+def companion_path(index_file: storage.PathLike) -> storage.Location:
     return storage.location(index_file).with_name(COMPANION_NAME)
 
 
-def _fingerprint(index_file: Path) -> tuple[int, str]:
+def _fingerprint(index_file: storage.Location) -> tuple[int, str]:
     with storage.RangeFile(index_file) as handle:
         size = handle.file_stat().size
         tail = handle.read(max(0, size - _TAIL_BYTES), _TAIL_BYTES)

@@ -4,11 +4,9 @@
 from __future__ import annotations
 
 import json
-import os
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import xxhash
@@ -92,7 +90,7 @@ class Hierarchy:
         HierarchyUnusable: missing, stale (its index file changed) or damaged.
     """
 
-    def __init__(self, index_file: str | os.PathLike[str]) -> None:
+    def __init__(self, index_file: storage.PathLike) -> None:
         self.index_file = storage.location(index_file)
         self.path = companion_path(index_file)
         self.bytes_read = 0
@@ -111,7 +109,7 @@ class Hierarchy:
             raise
 
     @property
-    def index_files(self) -> list[Path]:
+    def index_files(self) -> list[storage.Location]:
         """The index file this companion derives from (a list, as for several segments)."""
         return [self.index_file]
 
@@ -452,7 +450,7 @@ class Hierarchy:
         return kept[value[pair[hits]]].astype(np.int64), zone[hits].astype(np.int64), touched
 
 
-def open_index(index_file: str | os.PathLike[str], column: str = "") -> ZoneIndex:
+def open_index(index_file: storage.PathLike, column: str = "") -> ZoneIndex:
     """The index in ``index_file`` for probing: through its companion when it has a usable
     one (nothing but the companion's zones read now), else read whole, with the reason in
     ``hierarchy_note``.

@@ -4,11 +4,9 @@
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -184,7 +182,7 @@ def _dataset_filter(runs: list[np.ndarray], num_bytes: int) -> np.ndarray:
 
 
 def write_hierarchy(
-    index_file: str | os.PathLike[str],
+    index_file: storage.PathLike,
     *,
     column: str,
     items: int,
@@ -199,7 +197,7 @@ def write_hierarchy(
     previous: Coarse | None = None,
     kept: Mapping[int, int] | None = None,
     value_type: pa.DataType | None = None,
-) -> Path | str:
+) -> storage.Location | str:
     """Write the companion of ``index_file`` (already written) atomically beside it; or
     say why it can have none.
 
@@ -333,12 +331,12 @@ def _write_at(output: storage.NewFile, data: np.ndarray, offset: int) -> None:
 
 
 def write_hierarchy_of(
-    index_file: str | os.PathLike[str],
+    index_file: storage.PathLike,
     index: ZoneIndex,
     fresh: Mapping[int, FragmentCoarse],
     previous: Coarse | None = None,
     kept: Mapping[int, int] | None = None,
-) -> Path | str:
+) -> storage.Location | str:
     """The companion of ``index`` (just written to ``index_file``), or why the index cannot
     have one (filters of several sizes; fragments whose values are unknown)."""
     if not isinstance(index.filter_data, np.ndarray):

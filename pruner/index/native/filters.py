@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -71,8 +70,8 @@ class NativeFilters:
         self._bitset = np.array([c.bitset for c in found], np.int64)  # type: ignore[union-attr]
         self._blocks = np.array([c.size // _BLOCK for c in found], np.uint64)  # type: ignore[union-attr]
         # The usable zones of each file, as positions into the arrays above.
-        members: dict[Path, list[int]] = {}
-        owners: dict[Path, ParquetFile] = {}
+        members: dict[storage.Location, list[int]] = {}
+        owners: dict[storage.Location, ParquetFile] = {}
         for position, chunk in enumerate(found):
             assert chunk is not None
             members.setdefault(chunk.file.path, []).append(position)

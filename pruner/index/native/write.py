@@ -3,7 +3,6 @@ from such files' filters."""
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import pyarrow as pa
@@ -17,7 +16,7 @@ from pruner.index.native.filters import native_index
 
 def write_parquet(
     table: pa.Table,
-    path: str | os.PathLike[str],
+    path: storage.PathLike,
     columns: list[str],
     *,
     items: int = 8192,
@@ -61,7 +60,7 @@ def write_parquet(
     )
 
 
-def index_from_filters(directory: str | os.PathLike[str], column: str) -> ZoneIndex:
+def index_from_filters(directory: storage.PathLike, column: str) -> ZoneIndex:
     """A pruner index of ``column`` over a Parquet directory, made from its files' own
     filters without reading any data: one zone per row group, its filter the file's bitset
     (a row group without a usable one gets a filter no probe rules out). The index records
