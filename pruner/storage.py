@@ -59,6 +59,7 @@ __all__ = [
     "CLIENT_OPTIONS",
     "STORE_SCHEMES",
     "ChangedUnderneath",
+    "Listing",
     "Location",
     "NewFile",
     "ObjectPath",
@@ -68,6 +69,7 @@ __all__ = [
     "Stat",
     "arrow_input",
     "arrow_output",
+    "current_listing",
     "dataset_location",
     "exists",
     "input_stat",
@@ -77,6 +79,9 @@ __all__ = [
     "lance_options",
     "list_dir",
     "list_stats",
+    "listed",
+    "listing",
+    "local_copy",
     "location",
     "make_dirs",
     "memory_map",
@@ -390,8 +395,78 @@ class Stat:
         )
 
 
+class Listing:
+    """Every object under a folder of a store, from one LIST: while it is :func:`listed`,
+    what is asked of a location under the folder (its stat, whether it is a file or a
+    folder, what a folder holds) is answered from it instead of a request each.
+
+    Opening a table asks a dozen such questions (is it a Lance dataset, a Delta table, which
+    Parquet files, which index files and their sizes): on a store each is a round trip of
+    10-100 ms, where the one LIST that says the table's signature answers them all."""
+
+    def __init__(self, root: ObjectPath, objects: Mapping[str, Stat]) -> None:
+        self.root = root
+        self.objects = dict(objects)  # key relative to root -> Stat
+
+    def relative(self, path: object) -> str | None:
+        """``path``'s key relative to the root, when the listing covers it ('' for the
+        root itself); None when it does not."""
+        if not isinstance(path, ObjectPath) or path.bucket != self.root.bucket:
+            return None
+        if path.scheme != self.root.scheme or path._options != self.root._options:
+            return None
+        if path.key == self.root.key:
+            return ""
+        prefix = self.root.key + "/" if self.root.key else ""
+        return path.key[len(prefix) :] if path.key.startswith(prefix) else None
+
+    def under(self, relative: str) -> Iterator[tuple[str, Stat]]:
+        """The objects under the folder ``relative`` ('' the root), keys relative to it."""
+        prefix = relative + "/" if relative else ""
+        for key, found in self.objects.items():
+            if key.startswith(prefix):
+                yield key[len(prefix) :], found
+
+
+def listing(root: ObjectPath) -> Listing:
+    """Every object under the folder ``root``, from one LIST (a page per 1,000 objects)."""
+    return Listing(root, dict(_walk_objects(root, ())))
+
+
+_listed = threading.local()
+
+
+@contextlib.contextmanager
+def listed(found: Listing | None) -> Iterator[None]:
+    """Answer questions about locations under ``found.root`` from ``found`` in this thread
+    while the block runs (nothing changes when ``found`` is None)."""
+    stack = _listed.__dict__.setdefault("stack", [])
+    if found is not None:
+        stack.append(found)
+    try:
+        yield
+    finally:
+        if found is not None:
+            stack.pop()
+
+
+def current_listing(path: object) -> Listing | None:
+    """The :func:`listed` listing of exactly the folder ``path`` in this thread, if any."""
+    covered = _covering(path)
+    return covered[0] if covered is not None and covered[1] == "" else None
+
+
+def _covering(path: object) -> tuple[Listing, str] | None:
+    for found in reversed(getattr(_listed, "stack", ())):
+        relative = found.relative(path)
+        if relative is not None:
+            return found, relative
+    return None
+
+
 def stat(path: PathLike) -> Stat:
-    """The file's :class:`Stat` (one HEAD on a store).
+    """The file's :class:`Stat` (one HEAD on a store, unless a :func:`listed` listing
+    covers it).
 
     Raises:
         OSError: the file cannot be stated (FileNotFoundError when it is gone).
@@ -399,6 +474,12 @@ def stat(path: PathLike) -> Stat:
     if isinstance(path, ObjectPath):
         import obstore
 
+        covered = _covering(path)
+        if covered is not None and covered[1]:
+            found = covered[0].objects.get(covered[1])
+            if found is None:
+                raise FileNotFoundError(f"{path} does not exist on its store")
+            return found
         requests.add(1, 0)
         return Stat.of_object(_call(path, obstore.head, path.key))
     return Stat.of(os.stat(path))
@@ -415,6 +496,9 @@ def is_dir(path: PathLike) -> bool:
     if isinstance(path, ObjectPath):
         import obstore
 
+        covered = _covering(path)
+        if covered is not None:
+            return any(True for _ in covered[0].under(covered[1]))
         requests.add(1, 0)
         prefix = path.key + "/" if path.key else ""
         stream = _call(path, obstore.list, prefix, chunk_size=1)
@@ -444,11 +528,15 @@ def list_dir(path: PathLike) -> list[str]:
     if isinstance(path, ObjectPath):
         import obstore
 
-        requests.add(1, 0)
-        prefix = path.key + "/" if path.key else ""
-        listed = _call(path, obstore.list_with_delimiter, prefix or None)
-        names = [p.rstrip("/").rsplit("/", 1)[-1] for p in listed["common_prefixes"]]
-        names += [o["path"].rsplit("/", 1)[-1] for o in listed["objects"]]
+        covered = _covering(path)
+        if covered is not None:
+            names = list({key.split("/", 1)[0] for key, _ in covered[0].under(covered[1])})
+        else:
+            requests.add(1, 0)
+            prefix = path.key + "/" if path.key else ""
+            found = _call(path, obstore.list_with_delimiter, prefix or None)
+            names = [p.rstrip("/").rsplit("/", 1)[-1] for p in found["common_prefixes"]]
+            names += [o["path"].rsplit("/", 1)[-1] for o in found["objects"]]
         if not names:
             raise FileNotFoundError(f"{path} holds nothing on its store")
         return names
@@ -466,6 +554,12 @@ def list_stats(directory: PathLike, hidden: tuple[str, ...] = ("_", ".")) -> dic
 def _walk_objects(directory: ObjectPath, hidden: tuple[str, ...]) -> Iterator[tuple[str, Stat]]:
     import obstore
 
+    covered = _covering(directory)
+    if covered is not None:
+        for relative, found in sorted(covered[0].under(covered[1])):
+            if not any(part.startswith(hidden) for part in relative.split("/")):
+                yield relative, found
+        return
     prefix = directory.key + "/" if directory.key else ""
     pages = 0
     try:
@@ -751,6 +845,38 @@ def memory_map(path: PathLike) -> pa.NativeFile:
         requests.add(1, len(data))
         return pa.BufferReader(data)
     return pa.memory_map(str(path))
+
+
+@contextlib.contextmanager
+def local_copy(path: PathLike) -> Iterator[Path]:
+    """``path`` as a local file for a library that reads only local files (a local path as
+    it is; an object downloaded whole, in one GET, to a temporary file removed after).
+
+    pylance's ``LanceFileReader`` over ``s3://`` hung in ``read_global_buffer`` (pylance
+    14.0.2 against moto), so pruner's full reads of an index file on a store go through a
+    local copy; its probes read the companion by ranges instead.
+
+    Raises:
+        OSError: the object cannot be read.
+    """
+    if not isinstance(path, ObjectPath):
+        yield Path(path)
+        return
+    import obstore
+
+    result = _call(path, obstore.get, path.key)
+    try:
+        data = bytes(result.bytes())
+    except Exception as err:
+        raise _object_error(path, err) from err
+    requests.add(1, len(data))
+    handle, name = tempfile.mkstemp(prefix="pruner-", suffix="-" + path.name)
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+        yield Path(name)
+    finally:
+        Path(name).unlink(missing_ok=True)
 
 
 def temporary_for(target: PathLike, name: str) -> Path:

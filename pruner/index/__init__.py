@@ -114,6 +114,7 @@ __all__ = [
     "ProgressCallback",
     "UpdatePlan",
     "ZoneIndex",
+    "apply_update",
     "build_index",
     "build_lance_index",
     "build_parquet_index",
@@ -298,13 +299,30 @@ def update_index(
         plan = plan_update(source, column, deleted_share=deleted_share)
     else:
         plan = key_plan(source, Key.of(column), deleted_share=deleted_share)
+    return apply_update(plan, progress=progress, engine=engine, spark=spark, threads=threads)
+
+
+def apply_update(
+    plan: UpdatePlan,
+    *,
+    progress: ProgressCallback | None = None,
+    engine: str = "local",
+    spark: Any = None,
+    threads: int | None = None,
+) -> tuple[ZoneIndex, UpdatePlan]:
+    """Carry out ``plan`` (:func:`pruner.index.update.plan_update` or
+    :func:`~pruner.index.update.key_plan`), as :func:`update_index` does.
+
+    Raises:
+        storage.ChangedUnderneath: on an object store, the index changed since ``plan``
+            read it (another writer updated it first): plan again.
+    """
     assert plan.old is not None
     if plan.current:
         return plan.old, plan
     if plan.old.value_encoding == "parquet":
-        return _build_from_parquet_filters(
-            _location(source, storage_options), plan.column, "local"
-        ), plan
+        assert plan.root is not None
+        return _build_from_parquet_filters(plan.root, plan.column, "local"), plan
     wanted = plan.to_index()
     if engine in UPDATE_ENGINES:
         built = _engine_build(engine, UPDATE_ENGINES)(plan, wanted, spark=spark)
@@ -327,6 +345,7 @@ def update_index(
         commit_index_file(ds, index, index_uuid, size, None)
         return index, plan
     with IndexFileWriter(plan.location) as sink:
+        sink.expected = plan.location_stat  # on a store: compare-and-swap on what plan read
         index = assemble(plan.column, plan.items, plan.probability, rows, total, progress, sink)
         index.files, index.value_type = plan.files, plan.value_type
         if plan.key is not None:

@@ -434,12 +434,22 @@ def read_index_file(path: storage.PathLike, column: str = "") -> ZoneIndex:
 
 
 def _read_index_file_once(target: storage.Location, column: str) -> ZoneIndex:
-    from lance.file import LanceFileReader
-
     where = f"bloom index file {target}"
     if not storage.is_file(target):
         kind = "a directory" if storage.is_dir(target) else "missing"
         raise IndexFormatError(f"{where} is {kind}; rebuild the index with `pruner index build`")
+    try:
+        with storage.local_copy(target) as local:
+            return _read_local_index_file(local, where, column)
+    except OSError as err:
+        if isinstance(err, FileNotFoundError) or not storage.is_remote(target):
+            raise
+        raise IndexFormatError(f"{where} cannot be read ({err})") from err
+
+
+def _read_local_index_file(target: Path, where: str, column: str) -> ZoneIndex:
+    from lance.file import LanceFileReader
+
     with storage.RangeFile(target) as handle:
         size = handle.file_stat().size
         tail = handle.read(max(0, size - len(_LANCE_MAGIC)), len(_LANCE_MAGIC))
@@ -543,7 +553,8 @@ def read_index_zones(path: storage.PathLike, column: str = "") -> ZoneIndex:
     target = storage.location(path)
     where = f"bloom index file {target}"
     try:
-        table = LanceFileReader(str(target), columns=_ZONE_COLUMNS).read_all().to_table()
+        with storage.local_copy(target) as local:
+            table = LanceFileReader(str(local), columns=_ZONE_COLUMNS).read_all().to_table()
     except BaseException as err:
         if not _is_lance_failure(err) and not isinstance(err, OSError):
             raise

@@ -127,6 +127,9 @@ class UpdatePlan:
     value_type: pa.DataType | None = None  # Parquet: what the new index hashes (ZoneIndex's)
     key: Key | None = None  # a compound key's index (``column`` is then its index's name)
     location: storage.Location | None = None  # the index file, unless Lance commits it (a column's)
+    # On an object store, the index object as the plan read it: the update's PUT replaces
+    # exactly that object (compare-and-swap on its ETag), or fails.
+    location_stat: storage.Stat | None = None
 
     @property
     def target(self) -> str | Key:
@@ -316,6 +319,7 @@ def _parquet_plan(root: storage.Location, column: str) -> UpdatePlan:
             f"no bloom index on column {column!r} in Parquet directory {root} to update; "
             f"build one with `pruner index build {root} --column {column}`"
         )
+    stat = storage.stat(location) if storage.is_remote(location) else None
     old = read_index_file(location, column)
     plan = UpdatePlan(
         column,
@@ -326,6 +330,7 @@ def _parquet_plan(root: storage.Location, column: str) -> UpdatePlan:
         files=files,
         root=root,
         location=location,
+        location_stat=stat,
     )
     plan.value_type = parquet_index_value_type(metas[0], column) if metas else None
     plan.source = dict(zip([f.fragment_id for f in files], metas, strict=True))

@@ -46,20 +46,46 @@ def as_table(source: TableSource) -> Table:
         path = storage.location(source).absolute()
     except ValueError as err:
         raise InvalidParameterError(str(err)) from err
-    before = signature(path)
-    if before is not None:
-        with _opened_lock:
-            known = _opened.get(path)
-        if known is not None and known[0] == before:
-            return known[1]
-    table = open_table(path)
-    if before is not None and signature(path) == before:  # nothing changed while opening
+    found = _listing(path)
+    with storage.listed(found):
+        before = signature(path)
+        if before is not None:
+            with _opened_lock:
+                known = _opened.get(path)
+            if known is not None and known[0] == before:
+                return known[1]
+        table = open_table(path)
+    if before is not None and _unchanged(table, before, found):  # nothing changed meanwhile
         with _opened_lock:
             _opened.pop(path, None)
             _opened[path] = (before, table)
             while len(_opened) > _OPENED_TABLES:
                 del _opened[next(iter(_opened))]
     return table
+
+
+def _listing(path: storage.Location) -> storage.Listing | None:
+    """On a store, every object under ``path`` from one LIST: the table's signature, and
+    the answers to what opening it asks (storage.listed)."""
+    if not isinstance(path, storage.ObjectPath):
+        return None
+    try:
+        return storage.listing(path)
+    except OSError:
+        return None
+
+
+def _unchanged(table: Table, before: tuple[object, ...], found: storage.Listing | None) -> bool:
+    """Did the table stay as its signature ``before`` says while it was opened? Locally its
+    signature is taken again; on a store each file's ETag as read is compared with the
+    listing's (a second LIST would cost a round trip)."""
+    if found is None:
+        return signature(table.path) == before
+    listed = found.objects
+    return all(
+        file.relative in listed and file.identity.etag == listed[file.relative].etag
+        for file in (table.files or {}).values()
+    )
 
 
 _OPENED_TABLES = 64

@@ -129,6 +129,9 @@ class Table:
         self.widened = widened
         # A Delta table's version, whose live files ``files`` are (None: not a Delta table).
         self.delta_version: int | None = None
+        # On an object store, every object under the table as listed when it was opened:
+        # where its indexes are and what they are (storage.listed), without a request each.
+        self.listing: storage.Listing | None = None
         self._indexes: dict[str, TableIndex | None] = {}
         self._indexed_columns: list[str] | None = None
         self._keys: list[Key] | None = None
@@ -176,21 +179,18 @@ class Table:
     def _objects_unchanged(self, files: dict[int, ParquetFile]) -> bool:
         """:meth:`files_unchanged` on an object store: one LIST (with every object's size
         and ETag), compared with the files as opened."""
+        by_name = {file.relative: file for file in files.values()}
         try:
-            if self.delta_version is None and storage.is_file(self.path):
-                listed = {self.path.name: storage.stat(self.path)}
-                root_files = {file.relative: file for file in files.values()}
+            if len(files) == 1 and next(iter(files.values())).path == self.path:
+                listed = {self.path.name: storage.stat(self.path)}  # a table of one file
             else:
                 listed = storage.list_stats(self.path)
                 listed = {name: st for name, st in listed.items() if name.endswith(".parquet")}
-                root_files = {file.relative: file for file in files.values()}
         except OSError:
             return False
-        if self.delta_version is None and sorted(listed) != sorted(root_files):
+        if sorted(listed) != sorted(by_name):
             return False
-        return all(
-            name in listed and file.unchanged(listed[name]) for name, file in root_files.items()
-        )
+        return all(file.unchanged(listed[name]) for name, file in by_name.items())
 
     def whole(self) -> Selection:
         if self._whole is None:
@@ -209,7 +209,7 @@ class Table:
         Raises:
             IndexFormatError: the index exists but is damaged.
         """
-        with self._lock:
+        with self._lock, storage.listed(self.listing):
             if column not in self._indexes:
                 self._indexes[column] = self._load(column)
             return self._indexes[column]
@@ -239,6 +239,10 @@ class Table:
         return None
 
     def indexed_columns(self) -> list[str]:
+        with storage.listed(self.listing):
+            return self._list_indexed_columns()
+
+    def _list_indexed_columns(self) -> list[str]:
         if self._indexed_columns is None:
             if self.kind == "lance":
                 found = sorted({info.column for info in list_bloom_indexes(self.dataset)})
@@ -393,12 +397,13 @@ class Table:
     def compound_keys(self) -> list[Key]:
         """The compound keys indexed for this table (:mod:`pruner.index.keys`)."""
         if self._keys is None:
-            self._keys = stored_keys(self.path) if storage.is_dir(self.path) else []
+            with storage.listed(self.listing):
+                self._keys = stored_keys(self.path) if storage.is_dir(self.path) else []
         return self._keys
 
     def key_index(self, key: Key) -> TableIndex | str:
         """The bound compound index of ``key``, or why it cannot be used."""
-        with self._lock:
+        with self._lock, storage.listed(self.listing):
             if key not in self._key_indexes:
                 self._key_indexes[key] = self._load_key(key)
             return self._key_indexes[key]

@@ -43,6 +43,16 @@ def open_table(
     if isinstance(source, pads.Dataset):
         return _open_dataset(source, version)
     path = _location(source, storage_options)
+    found = storage.current_listing(path)
+    if found is None and isinstance(path, storage.ObjectPath):
+        found = storage.listing(path)  # one LIST answers what opening asks (storage.listed)
+    with storage.listed(found):
+        table = _open_path(path, version)
+    table.listing = found
+    return table
+
+
+def _open_path(path: storage.Location, version: int | None) -> Table:
     if is_lance_dataset(path):
         import lance
 
