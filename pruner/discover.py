@@ -84,15 +84,31 @@ def table_format(directory: storage.Location) -> tuple[str, storage.Location] | 
     every ``*.parquet`` under the folder is not the table.
     """
     directory = directory.absolute()
-    for folder in (directory, *directory.parents):
-        if storage.is_dir(folder / "_delta_log"):
+    folders = [directory, *directory.parents]
+    logs: list[bool] | None = None
+    metadata: list[list[str]] | None = None
+    if storage.is_remote(directory):
+        # each folder's question is a request on a store: all of them asked at once
+        logs = storage.gather([lambda f=f: storage.is_dir(f / "_delta_log") for f in folders])
+        metadata = storage.gather([lambda f=f: _metadata_names(f) for f in folders])
+    for i, folder in enumerate(folders):
+        if logs[i] if logs is not None else storage.is_dir(folder / "_delta_log"):
             return "delta", folder
-        metadata = folder / "metadata"
-        if storage.is_dir(metadata) and any(
-            name.endswith(".metadata.json") for name in storage.list_dir(metadata)
-        ):
+        names = metadata[i] if metadata is not None else _metadata_names(folder)
+        if any(name.endswith(".metadata.json") for name in names):
             return "iceberg", folder
     return None
+
+
+def _metadata_names(folder: storage.Location) -> list[str]:
+    """What ``folder``'s ``metadata`` folder holds (nothing when there is none)."""
+    metadata = folder / "metadata"
+    if storage.is_remote(folder):
+        try:
+            return storage.list_dir(metadata)
+        except FileNotFoundError:
+            return []
+    return storage.list_dir(metadata) if storage.is_dir(metadata) else []
 
 
 _FORMAT_NAMES = {

@@ -12,10 +12,12 @@ t: 1 of 3 zones, 8,192 of 20,000 rows, 1 of 1 fragments
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from pruner import storage
 from pruner.analysis.model import Analysis, Scan
 from pruner.analyzer import analyze, names_table
 from pruner.errors import SqlSyntaxError
@@ -37,6 +39,9 @@ class Explanation:
     dialect: str
     scans: tuple[ScanSelection, ...]
     inner_joins_only: bool = False  # see pruner.analysis.model.Analysis
+    # For tables on an object store: the requests and bytes pruner's planning read of the
+    # stores (opening the tables, probing their indexes), None when no table is on one.
+    store_reads: tuple[int, int] | None = None
 
     def selections(self) -> dict[str, Selection]:
         """Per table name, the rows an engine must read (the union over its scans)."""
@@ -47,9 +52,10 @@ class Explanation:
         return table_keys(list(self.scans))
 
     def to_json(self) -> dict[str, object]:
-        return {
-            "sql": self.sql,
-            "dialect": self.dialect,
+        found: dict[str, object] = {"sql": self.sql, "dialect": self.dialect}
+        if self.store_reads is not None:
+            found["store_requests"], found["store_bytes_read"] = self.store_reads
+        return found | {
             "scans": [
                 {
                     "name": s.scan.table,
@@ -105,6 +111,12 @@ class Explanation:
                 lines.append(f"  {term.term}: {detail}")
             if not s.terms:
                 lines.append("  no condition on this table: read whole")
+        if self.store_reads is not None:
+            requests, read = self.store_reads
+            lines.append(
+                f"object store: {requests:,} requests, {read:,} bytes read to plan (opening "
+                "the tables, probing their indexes)"
+            )
         return "\n".join(lines)
 
 
@@ -164,7 +176,14 @@ def explain(
         dialect: ``duckdb`` (default), ``spark`` or ``datafusion``.
         parameters: values for ``?`` / ``$n`` / ``:name`` placeholders.
     """
-    return explain_opened(sql, open_tables(tables), dialect=dialect, parameters=parameters)
+    before = storage.requests.snapshot()
+    opened = open_tables(tables)
+    found = explain_opened(sql, opened, dialect=dialect, parameters=parameters)
+    if not any(storage.is_remote(table.path) for table in opened.values()):
+        return found
+    after = storage.requests.snapshot()
+    reads = (after[0] - before[0], after[1] - before[1])
+    return dataclasses.replace(found, store_reads=reads)
 
 
 def explain_opened(

@@ -72,6 +72,7 @@ __all__ = [
     "current_listing",
     "dataset_location",
     "exists",
+    "gather",
     "input_stat",
     "is_dir",
     "is_file",
@@ -699,6 +700,28 @@ _COALESCE_GAP = 1 << 20
 ``get_ranges`` joins them the same way): a round trip costs more than the bytes between."""
 
 _FETCHERS = ThreadPoolExecutor(16, thread_name_prefix="pruner-object-get")
+
+_ASKERS = ThreadPoolExecutor(8, thread_name_prefix="pruner-object-ask")
+
+
+def gather(calls: list[Any]) -> list[Any]:
+    """The results of ``calls`` (functions of no argument, each a request or a few to a
+    store), run side by side: independent requests cost one round trip together. Any
+    exception of a call is raised."""
+    if len(calls) <= 1:
+        return [call() for call in calls]
+    stack = list(getattr(_listed, "stack", ()))  # the caller's listings hold for the calls
+
+    def run(call: Any) -> Any:
+        _listed.stack = list(stack)
+        try:
+            return call()
+        finally:
+            _listed.stack = []
+
+    return list(_ASKERS.map(run, calls))
+
+
 """Sends the requests of one :meth:`RangeFile.read_ranges` side by side (obstore releases
 the GIL while it waits): a read of several ranges costs one round trip, not one each."""
 
