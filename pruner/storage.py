@@ -309,7 +309,10 @@ def _store_of(scheme: str, bucket: str, options: tuple[tuple[str, str], ...]) ->
 
             config = {k: v for k, v in options if k not in CLIENT_OPTIONS}
             client = {k: v for k, v in options if k in CLIENT_OPTIONS}
+            # only what was given: an empty argument would override what obstore takes
+            # from the environment (AWS_ALLOW_HTTP, say)
             arguments: dict[str, Any] = {"config": config, "client_options": client}
+            arguments = {name: value for name, value in arguments.items() if value}
             try:
                 found = from_url(f"{scheme}://{bucket}", **arguments)
             except BaseException as err:  # obstore panics on an unknown option name

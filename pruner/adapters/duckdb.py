@@ -221,6 +221,7 @@ def _read_store(connection: duckdb.DuckDBPyConnection, path: storage.ObjectPath)
     client = {k: v for k, v in options.items() if k in storage.CLIENT_OPTIONS}
     config = {k: v for k, v in options.items() if k not in storage.CLIENT_OPTIONS}
     arguments: dict[str, Any] = {"config": config, "client_options": client}
+    arguments = {name: value for name, value in arguments.items() if value}  # else: AWS_*
     make: Any = FsspecStore
     filesystem = make(path.scheme, **arguments)
     connection.register_filesystem(filesystem)
