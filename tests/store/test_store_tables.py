@@ -336,3 +336,27 @@ def test_explain_reports_what_planning_read_of_the_store(
     assert payload["store_bytes_read"] == explanation.store_reads[1]
     local = _parquet_dir(tmp_path / "local", _data(10, 4_000))
     assert pruner.explain("SELECT * FROM t WHERE id = 1", {"t": local}).store_reads is None
+
+
+def test_the_spark_build_writes_to_the_store(s3: S3Server, tmp_path: Path, spark: Any) -> None:
+    """Executors read their fragments from the store (the location pickles with its
+    options) and the driver writes the index there: the same zones as the local build."""
+    import lance
+
+    uri = f"s3://{s3.new_bucket()}/t"
+    s3.upload(_parquet_dir(tmp_path / "t", _data(12, 8_000), files=2), uri)
+    location = storage.location(uri, s3.options)
+    local = pruner.build_index(location, "id")
+    distributed = pruner.build_index(location, "id", engine="spark", spark=spark)
+    assert np.array_equal(np.asarray(local.filter_data), np.asarray(distributed.filter_data))
+    stored = pruner.load_index(location, "id")
+    assert np.array_equal(np.asarray(stored.filter_data), np.asarray(local.filter_data))
+    dataset_uri = f"s3://{s3.new_bucket()}/ds.lance"
+    lance.write_dataset(
+        _data(13, 8_000), dataset_uri, max_rows_per_file=4_000, storage_options=s3.options
+    )
+    dataset = storage.location(dataset_uri, s3.options)
+    built = pruner.build_index(dataset, "id", engine="spark", spark=spark)
+    assert len(np.unique(built.fragment_id)) == 2
+    answer = pruner.query("SELECT v FROM t WHERE id = 3", {"t": dataset}).to_pylist()
+    assert len(answer) == 1

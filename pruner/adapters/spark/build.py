@@ -97,7 +97,8 @@ class ZoneJob:
     column: str | Key
     items: int
     num_bytes: int
-    fragments: list[tuple[int, str]]
+    # on a store, the location with its options (an ObjectPath pickles with them)
+    fragments: list[tuple[int, str | storage.ObjectPath]]
     lance_version: int | None  # the Lance dataset version planned with; None: Parquet
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -280,7 +281,7 @@ def build_zone_index_spark(
     if isinstance(source, local_types) and not is_lance_dataset(storage.location(source)):
         root = storage.location(source).resolve()
         metas, files = parquet_fragments(root, column)
-        fragments = [(f.fragment_id, str(root / f.path)) for f in files]
+        fragments = [(f.fragment_id, _task_path(root / f.path)) for f in files]
         expected_rows = [f.rows for f in files]
         version = None
         schema, where = metas[0].schema_arrow, f"Parquet file {root}"
@@ -288,7 +289,7 @@ def build_zone_index_spark(
             value_type = parquet_index_value_type(metas[0], column)
     else:
         ds, planned = lance_fragments(source, column)
-        uri = ds.uri if "://" in ds.uri else os.path.abspath(ds.uri)
+        uri = _task_path(storage.dataset_location(ds))
         fragments = [(f.fragment_id, uri) for f in planned]
         expected_rows = [f.count_rows() for f in planned]
         version = ds.version
@@ -308,6 +309,14 @@ def build_zone_index_spark(
     return index
 
 
+def _task_path(path: storage.Location) -> str | storage.ObjectPath:
+    """Where an executor reads: an absolute local path, or the location on a store with
+    the options it is read with."""
+    if isinstance(path, storage.ObjectPath):
+        return path
+    return os.path.abspath(path)
+
+
 def index_fragments_spark(
     plan: UpdatePlan, fragment_ids: list[int], spark: Any = None
 ) -> list[FragmentZoneRows]:
@@ -318,12 +327,12 @@ def index_fragments_spark(
         assert plan.root is not None
         root = plan.root.resolve()
         by_id = {f.fragment_id: f for f in plan.files or []}
-        fragments = [(fid, str(root / by_id[fid].path)) for fid in fragment_ids]
+        fragments = [(fid, _task_path(root / by_id[fid].path)) for fid in fragment_ids]
         expected_rows = [by_id[fid].rows for fid in fragment_ids]
         version = None
     else:
         ds = plan.source
-        uri = ds.uri if "://" in ds.uri else os.path.abspath(ds.uri)
+        uri = _task_path(storage.dataset_location(ds))
         fragments = [(fid, uri) for fid in fragment_ids]
         expected_rows = [ds.get_fragment(fid).count_rows() for fid in fragment_ids]
         version = ds.version

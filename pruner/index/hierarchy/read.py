@@ -110,6 +110,7 @@ class Hierarchy:
         self.bytes_read = 0
         try:
             self._file = storage.RangeFile(self.path)
+            self._file.file_stat()  # on a store, the HEAD (or listing) that finds it
         except OSError as err:
             raise HierarchyUnusable(
                 "no hierarchy companion (pruner index build writes one)"
