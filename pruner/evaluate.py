@@ -21,9 +21,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from pruner import storage
 from pruner.analysis.model import JoinEdge
 from pruner.analyzer import Analysis, Scan
 from pruner.binding import bind
+from pruner.discover import ParquetFile, open_parquet
 from pruner.errors import IndexFormatError, PrunerError
 from pruner.expressions import (
     AlwaysFalse,
@@ -429,15 +431,22 @@ def _other_keys(other: Table, edge: JoinEdge, dialect: str) -> list[Any] | None:
     if other.kind == "lance":
         data = other.dataset.to_table(columns=columns)
     else:
-        parts = [
-            pq.read_table(f.path, columns=columns) for _, f in sorted((other.files or {}).items())
-        ]
+        parts = [_read_columns(f, columns) for _, f in sorted((other.files or {}).items())]
         data = pa.concat_tables(parts, promote_options="permissive")
     kept = data.column(edge.other_column).filter(pa.array(visit(bound, _TrueRows(data))))
     keys = pc.unique(kept).drop_null()
     if len(keys) > JOIN_KEYS:
         return None
     return keys.to_pylist()
+
+
+def _read_columns(file: ParquetFile, columns: list[str]) -> pa.Table:
+    """``columns`` of a table's Parquet file (on a store: its chunks of them fetched at
+    once, conditional on the ETag the table was opened with)."""
+    if storage.is_remote(file.path):
+        opened = open_parquet(file.path, file.metadata, columns, known=file.as_opened())
+        return opened.read(columns=columns)
+    return pq.read_table(file.path, columns=columns)
 
 
 def _joined(

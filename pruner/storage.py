@@ -86,6 +86,7 @@ __all__ = [
     "location",
     "make_dirs",
     "memory_map",
+    "object_reader",
     "publish",
     "read_range",
     "read_tail",
@@ -820,6 +821,13 @@ class _ObjectInput:
 
     def close(self) -> None:
         self.closed = True
+
+
+def object_reader(path: ObjectPath, known: Stat | None = None) -> Any:
+    """A readable, seekable file object over the object at ``path`` (for a library that
+    reads Python files): each read one ranged GET, conditional on the ETag of ``known``
+    (its stat as read before: no HEAD then)."""
+    return _ObjectInput(path, known)
 
 
 class _ObjectFile(pa.PythonFile):

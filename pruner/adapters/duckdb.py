@@ -25,6 +25,7 @@ connection (so nothing leaks into the caller's session), to:
 from __future__ import annotations
 
 import contextlib
+import datetime
 import re
 import threading
 import weakref
@@ -32,6 +33,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import pyarrow as pa
+from fsspec import AbstractFileSystem
 
 from pruner import storage
 from pruner.adapters.naming import quote_identifier
@@ -188,8 +190,8 @@ def _bind_table(
     selection: Selection | None,
     keys: RowKeys | None = None,
 ) -> None:
-    if isinstance(opened.path, storage.ObjectPath) and opened.kind == "parquet":
-        _read_store(connection, opened.path)
+    if opened.kind == "parquet":
+        _read_store(connection, opened)
     if opened.kind == "lance":
         # Rows read ahead (here and for Parquet below) are registered as the Arrow table
         # they are: DuckDB scans it with its own filters (DuckDB 2.0.0 dropped an outer
@@ -206,25 +208,61 @@ def _bind_table(
     )
 
 
-def _read_store(connection: duckdb.DuckDBPyConnection, path: storage.ObjectPath) -> None:
-    """Let DuckDB read ``path``'s store itself (for the files a view reads): DuckDB 2.0's
-    ``httpfs`` cannot be installed offline, so the store is registered as an fsspec file
-    system, obstore's (the client pruner reads with), with ``path``'s options. DuckDB then
-    reads a file's footer and the chunks a query needs through it (docs/object-storage.md
-    says what that costs). Registered once per connection and scheme."""
-    from obstore.fsspec import FsspecStore
+def _read_store(connection: duckdb.DuckDBPyConnection, table: Table) -> None:
+    """Let DuckDB read ``table``'s files on its store itself (for the files a view reads).
 
-    names = {fs for fs in connection.list_filesystems()}
-    if any(fs.startswith(f"{path.scheme}") or fs == f"pruner-{path.scheme}" for fs in names):
+    DuckDB 2.0's ``httpfs`` cannot be installed offline, so pruner registers an fsspec file
+    system of its own (:class:`_StoreFiles`) that reads through :mod:`pruner.storage`:
+    each file's size and time come from the table as opened (no request), and every read is
+    a ranged GET conditional on the ETag the table was opened with, so a file replaced
+    since fails the query instead of mixing into it. (obstore's own fsspec file system,
+    registered the same way, made DuckDB fail with "Failed to read N bytes from Python file
+    at offset 0: only 0 bytes returned" after some dozens of files, measured here.)"""
+    if not isinstance(table.path, storage.ObjectPath):
         return
-    options = path.options
-    client = {k: v for k, v in options.items() if k in storage.CLIENT_OPTIONS}
-    config = {k: v for k, v in options.items() if k not in storage.CLIENT_OPTIONS}
-    arguments: dict[str, Any] = {"config": config, "client_options": client}
-    arguments = {name: value for name, value in arguments.items() if value}  # else: AWS_*
-    make: Any = FsspecStore
-    filesystem = make(path.scheme, **arguments)
-    connection.register_filesystem(filesystem)
+    if table.path.scheme != "s3":
+        raise EngineError(
+            f"pruner gives DuckDB S3 stores only, not {table.path.scheme}:// ({table.path}); "
+            "query it with engine='datafusion' (S3 too) or copy it to S3"
+        )
+    for file in (table.files or {}).values():
+        assert isinstance(file.path, storage.ObjectPath)
+        _STORE_FILES.known[str(file.path)] = (file.path, file.as_opened())
+    if _STORE_FILES.protocol not in connection.list_filesystems():
+        connection.register_filesystem(_STORE_FILES)
+
+
+class _StoreFiles(AbstractFileSystem):
+    """The files of tables on S3 that pruner bound, as an fsspec file system for DuckDB
+    (:func:`_read_store`)."""
+
+    protocol = "s3"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.known: dict[str, tuple[storage.ObjectPath, storage.Stat]] = {}
+
+    def _file(self, path: str) -> tuple[storage.ObjectPath, storage.Stat]:
+        uri = "s3://" + str(path).removeprefix("s3://")
+        found = self.known.get(uri)
+        if found is None:
+            raise FileNotFoundError(f"{uri} is not a file of a table pruner bound")
+        return found
+
+    def _open(self, path: str, mode: str = "rb", **kwargs: Any) -> Any:
+        location, known = self._file(path)
+        return storage.object_reader(location, known)
+
+    def info(self, path: str, **kwargs: Any) -> dict[str, Any]:
+        _, known = self._file(path)
+        return {"name": path, "size": known.size, "type": "file"}
+
+    def modified(self, path: str) -> datetime.datetime:
+        _, known = self._file(path)
+        return datetime.datetime.fromtimestamp(known.mtime_ns / 1e9, datetime.UTC)
+
+
+_STORE_FILES = _StoreFiles()
 
 
 READ_AHEAD_BYTES = 64 << 20
