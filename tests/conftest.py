@@ -39,6 +39,17 @@ def example_paths(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 @pytest.fixture(scope="session")
+def s3() -> Any:
+    """The run's S3 server: moto's, on 127.0.0.1 (tests/support/s3.py), started on first use."""
+    pytest.importorskip("moto")
+    from tests.support.s3 import S3Server
+
+    server = S3Server()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
 def spark() -> Any:
     """The one SparkSession of the test run (start-up costs 7-12 s): local[2]."""
     from pruner.adapters.spark import session

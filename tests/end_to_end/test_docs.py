@@ -93,21 +93,31 @@ def test_every_code_block_runs(path: Path, tmp_path: Path, request: pytest.Fixtu
     if "spark" in path.name:
         request.getfixturevalue("spark")  # the run's one session; the docs find it active
     _tables(tmp_path)
+    store: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
+    if path.name == "object-storage.md":  # its tables on the run's S3 server, as s3://lake/
+        from tests.support.s3 import environment
+
+        s3 = request.getfixturevalue("s3")
+        s3.client().create_bucket(Bucket="lake")
+        for name in ("orders_pq", "orders.lance"):
+            s3.upload(tmp_path / name, f"s3://lake/{name}")
+        store = environment(s3.environment())
     namespace: dict[str, Any] = {"__name__": f"docs_{path.stem}"}
     printed = io.StringIO()
     before = Path.cwd()
     os.chdir(tmp_path)
     try:
-        for number, (kind, text) in enumerate(blocks):
-            where = f"{path.name} block {number + 1}"
-            if kind == "python":
-                with contextlib.redirect_stdout(printed):
-                    exec(compile(text, where, "exec"), namespace)
-            elif kind == "sh":
-                with contextlib.redirect_stdout(printed):
-                    _run_shell(text, where)
-            elif kind == "text":
-                for line in text.strip().splitlines():
-                    assert line in printed.getvalue(), f"{where}: not printed: {line!r}"
+        with store:
+            for number, (kind, text) in enumerate(blocks):
+                where = f"{path.name} block {number + 1}"
+                if kind == "python":
+                    with contextlib.redirect_stdout(printed):
+                        exec(compile(text, where, "exec"), namespace)
+                elif kind == "sh":
+                    with contextlib.redirect_stdout(printed):
+                        _run_shell(text, where)
+                elif kind == "text":
+                    for line in text.strip().splitlines():
+                        assert line in printed.getvalue(), f"{where}: not printed: {line!r}"
     finally:
         os.chdir(before)

@@ -1,20 +1,10 @@
-"""The S3 server the store tests share, and a fresh bucket per test."""
+"""A fresh bucket per test on the run's S3 server (the ``s3`` fixture, tests/conftest.py)."""
 
 from __future__ import annotations
-
-from collections.abc import Iterator
 
 import pytest
 
 from tests.support.s3 import S3Server
-
-
-@pytest.fixture(scope="session")
-def s3() -> Iterator[S3Server]:
-    pytest.importorskip("moto")
-    server = S3Server()
-    yield server
-    server.stop()
 
 
 @pytest.fixture
