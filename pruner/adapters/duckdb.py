@@ -85,6 +85,7 @@ def quote_path(path: storage.Location) -> str:
     ``part1``): each is put in a class of its own, which matches only itself. The path is made
     absolute, so no leading ``~`` or scheme-like first folder is read as one.
 
+    >>> from pathlib import Path
     >>> quote_path(Path("/data/it's [1]/a*.parquet"))
     "'/data/it''s [[]1]/a[*].parquet'"
 

@@ -155,6 +155,20 @@ def _binary_array(filters: np.ndarray) -> pa.Array:
     )
 
 
+FINGERPRINT_TAIL = 4096
+"""Bytes at the end of an index file that, with its size, name it (a companion records
+them: :func:`index_fingerprint`)."""
+
+
+def index_fingerprint(index_file: storage.PathLike) -> tuple[int, str]:
+    """The index file's size and the XXH64 of its last :data:`FINGERPRINT_TAIL` bytes: what
+    its hierarchy companion records of the file it derives from."""
+    with storage.RangeFile(index_file) as handle:
+        size = handle.file_stat().size
+        tail = handle.read(max(0, size - FINGERPRINT_TAIL), FINGERPRINT_TAIL)
+    return size, xxhash.xxh64_hexdigest(tail)
+
+
 def temporary_path(target: storage.Location) -> Path:
     """Where a file (or a staging folder) bound for ``target`` is written first: beside it
     (for a target on a store, in the local temporary folder: :func:`storage.temporary_for`),
@@ -283,6 +297,7 @@ class IndexFileWriter:
                 writer.add_schema_metadata(META_FILES, encode_files(index.files))
             writer.close()
             size = storage.stat(self._temporary).size
+            index.written_fingerprint = index_fingerprint(self._temporary)
             storage.publish(self._temporary, self.target, self.expected)
         finally:
             self.abort()

@@ -68,6 +68,9 @@ class ZoneIndex:
     # Set by a build that hashed the values here: per fragment id, its share of the hierarchy
     # companion's coarse filters (a pruner.index.hierarchy.FragmentCoarse); never stored.
     build_coarse: dict[int, Any] | None = field(default=None, repr=False)
+    # (size, tail hash) of the index file as this build wrote it (before it was published):
+    # what its companion names, so that a companion never names another writer's file.
+    written_fingerprint: tuple[int, str] | None = field(default=None, repr=False)
     # The Arrow type whose bytes the filters hashed, when it is not the column's own
     # (Parquet's plain encoding: an int16 hashed as int32, :mod:`pruner.index.native`).
     value_type: pa.DataType | None = None

@@ -7,14 +7,12 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-import xxhash
 
 from pruner import sbbf, storage
 
 COMPANION_NAME = "bloomfilter.hierarchy"
 MAGIC = b"PRUNERH1"
 VERSION = 5
-_TAIL_BYTES = 4096
 """The index file's fingerprint is its size and the xxHash64 of its last bytes (Lance's
 footer: the offsets of every column page and global buffer, which move with the content)."""
 
@@ -27,13 +25,6 @@ per 32-byte block cost the build more than the rest of the companion."""
 
 def companion_path(index_file: storage.PathLike) -> storage.Location:
     return storage.location(index_file).with_name(COMPANION_NAME)
-
-
-def _fingerprint(index_file: storage.Location) -> tuple[int, str]:
-    with storage.RangeFile(index_file) as handle:
-        size = handle.file_stat().size
-        tail = handle.read(max(0, size - _TAIL_BYTES), _TAIL_BYTES)
-    return size, xxhash.xxh64_hexdigest(tail)
 
 
 _SUM_START = np.uint64(0x2545F4914F6CDD1D)

@@ -14,14 +14,18 @@ import xxhash
 from pruner import sbbf, storage
 from pruner.buffers import distinct, sparse_zeros
 from pruner.errors import PrunerError
-from pruner.index.fileformat import arrow_type_from_text, decode_files, read_index_file
+from pruner.index.fileformat import (
+    arrow_type_from_text,
+    decode_files,
+    index_fingerprint,
+    read_index_file,
+)
 from pruner.index.hierarchy.layout import (
     _BLOCK,
     _DATASET_CHUNK,
     _PREFIX,
     MAGIC,
     VERSION,
-    _fingerprint,
     _row_checksums,
     companion_path,
 )
@@ -52,7 +56,7 @@ then cost no request of their own."""
 
 def _fingerprint_or_error(index_file: storage.Location) -> tuple[int, str] | OSError:
     try:
-        return _fingerprint(index_file)
+        return index_fingerprint(index_file)
     except OSError as err:
         return err
 

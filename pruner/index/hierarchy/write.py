@@ -13,7 +13,12 @@ import pyarrow as pa
 import xxhash
 
 from pruner import sbbf, storage
-from pruner.index.fileformat import encode_files, remove_leftovers, temporary_path
+from pruner.index.fileformat import (
+    encode_files,
+    index_fingerprint,
+    remove_leftovers,
+    temporary_path,
+)
 from pruner.index.hierarchy.layout import (
     _BLOCK,
     _DATASET_CHUNK,
@@ -21,7 +26,6 @@ from pruner.index.hierarchy.layout import (
     MAGIC,
     VERSION,
     _block_major,
-    _fingerprint,
     _row_checksums,
     companion_path,
 )
@@ -197,9 +201,11 @@ def write_hierarchy(
     previous: Coarse | None = None,
     kept: Mapping[int, int] | None = None,
     value_type: pa.DataType | None = None,
+    written: tuple[int, str] | None = None,
 ) -> storage.Location | str:
     """Write the companion of ``index_file`` (already written) atomically beside it; or
-    say why it can have none.
+    say why it can have none. ``written``: the index file's fingerprint as its writer wrote
+    it (else it is read from the file now, which another writer may have replaced).
 
     Args:
         filters: (zones, bytes) uint8, every zone's filter, one size, in file order.
@@ -240,7 +246,7 @@ def write_hierarchy(
         "zone_rows": zone_bytes * len(fragment_id),
         "zone_sums": zone_bytes // _BLOCK * len(fragments) * 8,
     }
-    size, tail = _fingerprint(storage.location(index_file))
+    size, tail = written or index_fingerprint(storage.location(index_file))
     header: dict[str, object] = {
         "version": VERSION,
         "column": column,
@@ -356,4 +362,5 @@ def write_hierarchy_of(
         previous=previous,
         kept=kept,
         value_type=index.value_type,
+        written=index.written_fingerprint,
     )
