@@ -9,16 +9,15 @@ so a reader never sees half of it.
 
 from __future__ import annotations
 
-import os
 import uuid
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pruner import delta, storage
-from pruner.discover import is_lance_dataset, parquet_files
+from pruner.discover import is_lance_dataset, located, parquet_files
 from pruner.errors import InvalidParameterError
 from pruner.index import DEFAULT_DELETED_SHARE, UpdatePlan, update_index
 from pruner.index.fileformat import temporary_path
@@ -28,12 +27,13 @@ __all__ = ["append", "read_input"]
 
 
 def append(
-    path: str | os.PathLike[str],
+    path: storage.PathLike,
     data: Any,
     *,
     engine: str = "local",
     spark: Any = None,
     deleted_share: float = DEFAULT_DELETED_SHARE,
+    storage_options: Mapping[str, str] | None = None,
 ) -> dict[str, UpdatePlan]:
     """Append ``data`` (a pyarrow Table or anything ``pyarrow.table`` takes) to the Lance
     dataset or Parquet directory at ``path``, then update each of its pruner indexes;
@@ -42,10 +42,13 @@ def append(
     Compound keys' indexes are updated the same way, on ``engine``
     (:func:`pruner.index.update_index`).
 
+    ``path`` may be an object store URI (``s3://bucket/key``; Lance-style
+    ``storage_options`` or the ``AWS_*`` environment variables say how to reach it).
+
     Raises:
         InvalidParameterError: ``path`` is not a table, or ``data`` does not fit its schema.
     """
-    root = storage.location(path)
+    root = located(path, storage_options)
     table = data if isinstance(data, pa.Table) else pa.table(data)
     if delta.is_delta_table(root):
         raise InvalidParameterError(
@@ -73,18 +76,20 @@ def append(
     return updates
 
 
-def _append_lance(root: Path, table: pa.Table) -> None:
+def _append_lance(root: storage.Location, table: pa.Table) -> None:
     import lance
 
-    dataset = lance.dataset(str(root))
+    options = storage.lance_options(root)
+    dataset = lance.dataset(str(root), storage_options=options)
     if not _fits(table.schema, dataset.schema):
         raise InvalidParameterError(
             _mismatch(table.schema, dataset.schema, f"Lance dataset {root}")
         )
-    lance.write_dataset(table.select(dataset.schema.names), str(root), mode="append")
+    rows = table.select(dataset.schema.names)
+    lance.write_dataset(rows, str(root), mode="append", storage_options=options)
 
 
-def _append_parquet(root: Path, table: pa.Table) -> None:
+def _append_parquet(root: storage.Location, table: pa.Table) -> None:
     with storage.arrow_input(parquet_files(root)[0]) as first:
         existing = pq.read_schema(first)
     if not _fits(table.schema, existing):
@@ -94,7 +99,7 @@ def _append_parquet(root: Path, table: pa.Table) -> None:
     try:
         with storage.arrow_output(temporary) as sink:
             pq.write_table(table.select(existing.names).cast(existing), sink)
-        storage.publish(temporary, target)
+        storage.publish(temporary, target, storage.ABSENT)  # a new name: create only
     finally:
         storage.remove(temporary)
 
@@ -116,7 +121,7 @@ def _mismatch(new: pa.Schema, existing: pa.Schema, where: str) -> str:
     )
 
 
-def read_input(path: str | os.PathLike[str], form: str = "auto") -> pa.Table:
+def read_input(path: storage.PathLike, form: str = "auto") -> pa.Table:
     """The rows of a Parquet, CSV or Arrow IPC file (``form`` 'auto': by its suffix)."""
     source = storage.location(path)
     if form == "auto":

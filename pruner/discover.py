@@ -12,12 +12,13 @@ its footer (:func:`parquet_footer_hash`); an index records them for each file it
 
 from __future__ import annotations
 
+import os
 import struct
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, overload
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -34,6 +35,8 @@ __all__ = [
     "file_identity",
     "hive_partitioned",
     "is_lance_dataset",
+    "located",
+    "located_tables",
     "open_parquet",
     "parquet_files",
     "parquet_footer_hash",
@@ -43,6 +46,47 @@ __all__ = [
     "signature",
     "table_format",
 ]
+
+
+@overload
+def located(
+    source: storage.PathLike, storage_options: Mapping[str, str] | None = None
+) -> storage.Location: ...
+
+
+@overload
+def located(source: Any, storage_options: Mapping[str, str] | None = None) -> Any: ...
+
+
+def located(source: Any, storage_options: Mapping[str, str] | None = None) -> Any:
+    """``source`` where the layers below read it: a path or URI (``str``, ``os.PathLike``
+    or an :class:`~pruner.storage.ObjectPath`) as :func:`pruner.storage.location` places it
+    (an ObjectPath with ``storage_options`` for an object store URI, a local ``Path``
+    otherwise); anything else (a :class:`~pruner.table.Table`, a dataset object) unchanged.
+
+    The entry points (:func:`pruner.query`, :func:`pruner.explain`, :func:`pruner.lookup`,
+    :func:`pruner.append`, :func:`pruner.build_index`, :func:`pruner.open_table`, ...) take
+    one Lance-style ``storage_options`` mapping for all their tables; this is the one place
+    that pairs each path or URI with it, so the options travel with the location. Without
+    ``storage_options`` a URI still reads its store: the standard ``AWS_*`` (``GOOGLE_*``,
+    ``AZURE_*``) environment variables say how to reach it.
+
+    Raises:
+        InvalidParameterError: a URI of a scheme pruner does not read (``http://``...).
+    """
+    if not isinstance(source, str | os.PathLike | storage.ObjectPath):
+        return source
+    try:
+        return storage.location(source, storage_options)
+    except ValueError as err:
+        raise InvalidParameterError(str(err)) from err
+
+
+def located_tables(
+    tables: Mapping[str, Any], storage_options: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """Every source of ``tables`` :func:`located`, under the same names."""
+    return {name: located(source, storage_options) for name, source in tables.items()}
 
 
 def is_lance_dataset(path: storage.Location) -> bool:

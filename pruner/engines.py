@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pruner.discover import located, located_tables
 from pruner.errors import InvalidParameterError
 from pruner.evaluate import RowKeys
 from pruner.explain import Explanation
@@ -56,19 +57,26 @@ def query(
     parameters: Parameters = (),
     prune: bool = True,
     prepared: Plan | None = None,
+    storage_options: Mapping[str, str] | None = None,
 ) -> pa.Table:
     """Run ``sql`` on ``engine`` and return its result; the answer is the engine's own.
 
     Args:
         sql: the query in the engine's dialect; it runs unchanged.
-        tables: table name as the SQL uses it -> Lance dataset or Parquet directory (or an
-            opened :class:`~pruner.table.Table`, which keeps its loaded indexes).
+        tables: table name as the SQL uses it -> Lance dataset or Parquet directory, by
+            path or object store URI (``s3://bucket/key``), or an opened
+            :class:`~pruner.table.Table`, which keeps its loaded indexes.
         engine: ``duckdb`` (default), ``datafusion`` or ``spark``.
         parameters: values for the query's placeholders.
         prune: False reads every table whole through the same sources (for comparison).
         prepared: a :func:`pruner.plan.plan` of this query, when already computed.
+        storage_options: how to reach the tables given as URIs (Lance-style:
+            ``aws_endpoint``, ``aws_access_key_id``, ``aws_secret_access_key``,
+            ``aws_region``, ``allow_http``...); without them the ``AWS_*`` environment
+            variables say. Never printed.
     """
     module = adapter(engine)
+    tables = located_tables(tables, storage_options)
     result: pa.Table = module.query(
         sql, tables, parameters=parameters, prune=prune, prepared=prepared
     )
@@ -93,15 +101,19 @@ def timed_query(
     engine: str = "duckdb",
     parameters: Parameters = (),
     prune: bool = True,
+    storage_options: Mapping[str, str] | None = None,
 ) -> TimedQuery:
     """Plan ``sql`` (see :func:`pruner.plan.plan`), run it on ``engine`` and time both.
 
     A planning error (pruner's: bad SQL, an unknown engine...) is raised; the engine's own
     error (unknown table, SQL it refuses...) is returned in ``error``, with the plan and
     the time it took to fail. ``seconds`` counts planning (analysis and index probes) and
-    the engine's query, not importing the adapter.
+    the engine's query, not importing the adapter. Tables given as object store URIs are
+    reached with ``storage_options`` (as :func:`query`'s), or the ``AWS_*`` environment
+    variables.
     """
     module = adapter(engine)
+    tables = located_tables(tables, storage_options)
     started = time.perf_counter()
     prepared = plan(sql, tables, dialect=engine, parameters=parameters, prune=prune)
     try:
@@ -122,6 +134,7 @@ def explain(
     dialect: str = "duckdb",
     parameters: Parameters = (),
     check: bool = True,
+    storage_options: Mapping[str, str] | None = None,
 ) -> Explanation:
     """What pruner would read for each scan of ``tables`` in ``sql``, and why (see
     :func:`pruner.explain.explain`).
@@ -129,7 +142,12 @@ def explain(
     With ``check`` (the default), the dialect's engine, when installed, also plans ``sql``
     over empty tables of the same schemas first, so SQL the engine refuses (a misspelt
     column, an unknown table) raises the engine's own error here as in :func:`query`.
+
+    Tables given as object store URIs (``s3://bucket/key``) are reached with
+    ``storage_options`` (Lance-style, as :func:`query`'s), or the ``AWS_*`` environment
+    variables; the explanation names them by URI, never with the options.
     """
+    tables = located_tables(tables, storage_options)
     explanation = explain_selections(sql, tables, dialect=dialect, parameters=parameters)
     if check and dialect in CHECKED_DIALECTS:
         try:
@@ -147,6 +165,7 @@ def find(
     keys: Iterable[Any],
     *,
     engine: str = "duckdb",
+    storage_options: Mapping[str, str] | None = None,
 ) -> pa.Table:
     """The rows of ``source`` whose ``column`` equals one of ``keys`` (the seed's
     ``findByIds``), as ``engine`` answers ``SELECT * FROM t WHERE column IN (SELECT key FROM
@@ -155,12 +174,16 @@ def find(
     The keys are coerced to the column's type as a query's literals are; a key no value of
     the column can equal is left out.
 
+    ``source`` may be an object store URI (``s3://bucket/key``): Lance-style
+    ``storage_options`` (as :func:`query`'s) or the ``AWS_*`` environment variables say how
+    to reach it.
+
     Raises:
         InvalidParameterError: a key pruner cannot compare exactly with the column (write
             the query in SQL instead), or an unknown column or engine.
         IndexNotFoundError: the column has no index.
     """
-    table = as_table(source)
+    table = as_table(located(source, storage_options))
     found = lookup(table, column, keys)
     if len(found.unknown):
         key = found.keys[int(found.unknown[0])]
@@ -232,11 +255,16 @@ def upsert_plan(
     records: pa.Table,
     *,
     engine: str = "duckdb",
+    storage_options: Mapping[str, str] | None = None,
 ) -> UpsertPlan:
     """Split ``records`` into the ones whose key (``column``, or a compound key's columns)
     the table already holds and the new ones, reading only the keys' candidate ranges
     (:func:`find`). For a Lance dataset, append ``inserts`` and ``merge_insert`` only
     ``updates``; for Parquet, rewrite only the files in ``fragments``.
+
+    ``source`` may be an object store URI (``s3://bucket/key``): Lance-style
+    ``storage_options`` (as :func:`query`'s) or the ``AWS_*`` environment variables say how
+    to reach it.
 
     Raises:
         InvalidParameterError: ``records`` lacks a key column, or a key cannot be compared
@@ -248,7 +276,7 @@ def upsert_plan(
         raise InvalidParameterError(f"the records have no column {missing[0]!r} of the key")
     values = [records.column(c).to_pylist() for c in columns]
     keys: list[Any] = values[0] if isinstance(column, str) else list(zip(*values, strict=True))
-    table = as_table(source)
+    table = as_table(located(source, storage_options))
     found = lookup(table, column, keys)
     rows = find(table, column, keys, engine=engine)
     names = [f"k{i}" for i in range(len(columns))]

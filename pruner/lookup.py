@@ -17,7 +17,7 @@ has every fragment.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +25,7 @@ import numpy as np
 import pyarrow as pa
 
 from pruner.buffers import distinct
+from pruner.discover import located
 from pruner.errors import IndexNotFoundError, InvalidParameterError
 from pruner.hashing import hash_array, plain_type
 from pruner.index.keys import Key, hash_tuples
@@ -111,6 +112,8 @@ def lookup(
     source: TableSource | str | os.PathLike[str],
     column: str | Sequence[str],
     keys: Iterable[Any],
+    *,
+    storage_options: Mapping[str, str] | None = None,
 ) -> Lookup:
     """For every key, the fragments and row ranges of ``source`` that may hold a row whose
     ``column`` equals it, from the bloom index of ``column`` (see the module's doc).
@@ -119,13 +122,16 @@ def lookup(
     that many values) in its compound index (:mod:`pruner.index.keys`); ``values`` is then a
     struct array of the tuples.
 
+    ``source`` may be an object store URI (``s3://bucket/key``; Lance-style
+    ``storage_options`` or the ``AWS_*`` environment variables say how to reach it).
+
     Raises:
         InvalidParameterError: ``column`` is not a column of the table, or a key is not a
             tuple of the key's width.
         IndexNotFoundError: the column has no index (build one with ``pruner index build``).
         IndexFormatError: its index is damaged beyond what pruner reads around.
     """
-    table = as_table(source)
+    table = as_table(located(source, storage_options))
     if not isinstance(column, str):
         return _lookup_key(table, Key.of(column), list(keys))
     if column not in table.schema.names:

@@ -10,10 +10,12 @@ rows ``pruner index list PATH --json`` prints. It binds each index to the table
 
 from __future__ import annotations
 
-import os
+from collections.abc import Mapping
 
 import numpy as np
 
+from pruner import storage
+from pruner.discover import located
 from pruner.errors import IndexFormatError, PrunerError
 from pruner.index import Key, UpdatePlan, ZoneIndex, plan_update, read_index_file
 from pruner.table import Table, open_table
@@ -21,12 +23,19 @@ from pruner.table import Table, open_table
 __all__ = ["index_status", "index_summary", "update_words"]
 
 
-def index_status(source: str | os.PathLike[str] | Table) -> list[dict[str, object]]:
-    """The bloom indexes of a Lance dataset or Parquet directory (a path, or a
-    :class:`~pruner.table.Table` already open), one dict per index: each indexed column's,
-    then each compound key's. The dicts are what ``pruner index list PATH --json`` prints
-    (plain ``str``, ``int``, ``float``, ``bool``, ``list`` and ``dict`` values, so
-    ``json.loads(json.dumps(rows)) == rows``).
+def index_status(
+    source: storage.PathLike | Table,
+    *,
+    storage_options: Mapping[str, str] | None = None,
+) -> list[dict[str, object]]:
+    """The bloom indexes of a Lance dataset or Parquet directory (a path, an object store
+    URI, or a :class:`~pruner.table.Table` already open), one dict per index: each indexed
+    column's, then each compound key's. The dicts are what ``pruner index list PATH
+    --json`` prints (plain ``str``, ``int``, ``float``, ``bool``, ``list`` and ``dict``
+    values, so ``json.loads(json.dumps(rows)) == rows``).
+
+    A URI (``s3://bucket/key``) is reached with Lance-style ``storage_options``, or the
+    ``AWS_*`` environment variables; the rows name it by URI, never with the options.
 
     An index that can be used has:
 
@@ -52,7 +61,7 @@ def index_status(source: str | os.PathLike[str] | Table) -> list[dict[str, objec
     Raises:
         InvalidParameterError: ``source`` is neither a Lance dataset nor Parquet files.
     """
-    table = source if isinstance(source, Table) else open_table(source)
+    table = source if isinstance(source, Table) else open_table(located(source, storage_options))
     rows = [_column_status(table, column) for column in table.indexed_columns()]
     rows += [_key_status(table, key) for key in table.compound_keys()]
     return rows

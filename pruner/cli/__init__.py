@@ -11,6 +11,10 @@
 ``pruner query "SQL" --table NAME=PATH``    run it on an engine, reading only what may match
 ``pruner demo``                            generate events data, index it, run the examples
 
+A PATH may be a URI on an object store (``s3://bucket/key``, ``gs://``, ``az://``): the
+standard ``AWS_*`` environment variables, or ``--storage-option KEY=VALUE`` (Lance-style
+names, repeated), say how to reach it; neither is ever printed.
+
 Errors are one clear line on stderr and exit status 2; ``pruner --debug ...`` adds the
 traceback.
 
@@ -24,9 +28,8 @@ from __future__ import annotations
 import sys
 import traceback
 from collections.abc import Sequence
-from pathlib import Path
 
-from pruner.cli.commands import _cmd_lookup
+from pruner.cli.commands import _cmd_lookup, _missing
 from pruner.cli.parser import _parser
 from pruner.cli.printing import _one_line
 
@@ -42,8 +45,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if getattr(args, "run", None) is not _cmd_lookup or any(e.startswith("--") for e in extra):
             parser.error(f"unrecognized arguments: {' '.join(extra)}")
         args.keys = [*args.keys, *extra]
-    if getattr(args, "path", None) is not None and not Path(args.path).exists():
-        print(f"pruner: error: {args.path} does not exist", file=sys.stderr)
+    problem = _missing(args.path) if getattr(args, "path", None) is not None else None
+    if problem is not None:
+        print(f"pruner: error: {problem}", file=sys.stderr)
         return 2
     try:
         return int(args.run(args))

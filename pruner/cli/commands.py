@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pruner import storage
 from pruner.cli.printing import _print_index_list, _print_result, _row_groups_read, console
 from pruner.errors import EngineError, InvalidParameterError, PrunerError
 from pruner.index import build_index, update_index
@@ -18,6 +19,27 @@ from pruner.progress import progress_bar
 from pruner.status import index_status, index_summary, update_words
 from pruner.table import Table as PrunerTable
 from pruner.table import open_table
+
+
+def _storage_options(args: argparse.Namespace) -> dict[str, str] | None:
+    """The --storage-option pairs given (None when none: the ``AWS_*`` environment
+    variables then say how to reach a store, as they do for Lance and obstore)."""
+    pairs: list[tuple[str, str]] = getattr(args, "storage_options", None) or []
+    return dict(pairs) or None
+
+
+def _missing(text: str) -> str | None:
+    """Why the table at ``text`` (a path or URI) cannot be there, as far as can be told
+    without reading it: a local path that does not exist, or a URI of a scheme pruner does
+    not read. A URI on an object store is not looked up here (that would need its
+    options); the layers below say clearly when its objects are missing."""
+    try:
+        where = storage.location(text)
+    except ValueError as err:
+        return str(err)
+    if storage.is_remote(where) or storage.exists(where):
+        return None
+    return f"{text} does not exist"
 
 
 def _key_columns(text: str) -> list[str]:
@@ -48,6 +70,7 @@ def _cmd_index_build(args: argparse.Namespace) -> int:
                 progress=progress,
                 engine=args.engine,
                 from_parquet_filters=args.from_parquet_filters,
+                storage_options=_storage_options(args),
             )
         seconds = time.perf_counter() - started
         info = index_summary(index)
@@ -72,6 +95,7 @@ def _cmd_index_update(args: argparse.Namespace) -> int:
                 deleted_share=args.deleted_share,
                 progress=progress,
                 engine=args.engine,
+                storage_options=_storage_options(args),
             )
         seconds = time.perf_counter() - started
         print(f"{column}: {update_words(plan)}; {index.num_zones:,} zones, in {seconds:.2f} s")
@@ -131,7 +155,7 @@ def _cmd_lookup(args: argparse.Namespace) -> int:
             texts += [line.rstrip("\r\n") for line in handle if line.strip()]
     if not texts:
         raise InvalidParameterError("give the keys to look up: KEY ... or --keys-file FILE")
-    table = open_table(args.path)
+    table = open_table(args.path, storage_options=_storage_options(args))
     if args.key:
         found = lookup(table, _key_columns(args.key), _typed_tuples(table, args.key, texts))
     elif args.column not in table.schema.names:
@@ -161,7 +185,7 @@ def _cmd_write(args: argparse.Namespace) -> int:
 
     rows = read_input(args.input, args.format)
     started = time.perf_counter()
-    plans = append(args.path, rows, engine=args.engine)
+    plans = append(args.path, rows, engine=args.engine, storage_options=_storage_options(args))
     seconds = time.perf_counter() - started
     print(f"appended {rows.num_rows:,} rows to {args.path} in {seconds:.2f} s")
     for column, plan in plans.items():
@@ -172,7 +196,7 @@ def _cmd_write(args: argparse.Namespace) -> int:
 
 
 def _cmd_index_list(args: argparse.Namespace) -> int:
-    rows = index_status(args.path)
+    rows = index_status(args.path, storage_options=_storage_options(args))
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
@@ -186,8 +210,9 @@ def _table_arguments(pairs: list[str]) -> dict[str, str]:
         name, sep, path = pair.partition("=")
         if not sep or not name or not path:
             raise InvalidParameterError(f"--table wants NAME=PATH, got {pair!r}")
-        if not Path(path).exists():
-            raise InvalidParameterError(f"table {name}: {path} does not exist")
+        problem = _missing(path)
+        if problem is not None:
+            raise InvalidParameterError(f"table {name}: {problem}")
         tables[name] = path
     return tables
 
@@ -210,7 +235,13 @@ def _cmd_explain(args: argparse.Namespace) -> int:
     tables = _table_arguments(args.table or [])
     parameters = [_parameter(p) for p in args.param or []]
     try:
-        explanation = explain(args.sql, tables, dialect=args.dialect, parameters=parameters)
+        explanation = explain(
+            args.sql,
+            tables,
+            dialect=args.dialect,
+            parameters=parameters,
+            storage_options=_storage_options(args),
+        )
     except PrunerError:
         raise
     except Exception as err:  # the engine's own error: one line (the dialect's engine)
@@ -226,7 +257,12 @@ def _cmd_query(args: argparse.Namespace) -> int:
     tables = _table_arguments(args.table or [])
     parameters = [_parameter(p) for p in args.param or []]
     run = timed_query(
-        args.sql, tables, engine=args.engine, parameters=parameters, prune=not args.no_prune
+        args.sql,
+        tables,
+        engine=args.engine,
+        parameters=parameters,
+        prune=not args.no_prune,
+        storage_options=_storage_options(args),
     )
     if run.result is None:  # the engine's own error (unknown table, bad SQL...)
         err = run.error

@@ -17,14 +17,55 @@ from pruner.cli.commands import (
 )
 from pruner.index import DEFAULT_DELETED_SHARE, DEFAULT_ITEMS, DEFAULT_PROBABILITY, ENGINES
 
+TABLE_HELP = (
+    "a Lance dataset or a directory of Parquet files: a path, or a URI on an object store "
+    "(s3://bucket/key, gs://, az://; see --storage-option)"
+)
+
 
 def _query_arguments(command: argparse.ArgumentParser, sql_help: str) -> None:
     """The SQL, its tables and its parameters: what explain and query both take."""
     command.add_argument("sql", help=sql_help)
     command.add_argument(
-        "--table", action="append", metavar="NAME=PATH", help="a table the query names"
+        "--table",
+        action="append",
+        metavar="NAME=PATH",
+        help="a table the query names (PATH a path, or a URI such as s3://bucket/key)",
     )
     command.add_argument("--param", action="append", help="a value for ?, $1, ... in order")
+
+
+def _storage_option(text: str) -> tuple[str, str]:
+    """A --storage-option value: ``KEY=VALUE`` (the value may hold ``=``).
+
+    The error does not repeat the text given: it may be a credential mistyped.
+    """
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(
+            "wants KEY=VALUE, such as aws_region=us-east-1; the value given has no KEY= "
+            "part (it is not shown: it may be a credential)"
+        )
+    return key.strip(), value
+
+
+def _store_arguments() -> argparse.ArgumentParser:
+    """The options of a table on an object store, shared by every command that reads one
+    (argparse's ``parents``): declared once, spelt the same everywhere."""
+    shared = argparse.ArgumentParser(add_help=False)
+    shared.add_argument(
+        "--storage-option",
+        action="append",
+        type=_storage_option,
+        default=[],
+        dest="storage_options",
+        metavar="KEY=VALUE",
+        help="how to reach a table given as a URI (s3://bucket/key, gs://, az://): a "
+        "Lance-style storage option such as aws_endpoint=http://host:9000 or "
+        "aws_region=us-east-1; repeat for each. Credentials are better left to the AWS_* "
+        "environment variables (a command line is visible to other users)",
+    )
+    return shared
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -33,11 +74,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--debug", action="store_true", help="on an error, print the traceback too")
     commands = parser.add_subparsers(dest="command", required=True)
+    store = [_store_arguments()]
 
     index = commands.add_parser("index", help="build and inspect bloom indexes")
     index_commands = index.add_subparsers(dest="index_command", required=True)
-    build = index_commands.add_parser("build", help="build a zone bloom index")
-    build.add_argument("path", help="a Lance dataset or a directory of Parquet files")
+    build = index_commands.add_parser("build", help="build a zone bloom index", parents=store)
+    build.add_argument("path", help=TABLE_HELP)
     build.add_argument("--column", action="append", help="column to index")
     build.add_argument(
         "--key",
@@ -66,8 +108,9 @@ def _parser() -> argparse.ArgumentParser:
         "update",
         help="bring a zone bloom index up to date: index only the fragments or files it does "
         "not cover, drop the ones that are gone",
+        parents=store,
     )
-    update.add_argument("path", help="a Lance dataset or a directory of Parquet files")
+    update.add_argument("path", help=TABLE_HELP)
     update.add_argument("--column", action="append", help="indexed column")
     update.add_argument(
         "--key",
@@ -89,15 +132,19 @@ def _parser() -> argparse.ArgumentParser:
         help="index the fragments in threads here (local) or as Spark tasks (spark)",
     )
     update.set_defaults(run=_cmd_index_update)
-    listing = index_commands.add_parser("list", help="list the bloom indexes of a dataset")
-    listing.add_argument("path")
+    listing = index_commands.add_parser(
+        "list", help="list the bloom indexes of a dataset", parents=store
+    )
+    listing.add_argument("path", help=TABLE_HELP)
     listing.add_argument("--json", action="store_true")
     listing.set_defaults(run=_cmd_index_list)
 
     write = commands.add_parser(
-        "write", help="append rows to a Lance dataset or Parquet directory and update its indexes"
+        "write",
+        help="append rows to a Lance dataset or Parquet directory and update its indexes",
+        parents=store,
     )
-    write.add_argument("path", help="a Lance dataset or a directory of Parquet files")
+    write.add_argument("path", help=TABLE_HELP)
     write.add_argument("input", help="a Parquet, CSV or Arrow IPC file of rows to append")
     write.add_argument(
         "--format", default="auto", choices=["auto", "parquet", "csv", "arrow"], help="of INPUT"
@@ -106,9 +153,9 @@ def _parser() -> argparse.ArgumentParser:
     write.set_defaults(run=_cmd_write)
 
     look = commands.add_parser(
-        "lookup", help="the fragments and row ranges that may hold each of many keys"
+        "lookup", help="the fragments and row ranges that may hold each of many keys", parents=store
     )
-    look.add_argument("path", help="a Lance dataset or a directory of Parquet files")
+    look.add_argument("path", help=TABLE_HELP)
     look.add_argument("keys", nargs="*", metavar="KEY", help="keys to look up")
     which = look.add_mutually_exclusive_group(required=True)
     which.add_argument("--column", help="an indexed column")
@@ -121,13 +168,17 @@ def _parser() -> argparse.ArgumentParser:
     )
     look.set_defaults(run=_cmd_lookup)
 
-    explain = commands.add_parser("explain", help="what each table scan of a query would read")
+    explain = commands.add_parser(
+        "explain", help="what each table scan of a query would read", parents=store
+    )
     _query_arguments(explain, "the query")
     explain.add_argument("--dialect", default="duckdb", choices=["duckdb", "spark", "datafusion"])
     explain.add_argument("--json", action="store_true")
     explain.set_defaults(run=_cmd_explain)
 
-    run = commands.add_parser("query", help="run a query, each table pruned by its indexes")
+    run = commands.add_parser(
+        "query", help="run a query, each table pruned by its indexes", parents=store
+    )
     _query_arguments(run, "the query, in the engine's SQL dialect")
     run.add_argument("--engine", default="duckdb", choices=["duckdb", "datafusion", "spark"])
     run.add_argument("--no-prune", action="store_true", help="read every table whole")

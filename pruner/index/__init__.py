@@ -26,7 +26,7 @@ from functools import partial
 from typing import Any
 
 from pruner import storage
-from pruner.discover import is_lance_dataset, parquet_footer_hash
+from pruner.discover import is_lance_dataset, located, parquet_footer_hash
 from pruner.errors import InvalidParameterError
 from pruner.index.build import (
     DEFAULT_ITEMS,
@@ -198,9 +198,9 @@ def build_index(
             f"unknown index build engine {engine!r}; use one of {', '.join(ENGINES)}"
         )
     if not isinstance(column, str):
-        path = _location(source, storage_options)
+        path = located(source, storage_options)
         return _build_key(path, Key.of(column), items, probability, progress, engine, spark)
-    path = _location(source, storage_options)
+    path = located(source, storage_options)
     if from_parquet_filters:
         return _build_from_parquet_filters(path, column, engine)
     lance_source = is_lance_dataset(path)
@@ -294,7 +294,7 @@ def update_index(
             f"not {deleted_share}"
         )
     if isinstance(source, str | os.PathLike | storage.ObjectPath):
-        source = _location(source, storage_options)
+        source = located(source, storage_options)
     if isinstance(column, str):
         plan = plan_update(source, column, deleted_share=deleted_share)
     else:
@@ -376,17 +376,11 @@ def _add_segment(
     plan.hierarchy = _write_companion(location, index, previous, plan.keep)
     if not commit_segment(ds, plan.column, index_uuid, size, plan.order, plan.replaces):
         storage.remove_tree(location.parent)  # another update got there first
-    updated = load_lance_index(ds.uri, plan.column, open_part=read_index_zones)
+    updated = load_lance_index(
+        storage.dataset_location(ds), plan.column, open_part=read_index_zones
+    )
     assert updated is not None
     return updated
-
-
-def _location(source: storage.PathLike, options: Mapping[str, str] | None) -> storage.Location:
-    """Where ``source`` (a path or URI) is; a URI of an unknown scheme is refused."""
-    try:
-        return storage.location(source, options)
-    except ValueError as err:
-        raise InvalidParameterError(str(err)) from err
 
 
 def _build_from_parquet_filters(path: storage.Location, column: str, engine: str) -> ZoneIndex:

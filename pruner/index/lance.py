@@ -127,7 +127,7 @@ def commit_index_file(
         except CommitConflictError:
             if attempt == _COMMIT_ATTEMPTS - 1:
                 raise
-            ds = open_lance(ds.uri)
+            ds = open_lance(storage.dataset_location(ds))
 
 
 def _entry(
@@ -240,7 +240,7 @@ def commit_segment(
         except CommitConflictError:
             if attempt == _COMMIT_ATTEMPTS - 1:
                 raise
-            ds = open_lance(ds.uri)
+            ds = open_lance(storage.dataset_location(ds))
     return False
 
 

@@ -17,6 +17,7 @@ from pruner.discover import (
     ParquetFile,
     arrow_schema,
     is_lance_dataset,
+    located,
     parquet_files,
     parquet_names,
     read_parquet_file,
@@ -42,7 +43,7 @@ def open_table(
     """
     if isinstance(source, pads.Dataset):
         return _open_dataset(source, version)
-    path = _location(source, storage_options)
+    path = located(source, storage_options).absolute()
     found = storage.current_listing(path)
     if found is None and isinstance(path, storage.ObjectPath):
         found = storage.listing(path)  # one LIST answers what opening asks (storage.listed)
@@ -108,13 +109,6 @@ def _open_path(path: storage.Location, version: int | None) -> Table:
     return _parquet_table(path, path, found)
 
 
-def _location(source: storage.PathLike, options: Mapping[str, str] | None) -> storage.Location:
-    try:
-        return storage.location(source, options).absolute()
-    except ValueError as err:
-        raise InvalidParameterError(str(err)) from err
-
-
 def _lance_table(path: storage.Location, dataset: Any) -> Table:
     rows = {f.fragment_id: f.physical_rows for f in dataset.get_fragments()}
     return Table(path, "lance", dataset.schema, rows, dataset=dataset)
@@ -126,7 +120,7 @@ def _open_dataset(source: pads.Dataset, version: int | None) -> Table:
     uri = getattr(source, "uri", None)
     if uri is not None and hasattr(source, "get_fragments") and hasattr(source, "version"):
         # a dataset on a store keeps the options it was opened with
-        path = _location(str(uri), getattr(source, "_storage_options", None))
+        path = located(str(uri), getattr(source, "_storage_options", None)).absolute()
         if version is None or version == source.version:
             return _lance_table(path, source)
         return open_table(path, version)

@@ -360,3 +360,20 @@ def test_the_spark_build_writes_to_the_store(s3: S3Server, tmp_path: Path, spark
     assert len(np.unique(built.fragment_id)) == 2
     answer = pruner.query("SELECT v FROM t WHERE id = 3", {"t": dataset}).to_pylist()
     assert len(answer) == 1
+
+
+def test_append_to_a_lance_dataset_on_the_store(s3: S3Server) -> None:
+    """pruner.append writes the rows with the dataset's options and updates its index."""
+    import lance
+
+    uri = f"s3://{s3.new_bucket()}/ds.lance"
+    lance.write_dataset(_data(14, 4_000), uri, storage_options=s3.options)
+    pruner.build_index(uri, "id", storage_options=s3.options)
+    rows = pa.table({"id": pa.array([900_001], pa.int64()), "name": ["z"], "v": [9]})
+    plans = pruner.append(uri, rows, storage_options=s3.options)
+    assert set(plans) == {"id"}
+    found = pruner.query(
+        "SELECT v FROM t WHERE id = 900001", {"t": uri}, storage_options=s3.options
+    )
+    assert found.to_pylist() == [{"v": 9}]
+    assert lance.dataset(uri, storage_options=s3.options).count_rows() == 4_001

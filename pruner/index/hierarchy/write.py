@@ -201,10 +201,10 @@ def write_hierarchy(
     previous: Coarse | None = None,
     kept: Mapping[int, int] | None = None,
     value_type: pa.DataType | None = None,
-    written: tuple[int, str] | None = None,
+    fingerprint: tuple[int, str] | None = None,
 ) -> storage.Location | str:
     """Write the companion of ``index_file`` (already written) atomically beside it; or
-    say why it can have none. ``written``: the index file's fingerprint as its writer wrote
+    say why it can have none. ``fingerprint``: the index file's fingerprint as its writer wrote
     it (else it is read from the file now, which another writer may have replaced).
 
     Args:
@@ -246,7 +246,7 @@ def write_hierarchy(
         "zone_rows": zone_bytes * len(fragment_id),
         "zone_sums": zone_bytes // _BLOCK * len(fragments) * 8,
     }
-    size, tail = written or index_fingerprint(storage.location(index_file))
+    size, tail = fingerprint or index_fingerprint(storage.location(index_file))
     header: dict[str, object] = {
         "version": VERSION,
         "column": column,
@@ -362,5 +362,5 @@ def write_hierarchy_of(
         previous=previous,
         kept=kept,
         value_type=index.value_type,
-        written=index.written_fingerprint,
+        fingerprint=index.written_fingerprint,
     )
