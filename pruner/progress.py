@@ -23,16 +23,18 @@ def progress_bar(label: str) -> Iterator[ProgressCallback]:
     progress = Progress(
         TextColumn("{task.description}"),
         BarColumn(),
-        TextColumn("{task.completed:,}/{task.total:,} rows"),
+        # rows as a field: rich draws the bar before the first update, when the total is
+        # None, which "{task.total:,}" cannot format (every build on a terminal failed)
+        TextColumn("{task.fields[rows]}"),
         TimeElapsedColumn(),
         console=console,
         disable=not console.is_terminal,
         transient=False,
     )
     with progress:
-        task = progress.add_task(label, total=None)
+        task = progress.add_task(label, total=None, rows="")
 
         def update(done: int, total: int) -> None:
-            progress.update(task, completed=done, total=total)
+            progress.update(task, completed=done, total=total, rows=f"{done:,}/{total:,} rows")
 
         yield update

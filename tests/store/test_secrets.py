@@ -279,13 +279,6 @@ def test_the_pruner_command_never_shows_the_secrets(
     assert not leaks, "a credential surfaced:\n" + "\n".join(leaks)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="pruner/progress.py: on a terminal, rich draws the bar as it starts, before the "
-    "build's first progress call, and formats its total None with '{task.total:,}': every "
-    "index build or update run on a terminal (local or on a store) fails with 'TypeError: "
-    "unsupported format string passed to NoneType.__format__'",
-)
 def test_progress_bars_never_show_the_secrets(
     s3: S3Server,
     bucket: str,
