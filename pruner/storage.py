@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -94,6 +95,7 @@ __all__ = [
     "remove_empty_dir",
     "remove_tree",
     "requests",
+    "scrub",
     "stat",
     "temporary_for",
     "walk_files",
@@ -317,11 +319,13 @@ def _store_of(scheme: str, bucket: str, options: tuple[tuple[str, str], ...]) ->
             try:
                 found = from_url(f"{scheme}://{bucket}", **arguments)
             except BaseException as err:  # obstore panics on an unknown option name
+                if isinstance(err, KeyboardInterrupt | SystemExit):
+                    raise
                 names = ", ".join(sorted(config)) or "none"
                 raise ValueError(
                     f"the storage options for {scheme}://{bucket} are not a store's options "
                     f"(given: {names}); see docs/object-storage.md for their names"
-                ) from (err if isinstance(err, Exception) else None)
+                ) from None
             _STORES[key] = found
     return found
 
@@ -349,22 +353,34 @@ requests = Requests()
 
 
 def _object_error(path: ObjectPath, err: Exception) -> OSError:
-    """A store's error as an OSError naming the object (obstore's own message names the
-    request URL and the server's reply, never the credentials: kept as the cause)."""
+    """A store's error as an OSError naming the object and what the store said, scrubbed:
+    obstore's message carries the server's reply body, which on AWS can echo the access key
+    id (``InvalidAccessKeyId``), so only its status line is kept, any option value is
+    masked, and the error is raised without obstore's as its cause."""
     if isinstance(err, FileNotFoundError):
         return FileNotFoundError(f"{path} does not exist on its store")
-    reply = str(err).split("\n", 1)[0]
-    return OSError(f"{path}: the object store refused: {reply[:300]}")
+    return OSError(f"{path}: the object store refused: {scrub(str(err), path)}")
+
+
+def scrub(text: str, path: ObjectPath | None = None) -> str:
+    """``text`` (a store's error) without what could carry a credential: its first line up
+    to any reply body, with the values of ``path``'s options masked."""
+    line = text.split("\n", 1)[0]
+    line = re.split(r":\s*<\?xml|:\s*<Error>|:\s*\{", line, maxsplit=1)[0]
+    for _, value in path._options if path is not None else ():
+        if len(value) >= 6:
+            line = line.replace(value, "***")
+    return line[:300]
 
 
 def _call(path: ObjectPath, operation: Any, *args: Any, **kwargs: Any) -> Any:
     try:
         return operation(path._store, *args, **kwargs)
     except (FileNotFoundError, OSError) as err:
-        raise _object_error(path, err) from err
+        raise _object_error(path, err) from None
     except Exception as err:  # obstore's GenericError and friends
         if type(err).__module__.startswith("obstore"):
-            raise _object_error(path, err) from err
+            raise _object_error(path, err) from None
         raise
 
 
@@ -510,7 +526,7 @@ def is_dir(path: PathLike) -> bool:
         try:
             return any(True for chunk in stream for _ in chunk)
         except Exception as err:
-            raise _object_error(path, err) from err
+            raise _object_error(path, err) from None
     return os.path.isdir(path)
 
 
@@ -578,7 +594,7 @@ def _walk_objects(directory: ObjectPath, hidden: tuple[str, ...]) -> Iterator[tu
     except OSError:
         raise
     except Exception as err:
-        raise _object_error(directory, err) from err
+        raise _object_error(directory, err) from None
     finally:
         requests.add(max(1, pages), 0)
 
@@ -655,8 +671,8 @@ class RangeFile:
                     raise ChangedUnderneath(
                         f"{path} was replaced on its store while pruner read it (its ETag is "
                         "no longer the one read); run again"
-                    ) from err
-                raise _object_error(path, err) from err
+                    ) from None
+                raise _object_error(path, err) from None
             requests.add(1, len(data))
             return data
 
@@ -761,7 +777,7 @@ def read_tail(path: PathLike, length: int) -> tuple[bytes, Stat]:
         try:
             data = bytes(result.bytes())
         except Exception as err:
-            raise _object_error(path, err) from err
+            raise _object_error(path, err) from None
         requests.add(1, len(data))
         return data, Stat.of_object(result.meta)
     with RangeFile(path) as handle:
@@ -902,7 +918,7 @@ def local_copy(path: PathLike) -> Iterator[Path]:
     try:
         data = bytes(result.bytes())
     except Exception as err:
-        raise _object_error(path, err) from err
+        raise _object_error(path, err) from None
     requests.add(1, len(data))
     handle, name = tempfile.mkstemp(prefix="pruner-", suffix="-" + path.name)
     try:
@@ -987,13 +1003,13 @@ def publish(temporary: PathLike, target: PathLike, expected: Stat | None = None)
         with open(source, "rb") as data:
             obstore.put(target._store, target.key, data, mode=mode)
         requests.add(1, 0)
-    except FileExistsError as err:
-        raise ChangedUnderneath(f"{target} was created by another writer first") from err
+    except FileExistsError:
+        raise ChangedUnderneath(f"{target} was created by another writer first") from None
     except Exception as err:
         if type(err).__name__ in ("PreconditionError", "AlreadyExistsError"):
-            raise ChangedUnderneath(f"{target} was changed by another writer first") from err
+            raise ChangedUnderneath(f"{target} was changed by another writer first") from None
         if type(err).__module__.startswith("obstore"):
-            raise _object_error(target, err) from err
+            raise _object_error(target, err) from None
         raise
     finally:
         source.unlink(missing_ok=True)

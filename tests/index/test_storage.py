@@ -170,3 +170,20 @@ def test_storage_reads_ranges_lists_and_publishes(tmp_path: Path) -> None:
     storage.remove(folder / "missing")  # nothing to remove: no error
     assert not storage.exists(folder / "a")
     assert sorted(storage.list_dir(folder)) == [".z", "index", "table.arrow"]
+
+
+def test_a_store_error_is_scrubbed_of_reply_bodies_and_option_values() -> None:
+    """AWS's InvalidAccessKeyId reply echoes the key id in its XML body, which obstore's
+    message carries: pruner keeps the status line only and masks every option value."""
+    from pruner import storage
+
+    location = storage.location("s3://bucket/t", {"aws_access_key_id": "AKIACANARY0123"})
+    assert isinstance(location, storage.ObjectPath)
+    reply = (
+        "Generic S3 error: Error performing GET http://h/bucket/t in 3ms - Server returned "
+        'non-2xx status code: 403 Forbidden: <?xml version="1.0"?><Error><AWSAccessKeyId>'
+        "AKIACANARY0123</AWSAccessKeyId></Error>\nDebug source: AKIACANARY0123"
+    )
+    scrubbed = storage.scrub(reply, location)
+    assert "AKIACANARY0123" not in scrubbed and "403 Forbidden" in scrubbed
+    assert "AKIACANARY0123" not in storage.scrub("signed with AKIACANARY0123", location)
