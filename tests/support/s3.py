@@ -86,8 +86,8 @@ class S3Server:
         bucket, _, key = uri.removeprefix("s3://").partition("/")
         prefix = key.rstrip("/") + "/" if key else ""
         found = []
-        for page in self.client().get_paginator("list_objects_v2").paginate(
-            Bucket=bucket, Prefix=prefix
+        for page in (
+            self.client().get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
         ):
             found += [item["Key"][len(prefix) :] for item in page.get("Contents", [])]
         return sorted(found)
