@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.installed-demo
 
-.PHONY: install demo test lint typecheck pytest bench bench-quick fuzz mutate clean
+.PHONY: install demo test lint typecheck pytest bench bench-quick bench-store fuzz mutate clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -46,10 +46,20 @@ test: lint typecheck pytest
 # pruner against each engine alone (bench/compare.py), written to docs/benchmarks.md with its
 # plots: `bench` at 1M, 5M and 20M rows (the 20M data takes a long time to generate, once),
 # `bench-quick` at 200k and 1M rows in a few minutes. Then the index build's throughput.
+# `make bench STORE=1` adds bench-store (object storage with 0/30/100 ms per request, about
+# 14 minutes at 5M rows on 2 cores: not run by default).
 bench: $(STAMP)
 	$(PY) bench/compare.py
 	$(PY) bench/cold.py --rows 1000000 5000000
 	$(PY) bench/build_throughput.py
+	$(if $(STORE),$(PY) -m bench.store)
+
+# pruner on an object store (moto's S3 server behind a proxy adding 0, 30, 100 ms per request)
+# against the engines alone, 5M rows; STORE_ARGS=--quick: 1M rows in about 3 minutes. Prints
+# its tables (docs/benchmarks-store.md holds a run's, with what they show).
+STORE_ARGS ?=
+bench-store: $(STAMP)
+	$(PY) -m bench.store $(STORE_ARGS)
 
 bench-quick: $(STAMP)
 	$(PY) bench/compare.py --quick
