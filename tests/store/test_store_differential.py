@@ -19,7 +19,7 @@ from tests.support.s3 import S3Server
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:.*fork-safe")]
 
 QUERIES_PER_DATASET = 8
-DATASETS = 8  # per engine: 64 cases each on the store
+DATASETS = 5  # per engine: 40 cases each on the store
 
 
 @pytest.mark.parametrize("engine", ["duckdb", "datafusion"])

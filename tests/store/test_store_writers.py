@@ -57,7 +57,7 @@ def test_a_writer_killed_at_any_point_leaves_a_readable_correct_index(
     environment = os.environ | s3.environment() | {"PYTHONPATH": str(REPO)}
     rng = np.random.default_rng(3)
     seen_states = set()
-    for point in range(14):
+    for point in range(10):
         writer = subprocess.Popen(
             [sys.executable, "-c", _BUILD, uri],
             env=environment,
