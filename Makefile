@@ -84,7 +84,7 @@ fuzz: $(STAMP)
 # Table._load, _lance_ids, default_zones), from pruner/expressions.py only negation (not_,
 # _Negate, rewrite_not) and from pruner/discover.py the file identities (FileIdentity.matches,
 # read_footer, read_parquet_file, signature) and which files form a table (parquet_names,
-# hive_partitioned) and pruner/storage.py's listing (walk_files).
+# hive_partitioned) and pruner/storage/'s listing (walk_files).
 MUTANTS ?= 'pruner.binding.*' 'pruner.selection.*' 'pruner.evaluate.*' \
 	'pruner.expressions.x_not_*' 'pruner.expressions.*_Negate*' \
 	'pruner.expressions.*_RewriteNot*' 'pruner.expressions.x_rewrite_not*' \
@@ -106,7 +106,7 @@ MUTANTS ?= 'pruner.binding.*' 'pruner.selection.*' 'pruner.evaluate.*' \
 	'pruner.table.model.*Table*_load__mutmut_*' 'pruner.table.model.*Table*_lance_ids__mutmut_*' \
 	'pruner.table.model.*Table*default_zones__mutmut_*' \
 	'pruner.discover.x_parquet_names__mutmut_*' \
-	'pruner.storage.x_walk_files__mutmut_*' 'pruner.discover.x_hive_partitioned__mutmut_*' \
+	'pruner.storage.listing.x_walk_files__mutmut_*' 'pruner.discover.x_hive_partitioned__mutmut_*' \
 	'pruner.index.hierarchy.*' 'pruner.index.native.*' 'pruner.index.update.*' \
 	'pruner.index.keys.*' 'pruner.index.lance.*' 'pruner.lookup.*'
 MUTATE_CHILDREN ?= 2
