@@ -52,16 +52,17 @@ class RangeFile:
             return self.read_ranges([(offset, length)])[0]
         return os.pread(self._fd, length, offset)
 
-    def read_ranges(self, ranges: list[tuple[int, int]]) -> list[bytes]:
+    def read_ranges(self, ranges: list[tuple[int, int]], gap: int | None = None) -> list[bytes]:
         """The bytes of each ``(offset, length)``: on a store in one call, which coalesces
-        neighbouring ranges and sends the rest in parallel."""
+        ranges less than ``gap`` apart (default :data:`_COALESCE_GAP`) and sends the rest in
+        parallel."""
         if not isinstance(self.path, ObjectPath):
             return [os.pread(self._fd, length, offset) for offset, length in ranges]
         import obstore
 
         known = self.file_stat()
         clamped = [(min(o, known.size), min(o + n, known.size)) for o, n in ranges]
-        merged = _coalesced([(start, end) for start, end in clamped if end > start])
+        merged = _coalesced([(s, e) for s, e in clamped if e > s], gap)
         path = self.path
 
         def get(span: tuple[int, int]) -> bytes:
@@ -130,10 +131,11 @@ _FETCHERS = ThreadPoolExecutor(16, thread_name_prefix="pruner-object-get")
 the GIL while it waits): a read of several ranges costs one round trip, not one each."""
 
 
-def _coalesced(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+def _coalesced(ranges: list[tuple[int, int]], gap: int | None = None) -> list[tuple[int, int]]:
+    gap = _COALESCE_GAP if gap is None else gap
     merged: list[tuple[int, int]] = []
     for start, end in sorted(ranges):
-        if merged and start <= merged[-1][1] + _COALESCE_GAP:
+        if merged and start <= merged[-1][1] + gap:
             merged[-1] = (merged[-1][0], max(merged[-1][1], end))
         else:
             merged.append((start, end))

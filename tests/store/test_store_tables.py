@@ -148,13 +148,47 @@ def test_an_absent_key_reads_no_data_object(
     data_bytes = sum(f.identity.size for f in (table.files or {}).values())
     footers = 16 * 1024 * len(table.files or {})
     assert read - footers <= 256 * 1024 < data_bytes, f"{read} B read cold (data {data_bytes})"
-    assert count <= 16, f"{count} requests for an absent key, cold"
+    # opening: a LIST, the parent folders' table-format checks (3) and a footer per file;
+    # the query: a LIST (files as opened?), the companion's head beside the index file's
+    # fingerprint, then its three levels' units for the key with their checksums, side by
+    # side in one round trip (up to 6 requests)
+    files = len(table.files or {})
+    assert count <= 1 + 3 + files + 1 + 2 + 6, f"{count} requests for an absent key, cold"
     before = storage.requests.snapshot()
     result = pruner.query("SELECT * FROM t WHERE id = -7", {"t": table})
     count, read = (a - b for a, b in zip(storage.requests.snapshot(), before, strict=True))
-    # warm: one LIST (are the files as opened?) and the companion's filter chunk for the
-    # new key: no data object
-    assert count <= 3 and read < 64 * 1024, (count, read)
+    # warm: one LIST (are the files as opened?) and the companion's units for the new key
+    # (three levels and their checksums, side by side): no data object
+    assert count <= 7 and read < 64 * 1024, (count, read)
+
+
+def test_a_probe_reads_every_level_of_the_companion_in_one_round_trip(
+    parquet_table: storage.ObjectPath, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a store the companion's dataset chunk, fragment row and zone row of a key are all
+    known from its hash once the head is read: they go out in one batch of requests side by
+    side, not a batch a level (the test records the batches; it cannot time them)."""
+    batches: list[list[tuple[int, int]]] = []
+    read_ranges = storage.RangeFile.read_ranges
+
+    def recorded(
+        self: storage.RangeFile, ranges: list[tuple[int, int]], gap: int | None = None
+    ) -> list[bytes]:
+        if str(self.path).endswith("bloomfilter.hierarchy"):
+            batches.append(list(ranges))
+        return read_ranges(self, ranges, gap)
+
+    monkeypatch.setattr(storage.RangeFile, "read_ranges", recorded)
+    table = pruner.open_table(parquet_table)
+    present = int(_data().column("id")[123].as_py())
+    answer = pruner.query(f"SELECT * FROM t WHERE id = {present}", {"t": table})
+    assert answer.column("id").to_pylist() == [present]
+    head, *units = batches
+    assert head == [(0, 128 * 1024)] and len(units) == 1, batches
+    assert len(units[0]) >= 6, "three levels' units and their checksums"
+    batches.clear()
+    answer = pruner.query("SELECT * FROM t WHERE id = -11", {"t": table})
+    assert answer.num_rows == 0 and len(batches) == 1, batches
 
 
 def _upload_file(s3: S3Server, table: pa.Table, uri: str, tmp: Path) -> None:

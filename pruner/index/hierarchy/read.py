@@ -47,6 +47,18 @@ open index use it as it was checked. A companion whose kept units would pass thi
 them all and reads again, as on its first probe."""
 
 
+_AHEAD_VALUES = 64
+"""On a store, a probe of at most this many values reads the units of all three levels in
+one round trip (:meth:`Hierarchy._ahead`), not a round trip a level."""
+_AHEAD_BYTES = 256 * 1024
+"""... as long as the zone rows read ahead (every fragment's zones in the values' block rows:
+32 B a zone a row) come to at most this; past it the zone level is read once the fragment
+level has said which fragments it needs."""
+_GAP = 16 * 1024
+"""Units of a companion on a store less than this apart are read in one request (they are a
+few hundred bytes to a few KiB each, and reading what lies between costs bytes, not a round
+trip: the others go out side by side)."""
+
 _HEAD_BYTES = {False: 1024, True: 128 * 1024}
 """How much of a companion its first read takes: locally its header's start; on an object
 store, where a request costs a round trip and bytes little, enough for the header and the
@@ -348,28 +360,53 @@ class Hierarchy:
     def _units(self, name: str, units: np.ndarray) -> np.ndarray:
         """The image of section ``name`` in which ``units`` (distinct unit numbers, see
         :class:`_Section`) hold the companion's bytes, each checked against its stored
-        checksum (other units' bytes are not to be used).
+        checksum (other units' bytes are not to be used): :meth:`_units_of` of one section."""
+        return self._units_of({name: units})[name]
+
+    def _units_of(self, wanted: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """The images of the sections named in ``wanted``, each holding its wanted units
+        checked (see :meth:`_units`).
 
         Units already checked by an earlier probe of this companion are not read again.
         The others are read one by one, or with the section whole when many are wanted
-        (:data:`_SMALL_READ`), and checked. The image is kept for later probes while the
-        process's open companions keep at most :data:`_KEEP_BYTES` together.
+        (:data:`_SMALL_READ`), and checked; on a store, the units of every section are read
+        in one batch of requests sent side by side (one round trip). The images are kept
+        for later probes while the process's open companions keep at most
+        :data:`_KEEP_BYTES` together.
 
         Raises:
             HierarchyUnusable: a unit read is truncated or fails its checksum.
         """
         with self._lock:
-            section = self._sections[name]
-            if section.image is None:
-                section.image = sparse_zeros(section.rows, section.width)
-                section.checked = np.zeros(section.rows * section.parts, bool)
-            image = section.image
-            need = units[~section.checked[units]]
-            if len(need):
-                self._read_units(name, section, need)
+            images: dict[str, np.ndarray] = {}
+            reads: list[tuple[str, _Section, np.ndarray]] = []
+            for name, units in wanted.items():
+                section = self._sections[name]
+                if section.image is None:
+                    section.image = sparse_zeros(section.rows, section.width)
+                    section.checked = np.zeros(section.rows * section.parts, bool)
+                images[name] = section.image
+                need = units[~section.checked[units]]
+                if len(need):
+                    reads.append((name, section, need))
+            if not reads:
+                return images
+            remote = storage.is_remote(self.path)
+            batch = [read for read in reads if remote and not self._whole(*read[1:])]
+            if batch:
+                self._read_batch(batch)
+            for read in reads:
+                if not any(read is other for other in batch):
+                    self._read_units(*read)
+            for _, section, need in reads:
                 section.checked[need] = True
-                self._keep()
-            return image
+            self._keep()
+            return images
+
+    @staticmethod
+    def _whole(section: _Section, need: np.ndarray) -> bool:
+        """Whether ``need`` is read with its section whole (:data:`_SMALL_READ`)."""
+        return len(need) * _SMALL_READ > section.rows * section.width
 
     def _read_units(self, name: str, section: _Section, need: np.ndarray) -> None:
         """Read the units ``need`` (none of them checked yet) into the section's image and
@@ -379,7 +416,7 @@ class Hierarchy:
         row, part = np.divmod(need, section.parts)
         lo, hi = section.edges[part], section.edges[part + 1]
         total = section.rows * section.width
-        if len(need) * _SMALL_READ > total:
+        if self._whole(section, need):
             stored = np.frombuffer(self._read(section.sums, 8 * len(section.checked)), "<u8")
             stored = stored[need]
             if not section.checked.any():  # nothing checked to keep: straight into the image
@@ -397,22 +434,6 @@ class Hierarchy:
                     for r, a, b in zip(row.tolist(), lo.tolist(), hi.tolist(), strict=True):
                         image[r, a:b] = whole[r, a:b]
             section.written = total  # every page of the image written
-        elif storage.is_remote(self.path):
-            # On a store: every unit and its checksum in one batch of requests sent side by
-            # side (one round trip), not two requests a unit one after another.
-            units = list(zip(row.tolist(), lo.tolist(), hi.tolist(), need.tolist(), strict=True))
-            ranges = [(section.offset + r * section.width + a, b - a) for r, a, b, _ in units]
-            ranges += [(section.sums + 8 * unit, 8) for *_, unit in units]
-            found = self._file.read_ranges(ranges)
-            self.bytes_read += sum(map(len, found))
-            stored = np.empty(len(need), np.uint64)
-            for i, (r, a, b, _) in enumerate(units):
-                data, checksum = found[i], found[len(units) + i]
-                if len(data) != b - a or len(checksum) != 8:
-                    raise HierarchyUnusable(f"hierarchy companion {self.path} is truncated")
-                image[r, a:b] = np.frombuffer(data, np.uint8)
-                stored[i] = int.from_bytes(checksum, "little")
-                section.written = min(total, section.written + len(data))
         else:
             stored = np.empty(len(need), np.uint64)
             for i, (r, a, b, unit) in enumerate(
@@ -425,7 +446,44 @@ class Hierarchy:
                     raise HierarchyUnusable(f"hierarchy companion {self.path} is truncated")
                 stored[i] = int.from_bytes(self._read(section.sums + 8 * unit, 8), "little")
                 section.written = min(total, section.written + got)
-        # Checked a part at a time: its units are one width.
+        self._check(name, section, need, stored)
+
+    def _read_batch(self, reads: list[tuple[str, _Section, np.ndarray]]) -> None:
+        """On a store: the units ``need`` of each ``(name, section, need)`` (none checked yet)
+        and their checksums, all in one batch of requests sent side by side (one round
+        trip, not two requests a unit one after another), into the sections' images, and
+        checked."""
+        ranges: list[tuple[int, int]] = []
+        spans = []
+        for _, section, need in reads:
+            row, part = np.divmod(need, section.parts)
+            lo, hi = section.edges[part], section.edges[part + 1]
+            units = list(zip(row.tolist(), lo.tolist(), hi.tolist(), strict=True))
+            spans.append((len(ranges), units))
+            ranges += [(section.offset + r * section.width + a, b - a) for r, a, b in units]
+            ranges += [(section.sums + 8 * unit, 8) for unit in need.tolist()]
+        found = self._file.read_ranges(ranges, gap=_GAP)
+        self.bytes_read += sum(map(len, found))
+        for (name, section, need), (first, units) in zip(reads, spans, strict=True):
+            image = section.image
+            assert image is not None
+            total = section.rows * section.width
+            stored = np.empty(len(need), np.uint64)
+            for i, (r, a, b) in enumerate(units):
+                data, checksum = found[first + i], found[first + len(units) + i]
+                if len(data) != b - a or len(checksum) != 8:
+                    raise HierarchyUnusable(f"hierarchy companion {self.path} is truncated")
+                image[r, a:b] = np.frombuffer(data, np.uint8)
+                stored[i] = int.from_bytes(checksum, "little")
+                section.written = min(total, section.written + len(data))
+            self._check(name, section, need, stored)
+
+    def _check(self, name: str, section: _Section, need: np.ndarray, stored: np.ndarray) -> None:
+        """The units ``need`` of the section's image against their ``stored`` checksums, a
+        part at a time (its units are one width)."""
+        image = section.image
+        assert image is not None
+        row, part = np.divmod(need, section.parts)
         for p in distinct(part).tolist():
             these = part == p
             a, b = int(section.edges[p]), int(section.edges[p + 1])
@@ -444,6 +502,23 @@ class Hierarchy:
         if over:
             self._release()
 
+    def _ahead(self, hashes: np.ndarray) -> dict[str, np.ndarray]:
+        """The units a probe of ``hashes`` may read, known from the hashes alone: their
+        dataset chunks, their fragment block rows, and (within :data:`_AHEAD_BYTES`) every
+        fragment's zones in their zone block rows, of which the fragment level would keep
+        only the candidates' a round trip later."""
+        count = len(self.fragments)
+        chunk = min(self.dataset_bytes, _DATASET_CHUNK)
+        per_chunk = chunk // _BLOCK
+        wanted = {
+            "dataset": distinct(sbbf.block_of(hashes, self.dataset_bytes // _BLOCK) // per_chunk),
+            "fragments": distinct(sbbf.block_of(hashes, self.fragment_bytes // _BLOCK)),
+        }
+        rows = distinct(sbbf.block_of(hashes, self.zone_bytes // _BLOCK))
+        if len(rows) * self.num_zones * _BLOCK <= _AHEAD_BYTES:
+            wanted["zones"] = (rows[:, None] * count + np.arange(count)).reshape(-1)
+        return wanted
+
     def _pairs(self, hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray, int | None]:
         """:meth:`probe_each` of distinct hashes: each level probed for all of them together
         (array operations, no loop over values or blocks), its units read at once
@@ -457,6 +532,8 @@ class Hierarchy:
         empty = np.zeros(0, np.int64), np.zeros(0, np.int64)
         if not self.num_zones:
             return *empty, None
+        if storage.is_remote(self.path) and len(hashes) <= _AHEAD_VALUES:
+            self._units_of(self._ahead(hashes))
         count = len(self.fragments)
         # Dataset level.
         chunk = min(self.dataset_bytes, _DATASET_CHUNK)
