@@ -53,6 +53,7 @@ class Request:
     range: str = ""  # its Range header, if any (``bytes=-65536``: a suffix, a footer's read)
     bytes_up: int = 0
     bytes_down: int = 0
+    at: float = 0.0  # when it arrived (time.time(), this machine's clock)
 
 
 class _Connection:
@@ -149,6 +150,7 @@ class DelayProxy:
                             method.decode(),
                             target.decode(),
                             ranged.group(1).decode() if ranged else "",
+                            at=time.time(),
                         )
                         with self._lock:
                             self._log.append(connection.current)

@@ -12,6 +12,7 @@ its footer (:func:`parquet_footer_hash`); an index records them for each file it
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import struct
 import time
@@ -238,6 +239,11 @@ class FileIdentity:
             and recorded.etag in ("", self.etag)
         )
 
+    def as_stat(self) -> storage.Stat:
+        """The file's :class:`~pruner.storage.Stat` as this identity saw it (a read of the
+        file on a store then needs no HEAD for its size, and is conditional on its ETag)."""
+        return storage.Stat(self.size, self.mtime_ns, etag=self.etag)
+
 
 def file_identity(path: storage.Location) -> FileIdentity:
     """The identity of the Parquet file at ``path`` now (its stat first, then its footer)."""
@@ -303,8 +309,7 @@ class ParquetFile:
     def as_opened(self) -> storage.Stat:
         """The file's :class:`~pruner.storage.Stat` as read when the table was opened (a read
         of the file on a store then needs no HEAD for its size)."""
-        identity = self.identity
-        return storage.Stat(identity.size, identity.mtime_ns, self.inode, etag=identity.etag)
+        return dataclasses.replace(self.identity.as_stat(), inode=self.inode)
 
     @cached_property
     def row_group_rows(self) -> tuple[int, ...]:

@@ -143,6 +143,17 @@ def _build(
     return assemble(column, items, probability, built, total_rows, progress, sink)
 
 
+STORE_READERS = 32
+"""Fragments read side by side by a build on an object store, where a fragment's read is a
+few round trips of waiting, not work (a local build reads as many as there are cores)."""
+
+
+def reading_threads(threads: int | None, where: storage.Location) -> int | None:
+    """The threads a build reads fragments of the table at ``where`` with: as given, else
+    :data:`STORE_READERS` on a store (None: one a core)."""
+    return threads if threads or not storage.is_remote(where) else STORE_READERS
+
+
 def index_in_threads(
     readers: Sequence[Callable[[], FragmentColumn]],
     items: int,
@@ -287,6 +298,7 @@ def build_lance_index(
     sbbf.optimal_num_bytes(items, probability)
     total = sum(f.count_rows() for f in fragments)
     readers = [partial(read_lance_fragment, ds, f.fragment_id, column, items) for f in fragments]
+    threads = reading_threads(threads, storage.dataset_location(ds))
     if not isinstance(column, Key):
         return _build(column, readers, items, probability, total, progress, threads, sink)
     files = lance_key_files(ds, fragments, column)
@@ -312,13 +324,15 @@ def read_parquet_fragment(
     column: str | Key,
     items: int,
     metadata: Any = None,
+    known: storage.Stat | None = None,
 ) -> FragmentColumn:
     """The values of ``column`` (or a compound key's tuples) in one Parquet file (an open
-    one, or a path, whose footer ``metadata`` may be known), and its zones."""
+    one, or a path, whose footer ``metadata`` and stat ``known`` may be known), and its
+    zones."""
     if isinstance(file, pq.ParquetFile):
         meta = file
     else:
-        meta = open_parquet(storage.location(file), metadata, _columns(column))
+        meta = open_parquet(storage.location(file), metadata, _columns(column), known=known)
     group_rows = [meta.metadata.row_group(i).num_rows for i in range(meta.num_row_groups)]
     values = _values(meta.read(columns=_columns(column)), column)
     value_type = index_value_type(values.type)
@@ -332,7 +346,22 @@ def parquet_fragments(
 ) -> tuple[list[pq.ParquetFile], list[FragmentFile]]:
     """The Parquet files under ``directory``, open and as the index records them (paths
     relative to ``directory``), once ``column`` is known to be indexable and stored with one
-    type in all of them."""
+    type in all of them.
+
+    On a store, what the folder holds (its files, the table format's markers, the index
+    already there) is answered from one LIST of it, and the footers are read side by side.
+    """
+    root = storage.location(directory)
+    found = None
+    if isinstance(root, storage.ObjectPath) and storage.current_listing(root) is None:
+        found = storage.listing(root)
+    with storage.listed(found):
+        return _parquet_fragments(root, column)
+
+
+def _parquet_fragments(
+    directory: storage.PathLike, column: str | Key
+) -> tuple[list[pq.ParquetFile], list[FragmentFile]]:
     root = storage.location(directory)
     if not storage.is_dir(root):
         raise InvalidParameterError(
@@ -344,7 +373,10 @@ def parquet_fragments(
         raise InvalidParameterError(f"no *.parquet files under {root}")
     # Identity first, content second: a file replaced in between then fails to match the
     # identity the index records, and is read whole instead of probed with stale zones.
-    read = [read_parquet_file(p, "") for p in paths]
+    if storage.is_remote(root):  # a round trip each: side by side
+        read = storage.gather([partial(read_parquet_file, p, "") for p in paths])
+    else:
+        read = [read_parquet_file(p, "") for p in paths]
     identities = [file.identity for file in read]
     metas = [
         open_parquet(p, file.metadata, columns=(), known=file.as_opened())
@@ -401,10 +433,17 @@ def build_parquet_index(
     root = storage.location(directory)
     readers = [
         partial(
-            read_parquet_fragment, root / file.path, file.fragment_id, column, items, meta.metadata
+            read_parquet_fragment,
+            root / file.path,
+            file.fragment_id,
+            column,
+            items,
+            meta.metadata,
+            file.identity.as_stat(),
         )
         for meta, file in zip(metas, files, strict=True)
     ]
+    threads = reading_threads(threads, root)
     name = column if isinstance(column, str) else ""
     if isinstance(column, Key):
         name = column.describe(column.types(metas[0].schema_arrow, f"Parquet file {directory}"))

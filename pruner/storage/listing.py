@@ -214,7 +214,7 @@ def walk_files(directory: PathLike, hidden: tuple[str, ...] = ("_", ".")) -> lis
     return sorted(found)
 
 
-_ASKERS = ThreadPoolExecutor(8, thread_name_prefix="pruner-object-ask")
+_ASKERS = ThreadPoolExecutor(32, thread_name_prefix="pruner-object-ask")
 
 
 def gather(calls: list[Any]) -> list[Any]:

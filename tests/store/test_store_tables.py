@@ -191,6 +191,26 @@ def test_a_probe_reads_every_level_of_the_companion_in_one_round_trip(
     assert answer.num_rows == 0 and len(batches) == 1, batches
 
 
+def test_a_build_on_the_store_asks_the_folder_once_and_no_head_per_file(
+    s3: S3Server, tmp_path: Path
+) -> None:
+    local = _parquet_dir(tmp_path / "b", _data(3))
+    uri = f"s3://{s3.new_bucket()}/lake/b"
+    s3.upload(local, uri)
+    location = storage.location(uri, s3.options)
+    before = storage.requests.snapshot()[0]
+    index = pruner.build_index(location, "id")
+    count = storage.requests.snapshot()[0] - before
+    # a LIST of the folder and up to 5 format checks (Lance's versions; Delta's and
+    # Iceberg's markers here and above), then a footer and a read per file and two PUTs
+    # (index, companion): no HEAD per file, no LIST per question (27 requests before)
+    assert count <= 6 + 2 * FILES + 2, count
+    assert index.num_rows == ROWS
+    table = pruner.open_table(location)
+    answer = pruner.query("SELECT v FROM t WHERE id = 77", {"t": table})
+    assert answer.num_rows == 1
+
+
 def _upload_file(s3: S3Server, table: pa.Table, uri: str, tmp: Path) -> None:
     local = tmp / f"upload-{np.random.default_rng().integers(1 << 30)}.parquet"
     pq.write_table(table, local, row_group_size=GROUP)
