@@ -258,10 +258,12 @@ def check_bloom_filters(file: Path, part: pa.Table) -> None:
 
 def pruner_fresh(uri: str, options: dict[str, str], engine: str = "duckdb") -> Run:
     """pruner on a Table opened for the query (public API: nothing of an earlier query's
-    reused but the store client's connections); every SQL text new to pruner."""
+    reused but the store client's connections, and the ranges it read ahead forgotten);
+    every SQL text new to pruner."""
 
     def run(sql: str) -> pa.Table:
         templates.clear(texts_only=True)
+        storage.forget_read_ahead()  # companion heads kept by the last turn's opening
         table = pruner.open_table(uri, storage_options=options)
         return pruner.query(sql, {"t": table}, engine=engine)
 
@@ -274,6 +276,7 @@ def pruner_uri(uri: str, options: dict[str, str]) -> Run:
 
     def run(sql: str) -> pa.Table:
         templates.clear(texts_only=True)
+        storage.forget_read_ahead()
         with table_cache._opened_lock:
             table_cache._opened.clear()
         return pruner.query(sql, {"t": storage.location(uri, options)})

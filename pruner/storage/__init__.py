@@ -65,10 +65,12 @@ from pruner.storage.paths import (
 from pruner.storage.reads import (
     RangeFile,
     arrow_input,
+    forget_read_ahead,
     input_stat,
     local_copy,
     memory_map,
     object_reader,
+    read_ahead,
     read_range,
     read_tail,
 )
@@ -101,6 +103,7 @@ __all__ = [
     "current_listing",
     "dataset_location",
     "exists",
+    "forget_read_ahead",
     "gather",
     "input_stat",
     "is_dir",
@@ -117,6 +120,7 @@ __all__ = [
     "memory_map",
     "object_reader",
     "publish",
+    "read_ahead",
     "read_range",
     "read_tail",
     "remove",

@@ -8,6 +8,8 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+import threading
+from collections import OrderedDict
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -55,11 +57,26 @@ class RangeFile:
     def read_ranges(self, ranges: list[tuple[int, int]], gap: int | None = None) -> list[bytes]:
         """The bytes of each ``(offset, length)``: on a store in one call, which coalesces
         ranges less than ``gap`` apart (default :data:`_COALESCE_GAP`) and sends the rest in
-        parallel."""
+        parallel (ranges :func:`read_ahead` holds of the object as stated come from memory)."""
         if not isinstance(self.path, ObjectPath):
             return [os.pread(self._fd, length, offset) for offset, length in ranges]
+        known = self.file_stat()
+        found: list[bytes | None] = [None] * len(ranges)
+        if known.etag:
+            for i, (offset, length) in enumerate(ranges):
+                found[i] = _KEPT.get((self.path, known.etag), offset, offset + length, known)
+        missing = [i for i, data in enumerate(found) if data is None]
+        if missing:
+            fetched = self._fetch([ranges[i] for i in missing], gap)
+            for i, data in zip(missing, fetched, strict=True):
+                found[i] = data
+        return [data or b"" for data in found]
+
+    def _fetch(self, ranges: list[tuple[int, int]], gap: int | None = None) -> list[bytes]:
+        """:meth:`read_ranges` from the store: each GET conditional on the ETag as stated."""
         import obstore
 
+        assert isinstance(self.path, ObjectPath)
         known = self.file_stat()
         clamped = [(min(o, known.size), min(o + n, known.size)) for o, n in ranges]
         merged = _coalesced([(s, e) for s, e in clamped if e > s], gap)
@@ -120,6 +137,111 @@ class RangeFile:
 
     def __del__(self) -> None:
         self.close()
+
+
+class _Kept:
+    """Ranges of objects read ahead (:func:`read_ahead`), kept by object and ETag for the
+    reads of this process that want them: an object's bytes under one ETag never change, so
+    they answer any later read of that object as it was stated. A read that wants a range
+    still on its way waits for it rather than asking again. At most :data:`_KEPT_BYTES` in
+    all; the least recently used go first."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._ranges: OrderedDict[tuple[ObjectPath, str], list[tuple[int, bytes]]] = OrderedDict()
+        self._coming: dict[tuple[ObjectPath, str], list[tuple[int, int, threading.Event]]] = {}
+        self._bytes = 0
+
+    def expect(self, key: tuple[ObjectPath, str], ranges: list[tuple[int, int]]) -> Any:
+        """Say ``ranges`` of ``key`` are on their way; call the result when they came (or
+        failed: their readers then read them themselves)."""
+        arrived = threading.Event()
+        spans = [(offset, offset + length, arrived) for offset, length in ranges]
+        with self._lock:
+            self._coming.setdefault(key, []).extend(spans)
+
+        def done() -> None:
+            with self._lock:
+                left = [s for s in self._coming.get(key, []) if s[2] is not arrived]
+                if left:
+                    self._coming[key] = left
+                else:
+                    self._coming.pop(key, None)
+            arrived.set()
+
+        return done
+
+    def put(self, key: tuple[ObjectPath, str], offset: int, data: bytes) -> None:
+        if len(data) > _KEPT_BYTES:
+            return
+        with self._lock:
+            self._ranges.setdefault(key, []).append((offset, data))
+            self._ranges.move_to_end(key)
+            self._bytes += len(data)
+            while self._bytes > _KEPT_BYTES:
+                _, dropped = self._ranges.popitem(last=False)
+                self._bytes -= sum(len(d) for _, d in dropped)
+
+    def get(self, key: tuple[ObjectPath, str], start: int, end: int, known: Stat) -> bytes | None:
+        """The bytes ``start`` to ``end`` (clipped to the object's size) of ``key``, if kept
+        (after waiting for them if they are on their way); None if not."""
+        end = min(end, known.size)
+        if end <= start:
+            return None
+        for _ in range(2):
+            with self._lock:
+                for offset, data in self._ranges.get(key, ()):
+                    if offset <= start and end <= offset + len(data):
+                        self._ranges.move_to_end(key)
+                        return data[start - offset : end - offset]
+                waiting = [e for s, f, e in self._coming.get(key, ()) if s <= start and end <= f]
+            if not waiting:
+                return None
+            waiting[0].wait(_AHEAD_WAIT)
+        return None
+
+    def clear(self) -> None:
+        with self._lock:
+            self._ranges.clear()
+            self._bytes = 0
+
+
+_KEPT_BYTES = 16 << 20
+_AHEAD_WAIT = 60.0
+"""Seconds a read waits for a range read ahead before it reads the range itself."""
+_KEPT = _Kept()
+_AHEAD = ThreadPoolExecutor(4, thread_name_prefix="pruner-read-ahead")
+
+
+def read_ahead(path: ObjectPath, known: Stat, ranges: list[tuple[int, int]]) -> None:
+    """Start reading the ``(offset, length)`` ranges of the object at ``path`` (whose stat,
+    with its ETag, is ``known``) in the background, side by side, and keep them for the
+    reads of them in this process (:meth:`RangeFile.read_ranges` serves them from memory
+    while the object keeps that ETag, waiting for them if they are still on their way): a
+    read a caller will surely want, sent while it waits for something else. A failed read
+    ahead is forgotten (the read that wanted it then meets the error)."""
+    if not known.etag or not ranges:
+        return
+    key = (path, known.etag)
+    done = _KEPT.expect(key, ranges)
+
+    def run() -> None:
+        try:
+            with RangeFile(path, known) as handle:
+                found = handle._fetch(ranges)
+            for (offset, _), data in zip(ranges, found, strict=True):
+                _KEPT.put(key, offset, data)
+        except Exception:  # the reader that wants it reads it itself, and meets the error
+            pass
+        finally:
+            done()
+
+    _AHEAD.submit(run)
+
+
+def forget_read_ahead() -> None:
+    """Drop every range :func:`read_ahead` kept (a benchmark's cold case: as a new process)."""
+    _KEPT.clear()
 
 
 _COALESCE_GAP = 1 << 20

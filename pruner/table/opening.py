@@ -24,6 +24,7 @@ from pruner.discover import (
 )
 from pruner.errors import InvalidParameterError
 from pruner.hashing import hash_alike
+from pruner.index.hierarchy import read_heads_ahead
 from pruner.table.model import Table
 
 
@@ -45,22 +46,48 @@ def open_table(
         return _open_dataset(source, version)
     path = located(source, storage_options).absolute()
     found = storage.current_listing(path)
+    dataset = None
     if found is None and isinstance(path, storage.ObjectPath):
-        found = storage.listing(path)  # one LIST answers what opening asks (storage.listed)
+        # One LIST answers what opening asks (storage.listed); Lance's own opening of the
+        # path as a dataset (a LIST of its versions, then its manifest) goes out beside it,
+        # and is kept if the listing says a Lance dataset is there.
+        where = path
+        found, dataset = storage.gather(
+            [lambda: _listing(where), lambda: _lance_dataset_or_none(where, version)]
+        )
     with storage.listed(found):
-        table = _open_path(path, version)
+        table = _open_path(path, version, dataset)
     table.listing = found
     return table
 
 
-def _open_path(path: storage.Location, version: int | None) -> Table:
+def _listing(path: storage.ObjectPath) -> storage.Listing:
+    """The listing of the table at ``path``; its indexes' companion heads start on their
+    way at once (:func:`read_heads_ahead`)."""
+    found = storage.listing(path)
+    read_heads_ahead(found)
+    return found
+
+
+def _lance_dataset_or_none(path: storage.ObjectPath, version: int | None) -> Any:
+    """Lance's dataset at ``path``, or None where Lance cannot open one (it is not a Lance
+    dataset, say: :func:`_open_path` opens it again when it is one, with Lance's error)."""
+    import lance
+
+    try:
+        return lance.dataset(str(path), version=version, storage_options=path.options)
+    except Exception:
+        return None
+
+
+def _open_path(path: storage.Location, version: int | None, dataset: Any = None) -> Table:
     if is_lance_dataset(path):
         import lance
 
-        options = storage.lance_options(path)
-        return _lance_table(
-            path, lance.dataset(str(path), version=version, storage_options=options)
-        )
+        if dataset is None:
+            options = storage.lance_options(path)
+            dataset = lance.dataset(str(path), version=version, storage_options=options)
+        return _lance_table(path, dataset)
     if delta.is_delta_table(path):
         if storage.is_remote(path):
             raise InvalidParameterError(

@@ -147,13 +147,18 @@ def test_an_absent_key_reads_no_data_object(
     assert result.num_rows == 0
     data_bytes = sum(f.identity.size for f in (table.files or {}).values())
     footers = 16 * 1024 * len(table.files or {})
-    assert read - footers <= 256 * 1024 < data_bytes, f"{read} B read cold (data {data_bytes})"
-    # opening: a LIST, the parent folders' table-format checks (3) and a footer per file;
-    # the query: a LIST (files as opened?), the companion's head beside the index file's
-    # fingerprint, then its three levels' units for the key with their checksums, side by
-    # side in one round trip (up to 6 requests)
+    # the heads of both companions (id and name: opening reads them ahead, not knowing the
+    # query) and the key's units; no data object
+    heads = 2 * 128 * 1024
+    assert read - footers - heads <= 64 * 1024, f"{read} B read cold (data {data_bytes})"
+    assert read < data_bytes
+    # opening: a LIST beside Lance's attempt to open a dataset there, the parent folders'
+    # table-format checks (3), a footer per file, and both companions' heads and their
+    # index files' fingerprints read ahead (4); the query: a LIST (files as opened?), then
+    # the companion's three levels' units for the key with their checksums, side by side in
+    # one round trip (up to 6 requests)
     files = len(table.files or {})
-    assert count <= 1 + 3 + files + 1 + 2 + 6, f"{count} requests for an absent key, cold"
+    assert count <= 2 + 3 + files + 4 + 1 + 6, f"{count} requests for an absent key, cold"
     before = storage.requests.snapshot()
     result = pruner.query("SELECT * FROM t WHERE id = -7", {"t": table})
     count, read = (a - b for a, b in zip(storage.requests.snapshot(), before, strict=True))
@@ -189,6 +194,35 @@ def test_a_probe_reads_every_level_of_the_companion_in_one_round_trip(
     batches.clear()
     answer = pruner.query("SELECT * FROM t WHERE id = -11", {"t": table})
     assert answer.num_rows == 0 and len(batches) == 1, batches
+
+
+def test_opening_a_table_starts_its_companion_heads_on_their_way(
+    parquet_table: storage.ObjectPath, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The companion heads of a table on a store are read in the background as soon as its
+    listing is known (while the opening reads footers or Lance's manifest): the query's
+    probe then reads only the key's units from the store."""
+    import threading
+
+    fetched: list[tuple[str, list[tuple[int, int]]]] = []
+    fetch = storage.RangeFile._fetch
+
+    def recorded(
+        self: storage.RangeFile, ranges: list[tuple[int, int]], gap: int | None = None
+    ) -> list[bytes]:
+        if str(self.path).endswith("id/bloomfilter.hierarchy"):
+            fetched.append((threading.current_thread().name, list(ranges)))
+        return fetch(self, ranges, gap)
+
+    monkeypatch.setattr(storage.RangeFile, "_fetch", recorded)
+    storage.forget_read_ahead()
+    table = pruner.open_table(parquet_table)
+    answer = pruner.query("SELECT v FROM t WHERE id = 321", {"t": table})
+    assert answer.num_rows == 1
+    ahead = [ranges for thread, ranges in fetched if thread.startswith("pruner-read-ahead")]
+    asked = [ranges for thread, ranges in fetched if not thread.startswith("pruner-read-ahead")]
+    assert ahead == [[(0, 128 * 1024)]], fetched
+    assert len(asked) == 1 and (0, 128 * 1024) not in asked[0], "only the key's units"
 
 
 def test_a_build_on_the_store_asks_the_folder_once_and_no_head_per_file(

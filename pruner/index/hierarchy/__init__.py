@@ -46,7 +46,13 @@ probes but not carried over.
 """
 
 from pruner.index.hierarchy.layout import COMPANION_NAME, companion_path
-from pruner.index.hierarchy.read import Hierarchy, HierarchyUnusable, Probe, open_index
+from pruner.index.hierarchy.read import (
+    Hierarchy,
+    HierarchyUnusable,
+    Probe,
+    open_index,
+    read_heads_ahead,
+)
 from pruner.index.hierarchy.write import (
     Coarse,
     FragmentCoarse,
@@ -63,6 +69,7 @@ __all__ = [
     "Probe",
     "companion_path",
     "open_index",
+    "read_heads_ahead",
     "write_hierarchy",
     "write_hierarchy_of",
 ]

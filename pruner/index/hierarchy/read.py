@@ -15,6 +15,8 @@ from pruner import sbbf, storage
 from pruner.buffers import distinct, sparse_zeros
 from pruner.errors import PrunerError
 from pruner.index.fileformat import (
+    FINGERPRINT_TAIL,
+    INDEX_FILE_NAME,
     arrow_type_from_text,
     decode_files,
     index_fingerprint,
@@ -24,6 +26,7 @@ from pruner.index.hierarchy.layout import (
     _BLOCK,
     _DATASET_CHUNK,
     _PREFIX,
+    COMPANION_NAME,
     MAGIC,
     VERSION,
     _row_checksums,
@@ -109,6 +112,33 @@ class _Section:
 
 _kept_bytes = 0
 _kept_lock = threading.Lock()
+
+
+_AHEAD_COMPANIONS = 4
+"""How many companions of a table :func:`read_heads_ahead` reads the heads of (its newest):
+one a column indexed, and a Lance dataset's older index folders are not worth reading."""
+
+
+def read_heads_ahead(found: storage.Listing) -> None:
+    """On a store: the heads of the newest companions a table's listing holds and their
+    index files' fingerprint tails, read side by side now (:func:`storage.read_ahead`), so
+    that a query's first probe finds them in memory instead of waiting a round trip for
+    them. Opening a table calls this as soon as it has the listing; the reads go on in the
+    background while the opening goes on (Lance reads the dataset's manifest, or pruner the
+    Parquet footers)."""
+    companions = [
+        (key, stat)
+        for key, stat in found.objects.items()
+        if key.rsplit("/", 1)[-1] == COMPANION_NAME
+    ]
+    companions.sort(key=lambda item: item[1].mtime_ns, reverse=True)
+    for key, stat in companions[:_AHEAD_COMPANIONS]:
+        folder = key.rsplit("/", 1)[0] + "/" if "/" in key else ""
+        storage.read_ahead(found.root / key, stat, [(0, min(stat.size, _HEAD_BYTES[True]))])
+        index = found.objects.get(folder + INDEX_FILE_NAME)
+        if index is not None:
+            tail = (max(0, index.size - FINGERPRINT_TAIL), FINGERPRINT_TAIL)
+            storage.read_ahead(found.root / (folder + INDEX_FILE_NAME), index, [tail])
 
 
 class Hierarchy:
