@@ -5,6 +5,7 @@ store, Lance's own scanner), never by pruner's own unpruned path alone."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ import pytest
 
 import pruner
 from pruner import storage
+from pruner.index.hierarchy import read as hierarchy_read
 from tests.support.engine_check import multiset
 from tests.support.s3 import S3Server
 
@@ -159,12 +161,14 @@ def test_an_absent_key_reads_no_data_object(
     # one round trip (up to 6 requests)
     files = len(table.files or {})
     assert count <= 2 + 3 + files + 4 + 1 + 6, f"{count} requests for an absent key, cold"
+    # a second probe of the held table: its companion is read whole in the background
+    assert pruner.query("SELECT * FROM t WHERE id = -7", {"t": table}).num_rows == 0
+    hierarchy_read._WARMERS.submit(lambda: None).result()
     before = storage.requests.snapshot()
-    result = pruner.query("SELECT * FROM t WHERE id = -7", {"t": table})
+    result = pruner.query("SELECT * FROM t WHERE id = -9", {"t": table})
     count, read = (a - b for a, b in zip(storage.requests.snapshot(), before, strict=True))
-    # warm: one LIST (are the files as opened?) and the companion's units for the new key
-    # (three levels and their checksums, side by side): no data object
-    assert count <= 7 and read < 64 * 1024, (count, read)
+    # warm: one LIST (are the files as opened?); the companion is probed in memory
+    assert result.num_rows == 0 and count == 1 and read == 0, (count, read)
 
 
 def test_a_probe_reads_every_level_of_the_companion_in_one_round_trip(
@@ -179,7 +183,8 @@ def test_a_probe_reads_every_level_of_the_companion_in_one_round_trip(
     def recorded(
         self: storage.RangeFile, ranges: list[tuple[int, int]], gap: int | None = None
     ) -> list[bytes]:
-        if str(self.path).endswith("bloomfilter.hierarchy"):
+        warming = "warm" in threading.current_thread().name  # the held table's warm-up
+        if str(self.path).endswith("bloomfilter.hierarchy") and not warming:
             batches.append(list(ranges))
         return read_ranges(self, ranges, gap)
 
@@ -202,8 +207,6 @@ def test_opening_a_table_starts_its_companion_heads_on_their_way(
     """The companion heads of a table on a store are read in the background as soon as its
     listing is known (while the opening reads footers or Lance's manifest): the query's
     probe then reads only the key's units from the store."""
-    import threading
-
     fetched: list[tuple[str, list[tuple[int, int]]]] = []
     fetch = storage.RangeFile._fetch
 
@@ -223,6 +226,37 @@ def test_opening_a_table_starts_its_companion_heads_on_their_way(
     asked = [ranges for thread, ranges in fetched if not thread.startswith("pruner-read-ahead")]
     assert ahead == [[(0, 128 * 1024)]], fetched
     assert len(asked) == 1 and (0, 128 * 1024) not in asked[0], "only the key's units"
+
+
+def test_a_held_table_probes_from_memory_once_its_companion_is_warm(
+    s3: S3Server, parquet_table: storage.ObjectPath, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A table held across queries reads its companion whole in the background after its
+    second probe; from then on a probe asks the store nothing, and the answers stay the
+    engine's alone."""
+    asked: list[list[tuple[int, int]]] = []
+    fetch = storage.RangeFile._fetch
+
+    def recorded(
+        self: storage.RangeFile, ranges: list[tuple[int, int]], gap: int | None = None
+    ) -> list[bytes]:
+        thread = threading.current_thread().name
+        if str(self.path).endswith("id/bloomfilter.hierarchy") and "warm" not in thread:
+            asked.append(list(ranges))
+        return fetch(self, ranges, gap)
+
+    monkeypatch.setattr(storage.RangeFile, "_fetch", recorded)
+    table = pruner.open_table(parquet_table)
+    ids = _data().column("id").to_pylist()
+    for key in ids[:2]:
+        assert pruner.query(f"SELECT id FROM t WHERE id = {key}", {"t": table}).num_rows == 1
+    hierarchy_read._WARMERS.submit(lambda: None).result()  # the warm-up has run
+    asked.clear()
+    for key in [*ids[100:110], -3, ROWS + 5]:
+        sql = f"SELECT id, v FROM t WHERE id = {key}"
+        expected = multiset(_duckdb_alone(s3, sql, str(parquet_table)))
+        assert multiset(pruner.query(sql, {"t": table})) == expected, sql
+    assert asked == [], "a warm companion is probed in memory"
 
 
 def test_a_build_on_the_store_asks_the_folder_once_and_no_head_per_file(

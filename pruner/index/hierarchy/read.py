@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -61,6 +62,14 @@ _GAP = 16 * 1024
 """Units of a companion on a store less than this apart are read in one request (they are a
 few hundred bytes to a few KiB each, and reading what lies between costs bytes, not a round
 trip: the others go out side by side)."""
+
+_WARM_BYTES = 64 << 20
+"""On a store, a companion of at most this many bytes probed a second time (its table is
+held: each query of a table opened anew opens its companion anew) is read whole in the
+background, checked, and used by every later probe, which then asks the store nothing: a
+held table's warm lookup waits only for its data, as a held Lance dataset's does once
+Lance has its index in memory."""
+_WARMERS = ThreadPoolExecutor(1, thread_name_prefix="pruner-companion-warm")
 
 _HEAD_BYTES = {False: 1024, True: 128 * 1024}
 """How much of a companion its first read takes: locally its header's start; on an object
@@ -163,6 +172,7 @@ class Hierarchy:
             ) from err
         self._lock = threading.Lock()
         self._kept = 0
+        self._probes = 0
         self._head = b""
         try:
             self._open()
@@ -532,6 +542,39 @@ class Hierarchy:
         if over:
             self._release()
 
+    def _warm(self) -> None:
+        """Read every section whole and, once all of it passed its checksums, use it for
+        every later probe (run in the background: see :data:`_WARM_BYTES`). A failure
+        changes nothing: the probes read their units as before, and meet it themselves."""
+        try:
+            sections = list(self._sections.values())
+            ranges = []
+            for section in sections:
+                ranges.append((section.offset, section.rows * section.width))
+                ranges.append((section.sums, 8 * section.rows * section.parts))
+            found = self._file.read_ranges(ranges)
+            images = []
+            for i, section in enumerate(sections):
+                data, sums = found[2 * i], found[2 * i + 1]
+                if len(data) != ranges[2 * i][1] or len(sums) != ranges[2 * i + 1][1]:
+                    return
+                whole = np.frombuffer(data, np.uint8).reshape(section.rows, section.width)
+                stored = np.frombuffer(sums, "<u8").reshape(section.rows, section.parts)
+                for part in range(section.parts):
+                    a, b = int(section.edges[part]), int(section.edges[part + 1])
+                    if not np.array_equal(_row_checksums(whole[:, a:b]), stored[:, part]):
+                        return
+                images.append(whole.copy())
+        except Exception:  # the probes read their units themselves, and meet the error
+            return
+        with self._lock:
+            self.bytes_read += sum(len(data) for data in found)
+            for section, image in zip(sections, images, strict=True):
+                section.image = image
+                section.checked = np.ones(section.rows * section.parts, bool)
+                section.written = image.nbytes
+            self._keep()
+
     def _ahead(self, hashes: np.ndarray) -> dict[str, np.ndarray]:
         """The units a probe of ``hashes`` may read, known from the hashes alone: their
         dataset chunks, their fragment block rows, and (within :data:`_AHEAD_BYTES`) every
@@ -562,8 +605,12 @@ class Hierarchy:
         empty = np.zeros(0, np.int64), np.zeros(0, np.int64)
         if not self.num_zones:
             return *empty, None
-        if storage.is_remote(self.path) and len(hashes) <= _AHEAD_VALUES:
-            self._units_of(self._ahead(hashes))
+        if storage.is_remote(self.path):
+            self._probes += 1
+            if self._probes == 2 and self._file.file_stat().size <= _WARM_BYTES:
+                _WARMERS.submit(self._warm)
+            if len(hashes) <= _AHEAD_VALUES:
+                self._units_of(self._ahead(hashes))
         count = len(self.fragments)
         # Dataset level.
         chunk = min(self.dataset_bytes, _DATASET_CHUNK)
