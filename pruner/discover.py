@@ -42,6 +42,7 @@ __all__ = [
     "parquet_files",
     "parquet_footer_hash",
     "parquet_names",
+    "read_footers_ahead",
     "read_parquet_file",
     "refuse_table_format",
     "signature",
@@ -134,8 +135,11 @@ def table_format(directory: storage.Location) -> tuple[str, storage.Location] | 
     metadata: list[list[str]] | None = None
     if storage.is_remote(directory):
         # each folder's question is a request on a store: all of them asked at once
-        logs = storage.gather([lambda f=f: storage.is_dir(f / "_delta_log") for f in folders])
-        metadata = storage.gather([lambda f=f: _metadata_names(f) for f in folders])
+        asked = storage.gather(
+            [lambda f=f: storage.is_dir(f / "_delta_log") for f in folders]
+            + [lambda f=f: _metadata_names(f) for f in folders]
+        )
+        logs, metadata = asked[: len(folders)], asked[len(folders) :]
     for i, folder in enumerate(folders):
         if logs[i] if logs is not None else storage.is_dir(folder / "_delta_log"):
             return "delta", folder
@@ -251,6 +255,26 @@ def file_identity(path: storage.Location) -> FileIdentity:
 
 
 _FOOTER_GUESS = 16 * 1024
+
+
+_AHEAD_FOOTERS = 512
+"""At most this many footers are read ahead by :func:`read_footers_ahead` (16 KiB each)."""
+
+
+def read_footers_ahead(found: storage.Listing) -> None:
+    """On a store: the footers (the last :data:`_FOOTER_GUESS` bytes) of the Parquet files
+    a table's listing holds outside hidden folders, read in the background from now
+    (:func:`storage.read_ahead`), so that opening the table finds them in memory while it
+    asks its other questions (is it a Lance dataset, a Delta or Iceberg table?)."""
+    names = [
+        key
+        for key in found.objects
+        if key.endswith(".parquet") and not any(p.startswith(("_", ".")) for p in key.split("/"))
+    ]
+    for key in names[:_AHEAD_FOOTERS]:
+        known = found.objects[key]
+        start = max(0, known.size - _FOOTER_GUESS)
+        storage.read_ahead(found.root / key, known, [(start, known.size - start)])
 
 
 def read_footer(path: storage.Location) -> tuple[FileIdentity, bytes | None, int]:

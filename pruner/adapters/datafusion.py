@@ -47,7 +47,13 @@ from pruner.errors import EngineError
 from pruner.evaluate import RowKeys
 from pruner.parameters import Parameters
 from pruner.plan import Plan, plan
-from pruner.reads import ParquetPart, parquet_parts, read_ahead_bytes, read_row_groups
+from pruner.reads import (
+    ParquetPart,
+    parquet_parts,
+    read_ahead_bytes,
+    read_ahead_on_store,
+    read_row_groups,
+)
 from pruner.selection import Selection
 from pruner.stacks import on_big_stack
 from pruner.table import Table, TableSource, as_table
@@ -152,6 +158,7 @@ def parquet_frame(
     whole_directory = _listed_alone(table, recursive) if every_file_whole else None
     if whole_directory is not None:
         return _listed_frame(context, whole_directory, _read_schema(table.schema))
+    parts = read_ahead_on_store(table, parts)
     partial = [part for part in parts if part.row_groups is not None]
     if read_ahead_bytes(partial) > reads.PARQUET_READ_AHEAD_BYTES:  # too much to hold
         parts = [ParquetPart(part.file, None) for part in parts]

@@ -43,7 +43,13 @@ from pruner.errors import EngineError
 from pruner.evaluate import RowKeys
 from pruner.parameters import Parameters
 from pruner.plan import Plan, named_in, plan
-from pruner.reads import ParquetPart, parquet_parts, read_ahead_bytes, read_row_groups
+from pruner.reads import (
+    ParquetPart,
+    parquet_parts,
+    read_ahead_bytes,
+    read_ahead_on_store,
+    read_row_groups,
+)
 from pruner.selection import Selection
 from pruner.table import Table, TableSource, as_table
 
@@ -302,7 +308,7 @@ def _parquet_rows(table: Table, selection: Selection | None) -> pa.Table | None:
     files = (table.files or {}).values()
     if hive_partitioned(f.path.absolute().parts[:-1] for f in files):
         return None
-    parts = parquet_parts(table, selection)
+    parts = read_ahead_on_store(table, parquet_parts(table, selection))
     if any(part.row_groups is None for part in parts):
         return None
     if read_ahead_bytes(parts) > READ_AHEAD_BYTES:

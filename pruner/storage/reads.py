@@ -18,7 +18,7 @@ from typing import Any
 import pyarrow as pa
 
 from pruner.storage.calls import ChangedUnderneath, Stat, _call, _object_error, requests
-from pruner.storage.listing import stat
+from pruner.storage.listing import _covering, stat
 from pruner.storage.paths import ObjectPath, PathLike
 
 
@@ -210,7 +210,7 @@ _KEPT_BYTES = 16 << 20
 _AHEAD_WAIT = 60.0
 """Seconds a read waits for a range read ahead before it reads the range itself."""
 _KEPT = _Kept()
-_AHEAD = ThreadPoolExecutor(4, thread_name_prefix="pruner-read-ahead")
+_AHEAD = ThreadPoolExecutor(32, thread_name_prefix="pruner-read-ahead")
 
 
 def read_ahead(path: ObjectPath, known: Stat, ranges: list[tuple[int, int]]) -> None:
@@ -281,6 +281,13 @@ def read_tail(path: PathLike, length: int) -> tuple[bytes, Stat]:
     if isinstance(path, ObjectPath):
         import obstore
 
+        covered = _covering(path)
+        known = covered[0].objects.get(covered[1]) if covered is not None else None
+        if known is not None and known.etag:  # the listing's stat: read ahead, perhaps
+            start = max(0, known.size - length)
+            kept = _KEPT.get((path, known.etag), start, known.size, known)
+            if kept is not None:
+                return kept, known
         result = _call(path, obstore.get, path.key, options={"range": {"suffix": length}})
         try:
             data = bytes(result.bytes())

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 import pyarrow.dataset as pads
 
@@ -13,7 +13,7 @@ from pruner import storage
 from pruner.discover import signature
 from pruner.errors import InvalidParameterError
 from pruner.table.model import Table
-from pruner.table.opening import open_table
+from pruner.table.opening import listing_to_open, open_listed, open_table
 
 TableSource: TypeAlias = "storage.PathLike | pads.Dataset | Table"
 """What a query's table may be given as: the path or URI of a Lance dataset, a Parquet
@@ -46,7 +46,9 @@ def as_table(source: TableSource) -> Table:
         path = storage.location(source).absolute()
     except ValueError as err:
         raise InvalidParameterError(str(err)) from err
-    found = _listing(path)
+    with _opened_lock:
+        held = path in _opened
+    found, dataset = _listing(path, held)
     with storage.listed(found):
         before = signature(path)
         if before is not None:
@@ -54,7 +56,7 @@ def as_table(source: TableSource) -> Table:
                 known = _opened.get(path)
             if known is not None and known[0] == before:
                 return known[1]
-        table = open_table(path)
+        table = open_table(path) if found is None else open_listed(path, None, found, dataset)
     if before is not None and _unchanged(table, before, found):  # nothing changed meanwhile
         with _opened_lock:
             _opened.pop(path, None)
@@ -64,15 +66,19 @@ def as_table(source: TableSource) -> Table:
     return table
 
 
-def _listing(path: storage.Location) -> storage.Listing | None:
+def _listing(path: storage.Location, held: bool) -> tuple[storage.Listing | None, Any]:
     """On a store, every object under ``path`` from one LIST: the table's signature, and
-    the answers to what opening it asks (storage.listed)."""
+    the answers to what opening it asks (storage.listed). When no table of ``path`` is
+    ``held`` (it will be opened), the opening's first reads go out beside the LIST
+    (:func:`listing_to_open`): the Lance dataset opened there, if any, comes second."""
     if not isinstance(path, storage.ObjectPath):
-        return None
+        return None, None
     try:
-        return storage.listing(path)
+        if not held:
+            return listing_to_open(path, None)
+        return storage.listing(path), None
     except OSError:
-        return None
+        return None, None
 
 
 def _unchanged(table: Table, before: tuple[object, ...], found: storage.Listing | None) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from pruner.discover import (
     located,
     parquet_files,
     parquet_names,
+    read_footers_ahead,
     read_parquet_file,
 )
 from pruner.errors import InvalidParameterError
@@ -48,25 +49,41 @@ def open_table(
     found = storage.current_listing(path)
     dataset = None
     if found is None and isinstance(path, storage.ObjectPath):
-        # One LIST answers what opening asks (storage.listed); Lance's own opening of the
-        # path as a dataset (a LIST of its versions, then its manifest) goes out beside it,
-        # and is kept if the listing says a Lance dataset is there.
-        where = path
-        found, dataset = storage.gather(
-            [lambda: _listing(where), lambda: _lance_dataset_or_none(where, version)]
-        )
+        found, dataset = listing_to_open(path, version)
+    return open_listed(path, version, found, dataset)
+
+
+def listing_to_open(path: storage.ObjectPath, version: int | None) -> tuple[storage.Listing, Any]:
+    """What opening the table at ``path`` on a store starts with, in one round trip: the
+    LIST of every object under it (which answers what opening asks: storage.listed), and
+    beside it Lance's own opening of the path as a dataset (a LIST of its versions, then its
+    manifest; None unless Lance opened one). As soon as the listing is known, its indexes'
+    companion heads and its Parquet files' footers start on their way
+    (:func:`read_heads_ahead`, :func:`read_footers_ahead`), read while opening asks the rest.
+
+    Raises:
+        OSError: the store refused the LIST.
+    """
+
+    def listed() -> storage.Listing:
+        found = storage.listing(path)
+        read_heads_ahead(found)
+        read_footers_ahead(found)
+        return found
+
+    found, dataset = storage.gather([listed, lambda: _lance_dataset_or_none(path, version)])
+    return found, dataset
+
+
+def open_listed(
+    path: storage.Location, version: int | None, found: storage.Listing | None, dataset: Any
+) -> Table:
+    """The table at ``path`` opened with what :func:`listing_to_open` found (a listing that
+    answers opening's questions, a Lance dataset opened there), where it found them."""
     with storage.listed(found):
         table = _open_path(path, version, dataset)
     table.listing = found
     return table
-
-
-def _listing(path: storage.ObjectPath) -> storage.Listing:
-    """The listing of the table at ``path``; its indexes' companion heads start on their
-    way at once (:func:`read_heads_ahead`)."""
-    found = storage.listing(path)
-    read_heads_ahead(found)
-    return found
 
 
 def _lance_dataset_or_none(path: storage.ObjectPath, version: int | None) -> Any:
@@ -182,9 +199,8 @@ def _parquet_table(path: storage.Location, root: storage.Location, found: list[s
     mixed: set[str] = set()
     widened: set[str] = set()
     uniform = True
-    if storage.is_remote(root) and len(found) > 1:
-        with ThreadPoolExecutor(min(_FOOTER_READERS, len(found))) as pool:
-            read = list(pool.map(lambda name: read_parquet_file(root / name, name), found))
+    if storage.is_remote(root) and len(found) > 1:  # with the opening's listing
+        read = storage.gather([partial(read_parquet_file, root / name, name) for name in found])
     else:
         read = [read_parquet_file(root / name, name) for name in found]
     for fid, file in enumerate(read):
@@ -216,10 +232,6 @@ def _parquet_table(path: storage.Location, root: storage.Location, found: list[s
         uniform_schema=uniform,
         widened=frozenset(widened) if uniform else frozenset(),
     )
-
-
-_FOOTER_READERS = 32
-"""Footers of a table on a store read at once (each a round trip of 10-100 ms)."""
 
 
 def _widened(schema: pa.Schema, other: pa.Schema) -> set[str] | None:

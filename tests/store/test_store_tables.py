@@ -259,6 +259,54 @@ def test_a_held_table_probes_from_memory_once_its_companion_is_warm(
     assert asked == [], "a warm companion is probed in memory"
 
 
+def test_footers_are_read_ahead_and_a_selected_whole_file_in_one_read(
+    s3: S3Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Opening a Parquet table on a store reads its footers from the listing on, in the
+    background, so no footer waits for a suffix GET of its own; a point lookup whose zone is
+    a whole file (one row group) is read ahead by pruner in one batch, not by the engine's
+    own requests one after another; the answers are DuckDB's alone."""
+    from pruner.storage import reads
+
+    local = tmp_path / "one-group"
+    local.mkdir()
+    data = _data(5, 8_000)
+    for i in range(4):
+        pq.write_table(data.slice(i * 2_000, 2_000), local / f"part-{i}.parquet")
+    uri = f"s3://{s3.new_bucket()}/lake/g"
+    s3.upload(local, uri)
+    location = storage.location(uri, s3.options)
+    pruner.build_index(location, "id")
+    suffix_reads: list[str] = []
+    data_reads: list[str] = []
+    call, fetch = reads._call, storage.RangeFile._fetch
+
+    def recorded_call(path: storage.ObjectPath, operation: Any, *args: Any, **kwargs: Any) -> Any:
+        if "suffix" in str(kwargs.get("options", "")) and path.name.endswith(".parquet"):
+            suffix_reads.append(path.name)
+        return call(path, operation, *args, **kwargs)
+
+    def recorded_fetch(
+        self: storage.RangeFile, ranges: list[tuple[int, int]], gap: int | None = None
+    ) -> list[bytes]:
+        if self.path.name.endswith(".parquet") and "ahead" not in threading.current_thread().name:
+            data_reads.append(self.path.name)
+        return fetch(self, ranges, gap)
+
+    monkeypatch.setattr(reads, "_call", recorded_call)
+    monkeypatch.setattr(storage.RangeFile, "_fetch", recorded_fetch)
+    storage.forget_read_ahead()
+    table = pruner.open_table(location)
+    assert len(table.files or {}) == 4 and suffix_reads == [], suffix_reads
+    key = int(data.column("id")[4_321].as_py())
+    for engine in ("duckdb", "datafusion"):
+        data_reads.clear()
+        sql = f"SELECT * FROM t WHERE id = {key}"
+        answer = pruner.query(sql, {"t": table}, engine=engine)
+        assert multiset(answer) == multiset(_duckdb_alone(s3, sql, uri)), engine
+        assert data_reads == ["part-2.parquet"], (engine, data_reads)
+
+
 def test_a_build_on_the_store_asks_the_folder_once_and_no_head_per_file(
     s3: S3Server, tmp_path: Path
 ) -> None:
