@@ -65,9 +65,18 @@ KEY_TUPLE_LIMIT = 4096
 """Most tuples a conjunction's IN lists may make (their cross product) for a compound index
 to be probed; past it the single-column indexes decide alone."""
 
-_NULL = pa.scalar(b"\x00", pa.large_binary())
-_VALUE = pa.scalar(b"\x01", pa.large_binary())
-_NOTHING = pa.scalar(b"", pa.large_binary())
+
+def _binary(data: bytes) -> pa.Scalar:
+    """``data`` as a ``large_binary`` scalar, made from buffers: ``pa.scalar`` of a Python
+    value has pyarrow import pandas where it is installed (``pyarrow.pandas_compat``, 0.5-1.5
+    s), which importing pruner must not cost."""
+    offsets = pa.py_buffer(np.array([0, len(data)], np.int64).tobytes())
+    return pa.Array.from_buffers(pa.large_binary(), 1, [None, offsets, pa.py_buffer(data)])[0]
+
+
+_NULL = _binary(b"\x00")
+_VALUE = _binary(b"\x01")
+_NOTHING = _binary(b"")
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from typing import Any, TypeAlias
-
-import pyarrow.dataset as pads
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from pruner import storage
 from pruner.discover import signature
 from pruner.errors import InvalidParameterError
 from pruner.table.model import Table
-from pruner.table.opening import listing_to_open, open_listed, open_table
+from pruner.table.opening import is_arrow_dataset, listing_to_open, open_listed, open_table
+
+if TYPE_CHECKING:
+    import pyarrow.dataset as pads
 
 TableSource: TypeAlias = "storage.PathLike | pads.Dataset | Table"
 """What a query's table may be given as: the path or URI of a Lance dataset, a Parquet
@@ -40,7 +41,7 @@ def as_table(source: TableSource) -> Table:
         if source.delta_version is not None:
             return open_table(source.path, version=source.delta_version)
         return as_table(source.path)
-    if isinstance(source, pads.Dataset):
+    if is_arrow_dataset(source):
         return open_table(source)
     try:
         path = storage.location(source).absolute()

@@ -1,7 +1,10 @@
-"""The wheel carries what ``pruner demo`` reads: the example queries are package data."""
+"""The wheel carries what ``pruner demo`` reads: the example queries are package data. A
+start-up (``import pruner``, ``pruner --help``) loads no engine, pandas or compiled
+kernel."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -81,3 +84,47 @@ def test_installed_wheel_finds_the_demo_queries(tmp_path: Path) -> None:
     location, count = done.stdout.split()
     assert Path(location).is_relative_to(site)
     assert int(count) == len(read_sql_examples()) > 0
+
+
+# What a start-up must not load until it is used (issue 44): the engines, pandas (which
+# pyarrow imports the first time it converts Python values, pa.array or pa.scalar, when
+# pandas is installed), and the compiled kernels.
+HEAVY = ("pandas", "duckdb", "datafusion", "pyspark", "lance", "numba")
+
+STARTS = {
+    "import pruner": "import pruner",
+    "pruner --help": (
+        "sys.argv = ['pruner', '--help']\n"
+        "from pruner.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+        "    try:\n"
+        "        main()\n"
+        "    except SystemExit as done:\n"
+        "        assert done.code == 0, done.code\n"
+        "assert out.getvalue().startswith('usage: pruner'), out.getvalue()\n"
+    ),
+    "python -m pruner.cli --help": (
+        "import runpy\n"
+        "sys.argv = ['pruner', '--help']\n"
+        "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+        "    try:\n"
+        "        runpy.run_module('pruner.cli', run_name='__main__', alter_sys=True)\n"
+        "    except SystemExit as done:\n"
+        "        assert done.code == 0, done.code\n"
+        "assert out.getvalue().startswith('usage: pruner'), out.getvalue()\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("start", STARTS)
+def test_start_up_loads_no_engine_pandas_or_kernel(start: str) -> None:
+    code = (
+        "import contextlib, io, json, sys\n"
+        f"{STARTS[start]}\n"
+        f"print(json.dumps(sorted(m for m in {HEAVY!r} if m in sys.modules)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1]) == [], f"{start} loaded them"
