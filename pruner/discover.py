@@ -235,10 +235,14 @@ class FileIdentity:
     def matches(self, recorded: FileIdentity) -> bool:
         """Whether this file (now) is still the one ``recorded`` (an index's record) names.
         A record without a footer hash is matched on size and time alone; one without an
-        ETag (a local file's) on the rest."""
+        ETag (a local file's) on the rest. With an ETag on both sides (an object on a store)
+        the ETag stands for the time: it changes whenever the object is written, where a
+        store's times come at one precision from a LIST and another from a GET (GCS:
+        milliseconds listed, whole seconds in a reply's ``Last-Modified``)."""
+        same_time = bool(recorded.etag and self.etag) or self.mtime_ns == recorded.mtime_ns
         return (
             self.size == recorded.size
-            and self.mtime_ns == recorded.mtime_ns
+            and same_time
             and recorded.footer in (0, self.footer)
             and recorded.etag in ("", self.etag)
         )
@@ -324,6 +328,8 @@ class ParquetFile:
         (and on a store the ETag) it had when the table was opened (so its footer, read
         then, is still its own)?"""
         identity = self.identity
+        if now.etag and identity.etag:  # on a store: the ETag, whatever the times' precision
+            return (now.size, now.etag) == (identity.size, identity.etag)
         return (now.size, now.mtime_ns, now.etag) == (
             identity.size,
             identity.mtime_ns,

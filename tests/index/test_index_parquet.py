@@ -186,3 +186,31 @@ def test_read_footer_gives_the_identity_file_identity_gives(tmp_path: Path) -> N
         else:
             assert footer is None
     assert len(read_footer(wide)[1] or b"") > 16 * 1024, "the second read is exercised"
+
+
+def test_an_object_is_known_by_its_etag_not_the_precision_of_its_time() -> None:
+    """On a store a file's identity is its size and ETag: a LIST and a GET may give its time
+    at different precisions (GCS: milliseconds listed, seconds in Last-Modified), which must
+    not make an indexed object look changed; a local file (no ETag) is still known by its
+    time, and another ETag is another object whatever the time."""
+    from pruner import storage
+    from pruner.discover import FileIdentity, ParquetFile
+
+    recorded = FileIdentity(100, 1_700_000_000_000_000_000, 7, '"abc"')
+    listed = FileIdentity(100, 1_700_000_000_123_000_000, 7, '"abc"')
+    assert listed.matches(recorded)
+    assert not FileIdentity(100, recorded.mtime_ns, 7, '"abd"').matches(recorded)
+    assert not FileIdentity(101, recorded.mtime_ns, 7, '"abc"').matches(recorded)
+    local = FileIdentity(100, 1_700_000_000_000_000_000, 7)
+    assert not FileIdentity(100, 1_700_000_000_123_000_000, 7).matches(local)
+    assert FileIdentity(100, local.mtime_ns, 7).matches(local)
+    metadata = pq.read_metadata(pa.BufferReader(_one_file_bytes()))
+    opened = ParquetFile(storage.location("s3://b/t/x.parquet"), "x.parquet", recorded, 3, metadata)
+    assert opened.unchanged(storage.Stat(100, listed.mtime_ns, etag='"abc"'))
+    assert not opened.unchanged(storage.Stat(100, recorded.mtime_ns, etag='"abd"'))
+
+
+def _one_file_bytes() -> bytes:
+    sink = pa.BufferOutputStream()
+    pq.write_table(pa.table({"id": [1, 2, 3]}), sink)
+    return sink.getvalue().to_pybytes()
