@@ -69,7 +69,7 @@ def snapshot(path: storage.Location, version: int | None = None) -> DeltaSnapsho
             "pip install 'pruner-index[delta]'"
         ) from err
     try:
-        table = DeltaTable(str(path), version=version)
+        table = DeltaTable(str(path), version=version, storage_options=storage.lance_options(path))
     except Exception as err:  # deltalake's own errors (TableNotFoundError, DeltaError...)
         raise InvalidParameterError(
             f"cannot open Delta table {path} at version {version}: {err}"
@@ -82,9 +82,13 @@ def snapshot(path: storage.Location, version: int | None = None) -> DeltaSnapsho
 
 
 def _relative(root: storage.Location, uri: str) -> str:
-    local = Path(uri.removeprefix("file://"))
     try:
-        return local.relative_to(str(root)).as_posix()
+        if isinstance(root, storage.ObjectPath):  # deltalake names objects by URI
+            found = storage.location(uri)
+            if not isinstance(found, storage.ObjectPath):
+                raise ValueError(uri)
+            return found.relative_to(root).as_posix()
+        return Path(uri.removeprefix("file://")).relative_to(str(root)).as_posix()
     except ValueError as err:
         raise InvalidParameterError(
             f"Delta table {root} names a data file outside its folder ({uri}); pruner reads "

@@ -118,11 +118,6 @@ def _open_path(path: storage.Location, version: int | None, dataset: Any = None)
             dataset = lance.dataset(str(path), version=version, storage_options=options)
         return _lance_table(path, dataset)
     if delta.is_delta_table(path):
-        if storage.is_remote(path):
-            raise InvalidParameterError(
-                f"{path} is a Delta Lake table on an object store, which pruner does not read "
-                "yet; query it with deltalake"
-            )
         # The live files of the version (pinned: the Table reads it however the table
         # moves on, as a Lance dataset's does).
         snapshot = delta.snapshot(path, version)

@@ -17,6 +17,7 @@ import pytest
 
 import pruner
 from pruner import storage
+from pruner.index import update_index
 from pruner.index.hierarchy import read as hierarchy_read
 from tests.support.engine_check import multiset
 from tests.support.s3 import S3Server
@@ -547,3 +548,61 @@ def test_append_to_a_lance_dataset_on_the_store(s3: S3Server) -> None:
     )
     assert found.to_pylist() == [{"v": 9}]
     assert lance.dataset(uri, storage_options=s3.options).count_rows() == 4_001
+
+
+def _delta_rows(start: int, count: int) -> pa.Table:
+    ids = np.random.default_rng(start).permutation(np.arange(start, start + count))
+    return pa.table({"id": ids.astype(np.int64), "s": [f"s{i}" for i in ids]})
+
+
+DELTA_SQL = [
+    "SELECT count(*) AS n FROM t",
+    "SELECT s FROM t WHERE id = 60",
+    "SELECT s FROM t WHERE id IN (10, 60, 199, 250)",
+    "SELECT count(*) AS n FROM t WHERE id = 10",  # only in removed files, after the overwrite
+]
+
+
+def test_a_delta_table_on_the_store_answers_as_its_own_reader(s3: S3Server) -> None:
+    """A Delta Lake table written to the store by deltalake: pruner reads the live files of
+    its version there (never the removed ones), indexes them there, and answers as
+    DuckDB alone over deltalake's own read of the table, on DuckDB and DataFusion, pruned
+    or not, through appends, an overwrite and a delete, and at an older version."""
+    import deltalake
+    import duckdb
+
+    uri = f"s3://{s3.new_bucket()}/lake/events"
+    options = s3.options
+    writing = {**options, "aws_conditional_put": "etag"}  # deltalake's safe commits on S3
+    location = storage.location(uri, options)
+
+    def check(step: str, version: int | None = None) -> None:
+        source: Any = location
+        if version is not None:
+            source = pruner.open_table(location, version=version)
+        own = deltalake.DeltaTable(uri, version=version, storage_options=options)
+        rows = own.to_pyarrow_table()  # deltalake's reader (exact: no column mapping or DVs)
+        for sql in DELTA_SQL:
+            con = duckdb.connect()
+            con.register("t", rows)
+            expected = multiset(con.sql(sql).to_arrow_table())
+            for engine in ("duckdb", "datafusion"):
+                for prune in (True, False):
+                    got = pruner.query(sql, {"t": source}, engine=engine, prune=prune)
+                    assert multiset(got) == expected, (step, sql, engine, prune)
+
+    deltalake.write_deltalake(uri, _delta_rows(0, 200), storage_options=writing)
+    pruner.build_index(location, "id")
+    deltalake.write_deltalake(uri, _delta_rows(200, 100), mode="append", storage_options=writing)
+    check("append, the new file not indexed")
+    update_index(location, "id")
+    deltalake.write_deltalake(uri, _delta_rows(50, 150), mode="overwrite", storage_options=writing)
+    deltalake.DeltaTable(uri, storage_options=writing).delete("id < 60")
+    check("overwrite and delete")
+    check("version 1", version=1)
+    update_index(location, "id")
+    check("overwrite and delete, indexed")
+    explained = pruner.explain("SELECT s FROM t WHERE id = 60", {"t": location})
+    assert explained.scans[0].unindexed_fragments == (), "the live file is indexed"
+    keys = s3.keys(uri)
+    assert any(key.startswith("_pruner/id/") for key in keys), "the index is on the store"
