@@ -63,12 +63,12 @@ _GAP = 16 * 1024
 few hundred bytes to a few KiB each, and reading what lies between costs bytes, not a round
 trip: the others go out side by side)."""
 
-_WARM_BYTES = 64 << 20
-"""On a store, a companion of at most this many bytes probed a second time (its table is
-held: each query of a table opened anew opens its companion anew) is read whole in the
-background, checked, and used by every later probe, which then asks the store nothing: a
-held table's warm lookup waits only for its data, as a held Lance dataset's does once
-Lance has its index in memory."""
+_WARM_BYTES = 256 << 20
+"""On a store, a companion of at most this many bytes (half of :data:`_KEEP_BYTES`; about
+200 MB at 20M rows) probed a second time (its table is held: each query of a table opened
+anew opens its companion anew) is read whole in the background, checked, and used by every
+later probe, which then asks the store nothing: a held table's warm lookup waits only for
+its data, as a held Lance dataset's does once Lance has its index in memory."""
 _WARMERS = ThreadPoolExecutor(1, thread_name_prefix="pruner-companion-warm")
 
 _HEAD_BYTES = {False: 1024, True: 128 * 1024}
@@ -564,7 +564,7 @@ class Hierarchy:
                     a, b = int(section.edges[part]), int(section.edges[part + 1])
                     if not np.array_equal(_row_checksums(whole[:, a:b]), stored[:, part]):
                         return
-                images.append(whole.copy())
+                images.append(whole)  # read-only: every unit is checked, none is written again
         except Exception:  # the probes read their units themselves, and meet the error
             return
         with self._lock:
