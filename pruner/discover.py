@@ -18,7 +18,7 @@ import struct
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Any, overload
 
 import pyarrow as pa
@@ -44,6 +44,7 @@ __all__ = [
     "parquet_names",
     "read_footers_ahead",
     "read_parquet_file",
+    "read_parquet_files",
     "refuse_table_format",
     "signature",
     "table_format",
@@ -370,6 +371,14 @@ def read_parquet_file(path: storage.Location, relative: str) -> ParquetFile:
     reader.open(pa.BufferReader(b"PAR1" + footer))
     metadata = reader.metadata
     return ParquetFile(path, relative, identity, metadata.num_rows, metadata, inode)
+
+
+def read_parquet_files(root: storage.Location, names: Sequence[str]) -> list[ParquetFile]:
+    """:func:`read_parquet_file` of each of ``names`` (paths relative to ``root``): on a
+    store side by side (a round trip each, with the caller's listing), locally in turn."""
+    if storage.is_remote(root) and len(names) > 1:
+        return storage.gather([partial(read_parquet_file, root / name, name) for name in names])
+    return [read_parquet_file(root / name, name) for name in names]
 
 
 def chunk_ranges(

@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 
 from pruner import sbbf, storage
 from pruner.buffers import scratch
-from pruner.discover import open_parquet, parquet_names, read_parquet_file
+from pruner.discover import open_parquet, parquet_names, read_parquet_files
 from pruner.errors import IndexFormatError, IndexNotFoundError, InvalidParameterError
 from pruner.hashing import hash_alike, hash_array, hash_input_width, plain_type
 from pruner.index.fileformat import IndexFileWriter, read_index_file
@@ -373,10 +373,7 @@ def _parquet_fragments(
         raise InvalidParameterError(f"no *.parquet files under {root}")
     # Identity first, content second: a file replaced in between then fails to match the
     # identity the index records, and is read whole instead of probed with stale zones.
-    if storage.is_remote(root):  # a round trip each: side by side
-        read = storage.gather([partial(read_parquet_file, p, "") for p in paths])
-    else:
-        read = [read_parquet_file(p, "") for p in paths]
+    read = read_parquet_files(root, relative)
     identities = [file.identity for file in read]
     metas = [
         open_parquet(p, file.metadata, columns=(), known=file.as_opened())

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +20,7 @@ from pruner.discover import (
     parquet_files,
     parquet_names,
     read_footers_ahead,
-    read_parquet_file,
+    read_parquet_files,
 )
 from pruner.errors import InvalidParameterError
 from pruner.hashing import hash_alike
@@ -208,10 +207,7 @@ def _parquet_table(path: storage.Location, root: storage.Location, found: list[s
     mixed: set[str] = set()
     widened: set[str] = set()
     uniform = True
-    if storage.is_remote(root) and len(found) > 1:  # with the opening's listing
-        read = storage.gather([partial(read_parquet_file, root / name, name) for name in found])
-    else:
-        read = [read_parquet_file(root / name, name) for name in found]
+    read = read_parquet_files(root, found)
     for fid, file in enumerate(read):
         files[fid] = file
         metadata = file.metadata

@@ -51,8 +51,8 @@ from pruner.index.hierarchy.read import (
     HierarchyUnusable,
     Probe,
     open_index,
-    read_heads_ahead,
 )
+from pruner.index.hierarchy.store import read_heads_ahead
 from pruner.index.hierarchy.write import (
     Coarse,
     FragmentCoarse,

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,8 +15,6 @@ from pruner import sbbf, storage
 from pruner.buffers import distinct, sparse_zeros
 from pruner.errors import PrunerError
 from pruner.index.fileformat import (
-    FINGERPRINT_TAIL,
-    INDEX_FILE_NAME,
     arrow_type_from_text,
     decode_files,
     index_fingerprint,
@@ -27,11 +24,18 @@ from pruner.index.hierarchy.layout import (
     _BLOCK,
     _DATASET_CHUNK,
     _PREFIX,
-    COMPANION_NAME,
     MAGIC,
     VERSION,
     _row_checksums,
     companion_path,
+)
+from pruner.index.hierarchy.store import (
+    _AHEAD_BYTES,
+    _AHEAD_VALUES,
+    _GAP,
+    _HEAD_BYTES,
+    _WARM_BYTES,
+    _WARMERS,
 )
 from pruner.index.hierarchy.write import Coarse
 from pruner.index.model import ZoneIndex
@@ -49,33 +53,6 @@ _KEEP_BYTES = 512 << 20
 together (:class:`_Section`): a probe reads and checks a unit once, later probes of the same
 open index use it as it was checked. A companion whose kept units would pass this drops
 them all and reads again, as on its first probe."""
-
-
-_AHEAD_VALUES = 64
-"""On a store, a probe of at most this many values reads the units of all three levels in
-one round trip (:meth:`Hierarchy._ahead`), not a round trip a level."""
-_AHEAD_BYTES = 256 * 1024
-"""... as long as the zone rows read ahead (every fragment's zones in the values' block rows:
-32 B a zone a row) come to at most this; past it the zone level is read once the fragment
-level has said which fragments it needs."""
-_GAP = 16 * 1024
-"""Units of a companion on a store less than this apart are read in one request (they are a
-few hundred bytes to a few KiB each, and reading what lies between costs bytes, not a round
-trip: the others go out side by side)."""
-
-_WARM_BYTES = 256 << 20
-"""On a store, a companion of at most this many bytes (half of :data:`_KEEP_BYTES`; about
-200 MB at 20M rows) probed a second time (its table is held: each query of a table opened
-anew opens its companion anew) is read whole in the background, checked, and used by every
-later probe, which then asks the store nothing: a held table's warm lookup waits only for
-its data, as a held Lance dataset's does once Lance has its index in memory."""
-_WARMERS = ThreadPoolExecutor(1, thread_name_prefix="pruner-companion-warm")
-
-_HEAD_BYTES = {False: 1024, True: 128 * 1024}
-"""How much of a companion its first read takes: locally its header's start; on an object
-store, where a request costs a round trip and bytes little, enough for the header and the
-zones' table of most indexes (25 B a zone: 128 KiB holds 5,000 zones, 40M rows), which
-then cost no request of their own."""
 
 
 def _fingerprint_or_error(index_file: storage.Location) -> tuple[int, str] | OSError:
@@ -121,33 +98,6 @@ class _Section:
 
 _kept_bytes = 0
 _kept_lock = threading.Lock()
-
-
-_AHEAD_COMPANIONS = 4
-"""How many companions of a table :func:`read_heads_ahead` reads the heads of (its newest):
-one a column indexed, and a Lance dataset's older index folders are not worth reading."""
-
-
-def read_heads_ahead(found: storage.Listing) -> None:
-    """On a store: the heads of the newest companions a table's listing holds and their
-    index files' fingerprint tails, read side by side now (:func:`storage.read_ahead`), so
-    that a query's first probe finds them in memory instead of waiting a round trip for
-    them. Opening a table calls this as soon as it has the listing; the reads go on in the
-    background while the opening goes on (Lance reads the dataset's manifest, or pruner the
-    Parquet footers)."""
-    companions = [
-        (key, stat)
-        for key, stat in found.objects.items()
-        if key.rsplit("/", 1)[-1] == COMPANION_NAME
-    ]
-    companions.sort(key=lambda item: item[1].mtime_ns, reverse=True)
-    for key, stat in companions[:_AHEAD_COMPANIONS]:
-        folder = key.rsplit("/", 1)[0] + "/" if "/" in key else ""
-        storage.read_ahead(found.root / key, stat, [(0, min(stat.size, _HEAD_BYTES[True]))])
-        index = found.objects.get(folder + INDEX_FILE_NAME)
-        if index is not None:
-            tail = (max(0, index.size - FINGERPRINT_TAIL), FINGERPRINT_TAIL)
-            storage.read_ahead(found.root / (folder + INDEX_FILE_NAME), index, [tail])
 
 
 class Hierarchy:
@@ -432,11 +382,11 @@ class Hierarchy:
             if not reads:
                 return images
             remote = storage.is_remote(self.path)
-            batch = [read for read in reads if remote and not self._whole(*read[1:])]
-            if batch:
-                self._read_batch(batch)
-            for read in reads:
-                if not any(read is other for other in batch):
+            batched = [remote and not self._whole(section, need) for _, section, need in reads]
+            if any(batched):
+                self._read_batch([read for read, b in zip(reads, batched, strict=True) if b])
+            for read, b in zip(reads, batched, strict=True):
+                if not b:
                     self._read_units(*read)
             for _, section, need in reads:
                 section.checked[need] = True

@@ -1,0 +1,66 @@
+"""The companion on an object store, where a request costs a round trip and bytes little:
+what a probe reads ahead of its levels, what opening a table reads ahead of its companions,
+and when a held table's companion is read whole (``read.Hierarchy`` uses these)."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+from pruner import storage
+from pruner.index.fileformat import FINGERPRINT_TAIL, INDEX_FILE_NAME
+from pruner.index.hierarchy.layout import COMPANION_NAME
+
+_AHEAD_VALUES = 64
+"""On a store, a probe of at most this many values reads the units of all three levels in
+one round trip (``Hierarchy._ahead``), not a round trip a level."""
+_AHEAD_BYTES = 256 * 1024
+"""... as long as the zone rows read ahead (every fragment's zones in the values' block rows:
+32 B a zone a row) come to at most this; past it the zone level is read once the fragment
+level has said which fragments it needs."""
+_GAP = 16 * 1024
+"""Units of a companion on a store less than this apart are read in one request (they are a
+few hundred bytes to a few KiB each, and reading what lies between costs bytes, not a round
+trip: the others go out side by side)."""
+
+_WARM_BYTES = 256 << 20
+"""On a store, a companion of at most this many bytes (half of what open companions keep
+together, ``read._KEEP_BYTES``; about 200 MB at 20M rows) probed a second time (its table
+is held: each query of a table opened anew opens its companion anew) is read whole in the
+background, checked, and used by every later probe, which then asks the store nothing: a
+held table's warm lookup waits only for its data, as a held Lance dataset's does once
+Lance has its index in memory."""
+_WARMERS = ThreadPoolExecutor(1, thread_name_prefix="pruner-companion-warm")
+"""Runs the warm-ups (:data:`_WARM_BYTES`), one at a time."""
+
+_HEAD_BYTES = {False: 1024, True: 128 * 1024}
+"""How much of a companion its first read takes: locally its header's start; on an object
+store, where a request costs a round trip and bytes little, enough for the header and the
+zones' table of most indexes (25 B a zone: 128 KiB holds 5,000 zones, 40M rows), which
+then cost no request of their own."""
+
+
+_AHEAD_COMPANIONS = 4
+"""How many companions of a table :func:`read_heads_ahead` reads the heads of (its newest):
+one a column indexed, and a Lance dataset's older index folders are not worth reading."""
+
+
+def read_heads_ahead(found: storage.Listing) -> None:
+    """On a store: the heads of the newest companions a table's listing holds and their
+    index files' fingerprint tails, read side by side now (:func:`storage.read_ahead`), so
+    that a query's first probe finds them in memory instead of waiting a round trip for
+    them. Opening a table calls this as soon as it has the listing; the reads go on in the
+    background while the opening goes on (Lance reads the dataset's manifest, or pruner the
+    Parquet footers)."""
+    companions = [
+        (key, stat)
+        for key, stat in found.objects.items()
+        if key.rsplit("/", 1)[-1] == COMPANION_NAME
+    ]
+    companions.sort(key=lambda item: item[1].mtime_ns, reverse=True)
+    for key, stat in companions[:_AHEAD_COMPANIONS]:
+        folder = key.rsplit("/", 1)[0] + "/" if "/" in key else ""
+        storage.read_ahead(found.root / key, stat, [(0, min(stat.size, _HEAD_BYTES[True]))])
+        index = found.objects.get(folder + INDEX_FILE_NAME)
+        if index is not None:
+            tail = (max(0, index.size - FINGERPRINT_TAIL), FINGERPRINT_TAIL)
+            storage.read_ahead(found.root / (folder + INDEX_FILE_NAME), index, [tail])
