@@ -50,16 +50,25 @@ def _duckdb_alone(s3: S3Server, sql: str, uri: str) -> pa.Table:
 
     options = s3.options
     config = {k: v for k, v in options.items() if k != "allow_http"}
-    con = duckdb.connect()
-    make: Any = FsspecStore
-    con.register_filesystem(make("s3", config=config, client_options={"allow_http": True}))
     files = [
         f"'{uri}/{key}'"
         for key in s3.keys(uri)
         if key.endswith(".parquet") and not key.startswith(("_", "."))
     ]
-    con.execute(f"CREATE VIEW t AS SELECT * FROM read_parquet([{', '.join(files)}])")
-    return con.sql(sql).to_arrow_table()
+    for attempt in range(3):
+        con = duckdb.connect()
+        make: Any = FsspecStore
+        con.register_filesystem(make("s3", config=config, client_options={"allow_http": True}))
+        con.execute(f"CREATE VIEW t AS SELECT * FROM read_parquet([{', '.join(files)}])")
+        try:
+            return con.sql(sql).to_arrow_table()
+        except duckdb.IOException as err:
+            # obstore's fsspec file system now and then hands DuckDB no bytes for a read
+            # ("only 0 bytes returned"; why pruner gives DuckDB its own): the judge asks
+            # again, on a new connection and file system; any other error is raised
+            if "bytes returned" not in str(err) or attempt == 2:
+                raise
+    raise AssertionError("unreachable")
 
 
 def _datafusion_alone(s3: S3Server, sql: str, uri: str) -> pa.Table:
