@@ -25,7 +25,7 @@ import pytest
 import pruner
 from pruner import storage
 from pruner.cli import main
-from tests.support.s3 import S3Server, environment
+from tests.support.s3 import S3Server, duckdb_over_store, environment
 
 FILES = 4
 ROWS_PER_FILE = 1000
@@ -60,18 +60,14 @@ def duckdb_alone(options: Mapping[str, str], uri: str, where: str) -> list[dict[
     glob of ``s3://.../*.parquet`` asks the file system's ``glob`` with the scheme, to which
     obstore's answers nothing (it globs ``bucket/key/*.parquet``).
     """
-    import duckdb
     from obstore.fsspec import FsspecStore
 
     config = {k: v for k, v in options.items() if k != "allow_http"}
     filesystem = FsspecStore("s3", config=config, client_options={"allow_http": True})
     files = sorted(filesystem.glob(uri.removeprefix("s3://") + "/*.parquet"))
     assert files, f"the oracle finds the files under {uri}"
-    connection = duckdb.connect()
-    connection.register_filesystem(filesystem)
-    named = ", ".join(f"'s3://{name}'" for name in files)
-    found = connection.sql(f"SELECT * FROM read_parquet([{named}]) WHERE {where}").arrow()
-    return sorted_rows(found)
+    uris = [f"s3://{name}" for name in files]
+    return sorted_rows(duckdb_over_store(dict(options), uris, f"SELECT * FROM t WHERE {where}"))
 
 
 def sorted_rows(rows: pa.Table | Any) -> list[dict[str, Any]]:

@@ -20,7 +20,7 @@ from pruner import storage
 from pruner.index import update_index
 from pruner.index.hierarchy import read as hierarchy_read
 from tests.support.engine_check import multiset
-from tests.support.s3 import S3Server
+from tests.support.s3 import S3Server, duckdb_over_store
 
 ROWS, FILES, GROUP = 40_000, 4, 2_000
 
@@ -45,30 +45,12 @@ def _duckdb_alone(s3: S3Server, sql: str, uri: str) -> pa.Table:
     registered, as a DuckDB user without httpfs reads a store. The files are listed, not
     globbed: obstore 0.12's fsspec ``glob`` finds nothing for a pattern with its
     ``s3://`` (DuckDB hands it the pattern as written)."""
-    import duckdb
-    from obstore.fsspec import FsspecStore
-
-    options = s3.options
-    config = {k: v for k, v in options.items() if k != "allow_http"}
     files = [
-        f"'{uri}/{key}'"
+        f"{uri}/{key}"
         for key in s3.keys(uri)
         if key.endswith(".parquet") and not key.startswith(("_", "."))
     ]
-    for attempt in range(3):
-        con = duckdb.connect()
-        make: Any = FsspecStore
-        con.register_filesystem(make("s3", config=config, client_options={"allow_http": True}))
-        con.execute(f"CREATE VIEW t AS SELECT * FROM read_parquet([{', '.join(files)}])")
-        try:
-            return con.sql(sql).to_arrow_table()
-        except duckdb.IOException as err:
-            # obstore's fsspec file system now and then hands DuckDB no bytes for a read
-            # ("only 0 bytes returned"; why pruner gives DuckDB its own): the judge asks
-            # again, on a new connection and file system; any other error is raised
-            if "bytes returned" not in str(err) or attempt == 2:
-                raise
-    raise AssertionError("unreachable")
+    return duckdb_over_store(s3.options, files, sql)
 
 
 def _datafusion_alone(s3: S3Server, sql: str, uri: str) -> pa.Table:
