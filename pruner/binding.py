@@ -55,10 +55,12 @@ class _Binder(PredicateVisitor[Predicate]):
         schema: pa.Schema,
         dialect: str,
         hash_type: Callable[[str], pa.DataType | None] | None,
+        unprobed: Callable[[str, int], str | None] | None = None,
     ) -> None:
         self.schema = schema
         self.dialect = dialect
         self.hash_type = hash_type
+        self.unprobed = unprobed
         self.bound: dict[tuple[str, tuple[Literal, ...], str], BoundLiterals] = {}
 
     def visit_and(self, node: And) -> Predicate:
@@ -89,6 +91,9 @@ class _Binder(PredicateVisitor[Predicate]):
         column = leaf.column
         if column not in self.schema.names:
             return BoundLiterals(leaf, None, reason=f"no column {column} in the table")
+        skipped = None if self.unprobed is None else self.unprobed(column, len(values))
+        if skipped is not None:  # selects every row: its literals are not even coerced
+            return BoundLiterals(leaf, None, reason=skipped)
         # A dictionary or view column compares as its plain values.
         arrow_type = plain_type(self.schema.field(column).type)
         coerced = coerce_all(values, arrow_type, self.dialect)
@@ -139,6 +144,7 @@ def bind(
     schema: pa.Schema,
     dialect: str = "duckdb",
     hash_type: Callable[[str], pa.DataType | None] | None = None,
+    unprobed: Callable[[str, int], str | None] | None = None,
 ) -> Predicate:
     """``predicate`` with every Equals / In leaf bound to its column of ``schema``: its
     literals coerced (as ``dialect`` compares) and hashed, once. Bound leaves are kept.
@@ -149,5 +155,9 @@ def bind(
     they are hashed; None when the column has no index to probe, so its literals are
     coerced (a literal no value can equal still selects nothing) but not hashed (a
     100,000-value IN on an unindexed column costs no hashing). ``hash_type`` None: every
-    column's literals are hashed at the column's type."""
-    return visit(predicate, _Binder(schema, dialect, hash_type))
+    column's literals are hashed at the column's type.
+
+    ``unprobed(column, count)``: why a leaf of ``count`` literals on ``column`` is not worth
+    probing (:func:`pruner.costs.probe_reason`), or None; such a leaf is left unbound (it
+    selects every row)."""
+    return visit(predicate, _Binder(schema, dialect, hash_type, unprobed))

@@ -25,6 +25,7 @@ from pruner import storage
 from pruner.analysis.model import JoinEdge
 from pruner.analyzer import Analysis, Scan
 from pruner.binding import bind
+from pruner.costs import probe_reason
 from pruner.discover import ParquetFile, open_parquet
 from pruner.errors import IndexFormatError, PrunerError
 from pruner.expressions import (
@@ -340,7 +341,13 @@ def _run(
     """The evaluator (its term reports, its layout), the selection (None for every row) and
     the bound predicate."""
     evaluator = _Evaluator(table)
-    bound = bind(predicate, table.schema, dialect, table.hash_type)
+    bound = bind(
+        predicate,
+        table.schema,
+        dialect,
+        table.hash_type,
+        lambda column, keys: probe_reason(table, column, keys),
+    )
     selected = visit(bound, evaluator)
     evaluator.unused_keys()
     return evaluator, selected, bound

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pruner import storage
 from pruner.analysis.model import Analysis, Scan
 from pruner.analyzer import analyze, names_table
+from pruner.costs import UNANALYSED, needs_analysis, whole_reason
 from pruner.errors import SqlSyntaxError
 from pruner.evaluate import RowKeys, ScanSelection, select_scans, table_keys, table_selections
 from pruner.expressions import Unknown
@@ -42,9 +43,13 @@ class Explanation:
     # For tables on an object store: the requests and bytes pruner's planning read of the
     # stores (opening the tables, probing their indexes), None when no table is on one.
     store_reads: tuple[int, int] | None = None
+    # Per table name the cost model reads whole although its scans selected less: why
+    # (pruner.costs.whole_reason).
+    read_whole: tuple[tuple[str, str], ...] = ()
 
     def selections(self) -> dict[str, Selection]:
-        """Per table name, the rows an engine must read (the union over its scans)."""
+        """Per table name, the rows an engine must read (the union over its scans); the
+        cost model may still read a table whole (:attr:`read_whole`)."""
         return table_selections(list(self.scans))
 
     def keys(self) -> dict[str, RowKeys]:
@@ -71,6 +76,7 @@ class Explanation:
                     "terms": [t.to_json() for t in s.terms],
                     "engine_reads": engine_reads(s),
                     "unindexed_fragments": list(s.unindexed_fragments),
+                    "read_whole": dict(self.read_whole).get(s.scan.table),
                 }
                 for s in self.scans
             ],
@@ -111,6 +117,9 @@ class Explanation:
                 lines.append(f"  {term.term}: {detail}")
             if not s.terms:
                 lines.append("  no condition on this table: read whole")
+            whole = dict(self.read_whole).get(s.scan.table)
+            if whole is not None:
+                lines.append(f"  {whole}")
         if self.store_reads is not None:
             requests, read = self.store_reads
             lines.append(
@@ -194,20 +203,44 @@ def explain_opened(
     parameters: Parameters = (),
 ) -> Explanation:
     """:func:`explain` of tables :func:`pruner.table.open_tables` opened for this query."""
-    schemas = {name: table.schema for name, table in opened.items()}
-    try:
-        analysis = analyze(sql, schemas, dialect)
-    except SqlSyntaxError as err:
-        # SQL pruner's parser refuses is the engine's to accept or refuse: every table the
-        # text names is read whole (the engine raises its own error, or answers).
-        reason = f"{err}; the table is read whole"
-        scans = tuple(
-            Scan(name, name, Unknown(reason, "the whole statement"))
-            for name in opened
-            if names_table(name, sql)
-        )
-        analysis = Analysis(sql, dialect, scans)
+    if not needs_analysis(sql, opened):
+        analysis = _read_whole(sql, dialect, opened, UNANALYSED)
+    else:
+        schemas = {name: table.schema for name, table in opened.items()}
+        try:
+            analysis = analyze(sql, schemas, dialect)
+        except SqlSyntaxError as err:
+            # SQL pruner's parser refuses is the engine's to accept or refuse: every table
+            # the text names is read whole (the engine raises its own error, or answers).
+            analysis = _read_whole(sql, dialect, opened, f"{err}; the table is read whole")
     analysis = analysis.with_parameters(parameters)
+    scans = tuple(select_scans(analysis, opened))
     return Explanation(
-        sql, dialect, tuple(select_scans(analysis, opened)), analysis.inner_joins_only
+        sql, dialect, scans, analysis.inner_joins_only, read_whole=_cost_choices(scans)
     )
+
+
+def _read_whole(sql: str, dialect: str, opened: Mapping[str, Table], reason: str) -> Analysis:
+    """An analysis that reads every table the text names whole, for ``reason``."""
+    scans = tuple(
+        Scan(name, name, Unknown(reason, "the whole statement"))
+        for name in opened
+        if names_table(name, sql)
+    )
+    return Analysis(sql, dialect, scans)
+
+
+def _cost_choices(scans: tuple[ScanSelection, ...]) -> tuple[tuple[str, str], ...]:
+    """The tables whose scans used an index that the cost model reads whole, and why."""
+    pruned = {s.scan.table: s.table for s in scans if s.table is not None and _used_index(s)}
+    selections = table_selections(list(scans))
+    found = []
+    for name, table in pruned.items():
+        reason = whole_reason(table, selections[name])
+        if reason is not None:
+            found.append((name, reason))
+    return tuple(found)
+
+
+def _used_index(scan: ScanSelection) -> bool:
+    return any(term.used_index for term in scan.terms)

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from pruner.analyzer import names_table
+from pruner.costs import needs_analysis
 from pruner.evaluate import RowKeys
 from pruner.explain import Explanation, explain_opened
 from pruner.parameters import Parameters
@@ -23,7 +24,9 @@ __all__ = ["Parameters", "Plan", "TableSource", "named_in", "plan"]
 
 @dataclass(frozen=True)
 class Plan:
-    """Per table name: the opened table and the rows to read (None: the whole table)."""
+    """Per table name: the opened table and the rows to read (None: the whole table, read
+    without any index; a whole Selection: the whole table as the engine reads it alone,
+    which lets Lance use its own indexes)."""
 
     tables: dict[str, Table]
     selections: dict[str, Selection | None]
@@ -37,7 +40,15 @@ class Plan:
             return None
         if self.explanation is None:
             return self.row_keys.get(name)
+        if name in dict(self.explanation.read_whole):
+            return None
         return self.explanation.keys().get(name)
+
+    def reads_whole(self, name: str) -> bool:
+        """Does table ``name`` read all its rows, with no keys to filter them by?"""
+        selection = self.selections.get(name)
+        whole = selection is None or selection.num_rows == self.tables[name].num_rows
+        return whole and self.keys(name) is None
 
     @property
     def inner_joins_only(self) -> bool:
@@ -78,11 +89,18 @@ def plan(
     opened = open_tables({n: t for n, t in tables.items() if named_in(n, sql)})
     if not prune:
         return Plan(opened, dict.fromkeys(opened))
+    if not needs_analysis(sql, opened):
+        # Nothing the text names could prune (pruner.costs): not analysed; each table is
+        # read whole as the engine reads it alone (Lance with its own indexes).
+        return Plan(opened, {name: table.whole() for name, table in opened.items()})
     # SQL pruner's parser refuses is the engine's to judge: explain reads every table whole
     # then, and the engine raises its own error (as it would without pruner) or answers.
     explanation = explain_opened(sql, opened, dialect=dialect, parameters=parameters)
     found = explanation.selections()
-    selections: dict[str, Selection | None] = {name: found.get(name) for name in opened}
+    whole = dict(explanation.read_whole)  # the cost model's choice (pruner.costs)
+    selections: dict[str, Selection | None] = {
+        name: table.whole() if name in whole else found.get(name) for name, table in opened.items()
+    }
     return Plan(opened, selections, explanation)
 
 

@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 import json
+import math
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from pruner import costs
+
+COST_MODEL = {
+    "WHOLE_FRACTION": costs.WHOLE_FRACTION,
+    "PROBE_SKIP_FRACTION": costs.PROBE_SKIP_FRACTION,
+}
+"""pruner's cost model as shipped (pruner.costs)."""
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
@@ -15,6 +25,26 @@ VECTORS = SHARED / "vectors" / "lance"
 
 # Lance warns about fork-safety whenever a test process has threads; it is noise here.
 warnings.filterwarnings("ignore", message=".*fork.*")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _pruned_reads() -> Iterator[None]:
+    """The cost model's thresholds off in this process: its tables are small, and the model
+    would read most of them whole, so the tests of pruned reads (and the differential
+    harness) would test whole reads. The tests of the model turn it on (:func:`cost_model`);
+    commands run in a new process have it as shipped."""
+    for name in COST_MODEL:
+        setattr(costs, name, math.inf)
+    yield
+    for name, value in COST_MODEL.items():
+        setattr(costs, name, value)
+
+
+@pytest.fixture
+def cost_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    """pruner's cost model as shipped, for one test."""
+    for name, value in COST_MODEL.items():
+        monkeypatch.setattr(costs, name, value)
 
 
 @pytest.fixture(scope="session")

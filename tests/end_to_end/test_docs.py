@@ -86,7 +86,10 @@ def _run_shell(text: str, where: str) -> None:
 
 
 @pytest.mark.parametrize("path", FILES, ids=[p.name for p in FILES])
-def test_every_code_block_runs(path: Path, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+def test_every_code_block_runs(
+    path: Path, tmp_path: Path, request: pytest.FixtureRequest, cost_model: None
+) -> None:
+    """As a reader runs them: with pruner's cost model as shipped."""
     blocks = _blocks(path)
     if not any(kind in ("python", "sh") for kind, _ in blocks):
         pytest.skip("no code block")
