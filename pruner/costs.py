@@ -61,8 +61,8 @@ engine reads is not probed. Higher than :data:`WHOLE_FRACTION`, so that keys tha
 somewhat still get probed and pruned."""
 
 UNANALYSED = (
-    "the query names no column with an index on this table: the engine reads it whole, "
-    "its own way, and the SQL is not analysed"
+    "the SQL names no column with an index in its one table, and no join: a query does not "
+    "analyse it, the engine reads the table whole, its own way"
 )
 
 _WORDS = re.compile(r"[\w$]+")

@@ -46,6 +46,9 @@ class Explanation:
     # Per table name the cost model reads whole although its scans selected less: why
     # (pruner.costs.whole_reason).
     read_whole: tuple[tuple[str, str], ...] = ()
+    # False: a query does not analyse this SQL (pruner.costs.needs_analysis), it reads
+    # every table whole; explain analyses it all the same, to say why no term could prune.
+    analysed: bool = True
 
     def selections(self) -> dict[str, Selection]:
         """Per table name, the rows an engine must read (the union over its scans); the
@@ -57,7 +60,11 @@ class Explanation:
         return table_keys(list(self.scans))
 
     def to_json(self) -> dict[str, object]:
-        found: dict[str, object] = {"sql": self.sql, "dialect": self.dialect}
+        found: dict[str, object] = {
+            "sql": self.sql,
+            "dialect": self.dialect,
+            "analysed_by_query": self.analysed,
+        }
         if self.store_reads is not None:
             found["store_requests"], found["store_bytes_read"] = self.store_reads
         return found | {
@@ -120,6 +127,8 @@ class Explanation:
             whole = dict(self.read_whole).get(s.scan.table)
             if whole is not None:
                 lines.append(f"  {whole}")
+        if not self.analysed:
+            lines.append(f"query: {UNANALYSED}")
         if self.store_reads is not None:
             requests, read = self.store_reads
             lines.append(
@@ -203,31 +212,30 @@ def explain_opened(
     parameters: Parameters = (),
 ) -> Explanation:
     """:func:`explain` of tables :func:`pruner.table.open_tables` opened for this query."""
-    if not needs_analysis(sql, opened):
-        analysis = _read_whole(sql, dialect, opened, UNANALYSED)
-    else:
-        schemas = {name: table.schema for name, table in opened.items()}
-        try:
-            analysis = analyze(sql, schemas, dialect)
-        except SqlSyntaxError as err:
-            # SQL pruner's parser refuses is the engine's to accept or refuse: every table
-            # the text names is read whole (the engine raises its own error, or answers).
-            analysis = _read_whole(sql, dialect, opened, f"{err}; the table is read whole")
+    schemas = {name: table.schema for name, table in opened.items()}
+    try:
+        analysis = analyze(sql, schemas, dialect)
+    except SqlSyntaxError as err:
+        # SQL pruner's parser refuses is the engine's to accept or refuse: every table the
+        # text names is read whole (the engine raises its own error, or answers).
+        reason = f"{err}; the table is read whole"
+        scans = tuple(
+            Scan(name, name, Unknown(reason, "the whole statement"))
+            for name in opened
+            if names_table(name, sql)
+        )
+        analysis = Analysis(sql, dialect, scans)
     analysis = analysis.with_parameters(parameters)
-    scans = tuple(select_scans(analysis, opened))
+    found = tuple(select_scans(analysis, opened))
+    named = {name: table for name, table in opened.items() if names_table(name, sql)}
     return Explanation(
-        sql, dialect, scans, analysis.inner_joins_only, read_whole=_cost_choices(scans)
+        sql,
+        dialect,
+        found,
+        analysis.inner_joins_only,
+        read_whole=_cost_choices(found),
+        analysed=needs_analysis(sql, named),
     )
-
-
-def _read_whole(sql: str, dialect: str, opened: Mapping[str, Table], reason: str) -> Analysis:
-    """An analysis that reads every table the text names whole, for ``reason``."""
-    scans = tuple(
-        Scan(name, name, Unknown(reason, "the whole statement"))
-        for name in opened
-        if names_table(name, sql)
-    )
-    return Analysis(sql, dialect, scans)
 
 
 def _cost_choices(scans: tuple[ScanSelection, ...]) -> tuple[tuple[str, str], ...]:

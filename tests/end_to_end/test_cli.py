@@ -222,7 +222,7 @@ def test_python_explain_raises_the_engines_own_error(tmp_path: Path, dialect: st
     with pytest.raises(type(alone.value)):
         pruner.query(wrong, {"t": path}, engine=dialect)
     explained = pruner.explain(wrong, {"t": path}, dialect=dialect, check=False)
-    assert str(explained).startswith("t: 1 of 1 zones, 3 of 3 rows")  # unchecked: read whole
+    assert "usr_id" in str(explained)  # pruner's own view, unchecked
     assert pruner.explain("SELECT * FROM t WHERE user_id = 5", {"t": path}, dialect=dialect)
 
 
