@@ -210,8 +210,11 @@ def explain_opened(
     *,
     dialect: str = "duckdb",
     parameters: Parameters = (),
+    analysed: bool | None = None,
 ) -> Explanation:
-    """:func:`explain` of tables :func:`pruner.table.open_tables` opened for this query."""
+    """:func:`explain` of tables :func:`pruner.table.open_tables` opened for this query
+    (``analysed``: whether a query analyses it, when the caller knows: see
+    :attr:`Explanation.analysed`)."""
     schemas = {name: table.schema for name, table in opened.items()}
     try:
         analysis = analyze(sql, schemas, dialect)
@@ -227,14 +230,16 @@ def explain_opened(
         analysis = Analysis(sql, dialect, scans)
     analysis = analysis.with_parameters(parameters)
     found = tuple(select_scans(analysis, opened))
-    named = {name: table for name, table in opened.items() if names_table(name, sql)}
+    if analysed is None:
+        named = {name: table for name, table in opened.items() if names_table(name, sql)}
+        analysed = needs_analysis(sql, named)
     return Explanation(
         sql,
         dialect,
         found,
         analysis.inner_joins_only,
         read_whole=_cost_choices(found),
-        analysed=needs_analysis(sql, named),
+        analysed=analysed,
     )
 
 

@@ -95,7 +95,7 @@ def plan(
         return Plan(opened, {name: table.whole() for name, table in opened.items()})
     # SQL pruner's parser refuses is the engine's to judge: explain reads every table whole
     # then, and the engine raises its own error (as it would without pruner) or answers.
-    explanation = explain_opened(sql, opened, dialect=dialect, parameters=parameters)
+    explanation = explain_opened(sql, opened, dialect=dialect, parameters=parameters, analysed=True)
     found = explanation.selections()
     whole = dict(explanation.read_whole)  # the cost model's choice (pruner.costs)
     selections: dict[str, Selection | None] = {
