@@ -36,6 +36,7 @@ import pyarrow as pa
 from fsspec import AbstractFileSystem
 
 from pruner import storage
+from pruner.adapters.cursors import kept_cursors, whole_binding
 from pruner.adapters.naming import quote_identifier
 from pruner.adapters.sources import lance_source
 from pruner.discover import hive_partitioned
@@ -442,8 +443,8 @@ def query(
     if prepared is None:
         prepared = plan(query_text, tables, dialect="duckdb", parameters=parameters, prune=prune)
     database = connection if connection is not None else shared_connection()
-    whole = _whole_binding(prepared, query_text)
-    cursor = _kept_cursors(database).take(whole) if whole is not None else None
+    whole = whole_binding(prepared, query_text)
+    cursor = kept_cursors(database).take(whole) if whole is not None else None
     if cursor is None:
         cursor = registered(database, prepared)
     answered = False
@@ -456,136 +457,8 @@ def query(
         answered = True
         return result
     finally:
-        if not (answered and whole is not None and _kept_cursors(database).keep(whole, cursor)):
+        if not (answered and whole is not None and kept_cursors(database).keep(whole, cursor)):
             cursor.close()
-
-
-_WholeTables = tuple[tuple[str, Table], ...]
-
-
-class _KeptCursors:
-    """Cursors of one connection with tables bound whole, kept for the next query over the
-    same tables: binding a table on a new cursor (a view, or a registration, and DuckDB
-    binding it anew) costs about 1 ms, a tenth of a short scan of 1M rows, and a query
-    pruner does not prune must cost what DuckDB alone costs (:mod:`pruner.costs`).
-
-    A cursor is kept only after a statement that reads (:func:`_reads_only`), so what it
-    holds is exactly its bindings; a query takes it for itself, and it is kept again only
-    when the query answered. Tables are matched by identity: a table opened anew (changed
-    files, another version) binds a new cursor."""
-
-    LIMIT = 4  # cursors kept per connection
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.idle: list[tuple[_WholeTables, duckdb.DuckDBPyConnection]] = []
-
-    def take(self, whole: _WholeTables) -> duckdb.DuckDBPyConnection | None:
-        with self.lock:
-            for position, (tables, cursor) in enumerate(self.idle):
-                if _same_tables(tables, whole):
-                    del self.idle[position]
-                    return cursor
-        return None
-
-    def keep(self, whole: _WholeTables, cursor: duckdb.DuckDBPyConnection) -> bool:
-        with self.lock:
-            self.idle.append((whole, cursor))
-            dropped = self.idle[: -self.LIMIT]
-            del self.idle[: -self.LIMIT]
-        for _, old in dropped:
-            old.close()
-        return True
-
-
-def _same_tables(one: _WholeTables, other: _WholeTables) -> bool:
-    return len(one) == len(other) and all(
-        a_name == b_name and a is b for (a_name, a), (b_name, b) in zip(one, other, strict=True)
-    )
-
-
-_kept: weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, _KeptCursors] = (
-    weakref.WeakKeyDictionary()
-)
-_kept_lock = threading.Lock()
-
-
-def _kept_cursors(connection: duckdb.DuckDBPyConnection) -> _KeptCursors:
-    with _kept_lock:
-        found = _kept.get(connection)
-        if found is None:
-            found = _kept[connection] = _KeptCursors()
-        return found
-
-
-def _whole_binding(prepared: Plan, query_text: str) -> _WholeTables | None:
-    """The tables of ``prepared`` by name, when every one is read whole and the statement
-    only reads (a cursor bound for it may serve the next such query); else None."""
-    if not all(prepared.reads_whole(name) for name in prepared.tables):
-        return None
-    if not _reads_only(query_text):
-        return None
-    return tuple(sorted(prepared.tables.items(), key=lambda item: item[0]))
-
-
-_WORDS = re.compile(r"[\w$]+")
-_READS = frozenset({"select", "with", "from", "values", "table"})
-_CHANGES = frozenset(
-    [
-        "insert",
-        "update",
-        "delete",
-        "merge",
-        "truncate",
-        "create",
-        "drop",
-        "alter",
-        "replace",
-        "comment",
-        "set",
-        "reset",
-        "pragma",
-        "attach",
-        "detach",
-        "use",
-        "install",
-        "load",
-        "copy",
-        "export",
-        "import",
-        "call",
-        "prepare",
-        "execute",
-        "deallocate",
-        "begin",
-        "start",
-        "commit",
-        "rollback",
-        "abort",
-        "transaction",
-        "checkpoint",
-        "vacuum",
-        "analyze",
-        "setseed",
-    ]
-)
-
-
-def _reads_only(query_text: str) -> bool:
-    """Is ``query_text`` one statement that reads and cannot change what a cursor holds
-    (no DDL, no setting, no transaction, no second statement)? Judged by its words, so a
-    column or string that spells such a word only costs the query a new cursor.
-
-    >>> _reads_only("SELECT count(*) FROM t WHERE k > 1;"), _reads_only("SET threads = 1")
-    (True, False)
-    >>> _reads_only("SELECT 1; DROP VIEW t"), _reads_only("WITH x AS (SELECT 1) INSERT INTO y ...")
-    (False, False)
-    """
-    folded = query_text.casefold()
-    if ";" in folded.strip().rstrip(";"):
-        return False
-    words = _WORDS.findall(folded)
-    return bool(words) and words[0] in _READS and _CHANGES.isdisjoint(words)
 
 
 def _engine_parameters(parameters: Parameters) -> Any:

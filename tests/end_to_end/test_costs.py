@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 import pruner
 from pruner import costs
+from pruner.adapters import cursors
 from pruner.adapters import duckdb as duck_adapter
 from pruner.index import build_index
 from pruner.plan import plan
@@ -187,5 +188,5 @@ def test_a_kept_cursor_never_answers_from_an_older_table(tmp_path: Path, cost_mo
     pruner.query("CREATE TEMP TABLE copied AS SELECT * FROM t", {"t": tmp_path})
     with pytest.raises(Exception, match="copied"):
         pruner.query("SELECT count(*) FROM copied", {"t": tmp_path})
-    kept = duck_adapter._kept_cursors(duck_adapter.shared_connection())
+    kept = cursors.kept_cursors(duck_adapter.shared_connection())
     assert kept.idle and len(kept.idle) <= kept.LIMIT
