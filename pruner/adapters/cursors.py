@@ -11,11 +11,13 @@ from __future__ import annotations
 import re
 import threading
 import weakref
-
-import duckdb
+from typing import TYPE_CHECKING
 
 from pruner.plan import Plan
 from pruner.table import Table
+
+if TYPE_CHECKING:  # the adapter imports DuckDB itself, naming the extra when it is missing
+    import duckdb
 
 __all__ = ["KeptCursors", "WholeTables", "kept_cursors", "reads_only", "whole_binding"]
 
