@@ -400,20 +400,24 @@ def registered(
 ) -> Iterator[datafusion.SessionContext]:
     """``context`` with every table of ``prepared`` registered under its name, pruned, for
     the duration of the ``with`` block; then ``context`` is as it was (the caller's tables of
-    those names are back, the others gone).
+    those names are back, the others gone), but for pruner's shared contexts, which keep the
+    Parquet tables read whole bound for the next query (:class:`_KeptViews`).
 
     A DataFrame planned inside the block keeps the pruned sources it was planned with, so it
     can be collected after the block. ``null_literals`` False (the query has no NULL literal
     and no NULL parameter) lets DataFusion push its filters into Lance's scans.
     """
     saved: dict[str, datafusion.catalog.Table | None] = {}
+    kept = _kept_views.get(context)
     with _registration_lock, contextlib.ExitStack() as settings:
         if any(table.kind == "parquet" for table in prepared.tables.values()):
             settings.enter_context(_own_filters_only(context))
+        if kept is not None:
+            kept.forget_all_but(context, prepared)
         try:
             for name, table in prepared.tables.items():
                 quoted = quote_identifier(name)
-                if quoted in saved:
+                if quoted in saved or (kept is not None and kept.holds(quoted, table)):
                     continue
                 saved[quoted] = (
                     context.table_provider(quoted) if context.table_exist(quoted) else None
@@ -429,6 +433,8 @@ def registered(
                     prepared.keys(name),
                     null_literals,
                 )
+                if kept is not None and kept.keeps(quoted, table, prepared.reads_whole(name)):
+                    del saved[quoted]
             yield context
         finally:
             for quoted, provider in saved.items():
@@ -436,6 +442,46 @@ def registered(
                     context.deregister_table(quoted)
                 if provider is not None:
                     context.register_table(quoted, provider)
+
+
+class _KeptViews:
+    """The Parquet tables a shared context of pruner's keeps registered whole between
+    queries (name -> the Table): listing a directory and registering it cost about 1 ms a
+    query, and a query pruner does not prune must cost what DataFusion alone costs
+    (:mod:`pruner.costs`). Matched by Table identity (a table whose files changed is opened
+    anew); every other name is deregistered before a query binds its own, so a query never
+    sees a table it does not name."""
+
+    def __init__(self) -> None:
+        self.views: dict[str, Table] = {}
+
+    def forget_all_but(self, context: datafusion.SessionContext, prepared: Plan) -> None:
+        wanted = {
+            quote_identifier(name): table
+            for name, table in prepared.tables.items()
+            if prepared.reads_whole(name)
+        }
+        for quoted, table in list(self.views.items()):
+            if wanted.get(quoted) is not table:
+                del self.views[quoted]
+                if context.table_exist(quoted):
+                    context.deregister_table(quoted)
+
+    def holds(self, quoted: str, table: Table) -> bool:
+        return self.views.get(quoted) is table
+
+    def keeps(self, quoted: str, table: Table, whole: bool) -> bool:
+        """Keep ``table``, just registered as ``quoted``, when it is a Parquet table read
+        whole (a Lance table's registration depends on the query's NULL literals)."""
+        if not whole or table.kind != "parquet":
+            return False
+        self.views[quoted] = table
+        return True
+
+
+_kept_views: weakref.WeakKeyDictionary[datafusion.SessionContext, _KeptViews] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 @contextlib.contextmanager
@@ -538,11 +584,14 @@ _shared_lock = threading.Lock()
 def _shared_context(reordering: bool = False) -> datafusion.SessionContext:
     """The context :func:`query` uses when given none (one per process and setting of
     ``join_reordering``, as DataFusion users keep theirs; it caches no Parquet footer:
-    :data:`NO_FOOTER_CACHE`). pruner binds its tables on it only while a query plans
-    (:func:`registered`)."""
+    :data:`NO_FOOTER_CACHE`). pruner binds its tables on it while a query plans
+    (:func:`registered`), and keeps Parquet tables read whole bound for the next query
+    (:class:`_KeptViews`)."""
     with _shared_lock:
         if reordering not in _shared:
-            _shared[reordering] = new_context(REORDERING_SETTINGS if reordering else SAFE_SETTINGS)
+            made = new_context(REORDERING_SETTINGS if reordering else SAFE_SETTINGS)
+            _kept_views[made] = _KeptViews()
+            _shared[reordering] = made
         return _shared[reordering]
 
 

@@ -190,3 +190,27 @@ def test_a_kept_cursor_never_answers_from_an_older_table(tmp_path: Path, cost_mo
         pruner.query("SELECT count(*) FROM copied", {"t": tmp_path})
     kept = cursors.kept_cursors(duck_adapter.shared_connection())
     assert kept.idle and len(kept.idle) <= kept.LIMIT
+
+
+def test_datafusion_keeps_whole_parquet_views_only_for_their_table(tmp_path: Path) -> None:
+    """pruner's shared DataFusion context keeps a Parquet table read whole registered for
+    the next query over the same Table; a file added opens the table anew (answered as
+    DataFusion alone), and a query naming a table it was not given never sees a kept one."""
+    from pruner.adapters import datafusion as df_adapter
+
+    ids = pa.array(range(100), pa.int64())
+    pq.write_table(pa.table({"id": ids, "v": ids}), tmp_path / "0.parquet")
+    sql = "SELECT count(*) AS n, sum(v) AS s FROM t WHERE v >= 0"
+    for _ in range(2):
+        got = pruner.query(sql, {"t": tmp_path}, engine="datafusion")
+        assert multiset(got) == multiset(engine_alone("datafusion", sql, {"t": tmp_path}))
+    context = df_adapter._shared_context(False)
+    assert list(df_adapter._kept_views[context].views) == ['"t"']
+    more = pa.array(range(100, 130), pa.int64())
+    pq.write_table(pa.table({"id": more, "v": more}), tmp_path / "1.parquet")
+    got = pruner.query(sql, {"t": tmp_path}, engine="datafusion")
+    assert got.to_pylist() == [{"n": 130, "s": sum(range(130))}]
+    other = sql.replace("FROM t", "FROM u")
+    assert pruner.query(other, {"u": tmp_path}, engine="datafusion") == got
+    with pytest.raises(Exception, match="t"):
+        pruner.query(sql, {"u": tmp_path}, engine="datafusion")
