@@ -38,6 +38,7 @@ import lance
 import pyarrow as pa
 
 from pruner import reads, storage
+from pruner.adapters.kept import KeptViews, kept_views
 from pruner.adapters.naming import quote_identifier
 from pruner.adapters.sources import (
     lance_cannot_filter,
@@ -401,14 +402,14 @@ def registered(
     """``context`` with every table of ``prepared`` registered under its name, pruned, for
     the duration of the ``with`` block; then ``context`` is as it was (the caller's tables of
     those names are back, the others gone), but for pruner's shared contexts, which keep the
-    Parquet tables read whole bound for the next query (:class:`_KeptViews`).
+    Parquet tables read whole bound for the next query (:class:`KeptViews`).
 
     A DataFrame planned inside the block keeps the pruned sources it was planned with, so it
     can be collected after the block. ``null_literals`` False (the query has no NULL literal
     and no NULL parameter) lets DataFusion push its filters into Lance's scans.
     """
     saved: dict[str, datafusion.catalog.Table | None] = {}
-    kept = _kept_views.get(context)
+    kept = kept_views.get(context)
     with _registration_lock, contextlib.ExitStack() as settings:
         if any(table.kind == "parquet" for table in prepared.tables.values()):
             settings.enter_context(_own_filters_only(context))
@@ -442,46 +443,6 @@ def registered(
                     context.deregister_table(quoted)
                 if provider is not None:
                     context.register_table(quoted, provider)
-
-
-class _KeptViews:
-    """The Parquet tables a shared context of pruner's keeps registered whole between
-    queries (name -> the Table): listing a directory and registering it cost about 1 ms a
-    query, and a query pruner does not prune must cost what DataFusion alone costs
-    (:mod:`pruner.costs`). Matched by Table identity (a table whose files changed is opened
-    anew); every other name is deregistered before a query binds its own, so a query never
-    sees a table it does not name."""
-
-    def __init__(self) -> None:
-        self.views: dict[str, Table] = {}
-
-    def forget_all_but(self, context: datafusion.SessionContext, prepared: Plan) -> None:
-        wanted = {
-            quote_identifier(name): table
-            for name, table in prepared.tables.items()
-            if prepared.reads_whole(name)
-        }
-        for quoted, table in list(self.views.items()):
-            if wanted.get(quoted) is not table:
-                del self.views[quoted]
-                if context.table_exist(quoted):
-                    context.deregister_table(quoted)
-
-    def holds(self, quoted: str, table: Table) -> bool:
-        return self.views.get(quoted) is table
-
-    def keeps(self, quoted: str, table: Table, whole: bool) -> bool:
-        """Keep ``table``, just registered as ``quoted``, when it is a Parquet table read
-        whole (a Lance table's registration depends on the query's NULL literals)."""
-        if not whole or table.kind != "parquet":
-            return False
-        self.views[quoted] = table
-        return True
-
-
-_kept_views: weakref.WeakKeyDictionary[datafusion.SessionContext, _KeptViews] = (
-    weakref.WeakKeyDictionary()
-)
 
 
 @contextlib.contextmanager
@@ -586,11 +547,11 @@ def _shared_context(reordering: bool = False) -> datafusion.SessionContext:
     ``join_reordering``, as DataFusion users keep theirs; it caches no Parquet footer:
     :data:`NO_FOOTER_CACHE`). pruner binds its tables on it while a query plans
     (:func:`registered`), and keeps Parquet tables read whole bound for the next query
-    (:class:`_KeptViews`)."""
+    (:class:`KeptViews`)."""
     with _shared_lock:
         if reordering not in _shared:
             made = new_context(REORDERING_SETTINGS if reordering else SAFE_SETTINGS)
-            _kept_views[made] = _KeptViews()
+            kept_views[made] = KeptViews()
             _shared[reordering] = made
         return _shared[reordering]
 

@@ -36,7 +36,7 @@ import pyarrow as pa
 from fsspec import AbstractFileSystem
 
 from pruner import storage
-from pruner.adapters.cursors import kept_cursors, whole_binding
+from pruner.adapters.kept import kept_cursors, whole_binding
 from pruner.adapters.naming import quote_identifier
 from pruner.adapters.sources import lance_source
 from pruner.discover import hive_partitioned

@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 
 import pruner
 from pruner import costs
-from pruner.adapters import cursors
 from pruner.adapters import duckdb as duck_adapter
+from pruner.adapters import kept
 from pruner.index import build_index
 from pruner.plan import plan
 from tests.support.engine_check import engine_alone, multiset
@@ -188,8 +188,8 @@ def test_a_kept_cursor_never_answers_from_an_older_table(tmp_path: Path, cost_mo
     pruner.query("CREATE TEMP TABLE copied AS SELECT * FROM t", {"t": tmp_path})
     with pytest.raises(Exception, match="copied"):
         pruner.query("SELECT count(*) FROM copied", {"t": tmp_path})
-    kept = cursors.kept_cursors(duck_adapter.shared_connection())
-    assert kept.idle and len(kept.idle) <= kept.LIMIT
+    cursors = kept.kept_cursors(duck_adapter.shared_connection())
+    assert cursors.idle and len(cursors.idle) <= cursors.LIMIT
 
 
 def test_datafusion_keeps_whole_parquet_views_only_for_their_table(tmp_path: Path) -> None:
@@ -205,7 +205,7 @@ def test_datafusion_keeps_whole_parquet_views_only_for_their_table(tmp_path: Pat
         got = pruner.query(sql, {"t": tmp_path}, engine="datafusion")
         assert multiset(got) == multiset(engine_alone("datafusion", sql, {"t": tmp_path}))
     context = df_adapter._shared_context(False)
-    assert list(df_adapter._kept_views[context].views) == ['"t"']
+    assert list(kept.kept_views[context].views) == ['"t"']
     more = pa.array(range(100, 130), pa.int64())
     pq.write_table(pa.table({"id": more, "v": more}), tmp_path / "1.parquet")
     got = pruner.query(sql, {"t": tmp_path}, engine="datafusion")

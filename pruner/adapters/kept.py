@@ -1,9 +1,12 @@
-"""DuckDB cursors kept bound to whole tables, for the next query over the same tables.
+"""What an adapter keeps bound between queries: tables read whole, for the next query over
+the same tables.
 
-Binding a table on a new cursor (a view, or a registration, and DuckDB binding it anew)
-costs about 1 ms, a tenth of a short scan of 1M rows, and a query pruner does not prune must
-cost what DuckDB alone costs (:mod:`pruner.costs`). :func:`pruner.adapters.duckdb.query`
-takes a kept cursor when every table of its plan is read whole (:func:`whole_binding`).
+Binding a table (a DuckDB view or registration on a new cursor, a DataFusion listing) costs
+about 1 ms, a tenth of a short scan of 1M rows, and a query pruner does not prune must cost
+what the engine alone costs (:mod:`pruner.costs`). :func:`pruner.adapters.duckdb.query`
+takes a kept cursor when every table of its plan is read whole (:func:`whole_binding`);
+:func:`pruner.adapters.datafusion.registered` skips a view its shared context kept
+(:class:`KeptViews`).
 """
 
 from __future__ import annotations
@@ -13,13 +16,23 @@ import threading
 import weakref
 from typing import TYPE_CHECKING
 
+from pruner.adapters.naming import quote_identifier
 from pruner.plan import Plan
 from pruner.table import Table
 
-if TYPE_CHECKING:  # the adapter imports DuckDB itself, naming the extra when it is missing
+if TYPE_CHECKING:  # each adapter imports its engine, naming the extra when it is missing
+    import datafusion
     import duckdb
 
-__all__ = ["KeptCursors", "WholeTables", "kept_cursors", "reads_only", "whole_binding"]
+__all__ = [
+    "KeptCursors",
+    "KeptViews",
+    "WholeTables",
+    "kept_cursors",
+    "kept_views",
+    "reads_only",
+    "whole_binding",
+]
 
 
 WholeTables = tuple[tuple[str, Table], ...]
@@ -148,3 +161,43 @@ def reads_only(query_text: str) -> bool:
         return False
     words = _WORDS.findall(folded)
     return bool(words) and words[0] in _READS and _CHANGES.isdisjoint(words)
+
+
+class KeptViews:
+    """The Parquet tables a shared context of pruner's keeps registered whole between
+    queries (name -> the Table): listing a directory and registering it cost about 1 ms a
+    query, and a query pruner does not prune must cost what DataFusion alone costs
+    (:mod:`pruner.costs`). Matched by Table identity (a table whose files changed is opened
+    anew); every other name is deregistered before a query binds its own, so a query never
+    sees a table it does not name."""
+
+    def __init__(self) -> None:
+        self.views: dict[str, Table] = {}
+
+    def forget_all_but(self, context: datafusion.SessionContext, prepared: Plan) -> None:
+        wanted = {
+            quote_identifier(name): table
+            for name, table in prepared.tables.items()
+            if prepared.reads_whole(name)
+        }
+        for quoted, table in list(self.views.items()):
+            if wanted.get(quoted) is not table:
+                del self.views[quoted]
+                if context.table_exist(quoted):
+                    context.deregister_table(quoted)
+
+    def holds(self, quoted: str, table: Table) -> bool:
+        return self.views.get(quoted) is table
+
+    def keeps(self, quoted: str, table: Table, whole: bool) -> bool:
+        """Keep ``table``, just registered as ``quoted``, when it is a Parquet table read
+        whole (a Lance table's registration depends on the query's NULL literals)."""
+        if not whole or table.kind != "parquet":
+            return False
+        self.views[quoted] = table
+        return True
+
+
+kept_views: weakref.WeakKeyDictionary[datafusion.SessionContext, KeptViews] = (
+    weakref.WeakKeyDictionary()
+)
