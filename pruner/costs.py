@@ -4,7 +4,7 @@ pruner's promise is "only faster", and pruning has costs of its own: analysing t
 hashing and probing the keys, and binding the engine to a selection rather than to the
 table. Three checks keep those costs where they pay. Each may only **widen** a read to the
 whole table, read by the engine as it reads it alone, so whichever is chosen the answer is
-the same (``tests/test_costs.py`` draws tables, selections and queries to show it).
+the same (``tests/end_to_end/test_costs.py`` draws tables, selections and queries to show it).
 
 * :func:`needs_analysis`, before any parse: a query of one table, with no join and no
   subquery, whose text names no column pruner could probe cannot be pruned, so it is not
@@ -48,6 +48,7 @@ __all__ = [
     "WHOLE_FRACTION",
     "needs_analysis",
     "probe_reason",
+    "sql_words",
     "whole_reason",
 ]
 
@@ -69,6 +70,12 @@ _WORDS = re.compile(r"[\w$]+")
 _PLAIN = re.compile(r"[\w$]+\Z")
 
 
+def sql_words(sql: str) -> list[str]:
+    """The words of ``sql`` (runs of letters, digits, ``_`` and ``$``), case-folded, in order:
+    what the cheap checks on a query's text read instead of parsing it."""
+    return _WORDS.findall(sql.casefold())
+
+
 def needs_analysis(sql: str, tables: Mapping[str, Table]) -> bool:
     """Must ``sql`` be analysed: may it join (it names more than one of ``tables``, or says
     JOIN or SELECT more than once), or does it name, as a word of its own, a column that
@@ -78,7 +85,7 @@ def needs_analysis(sql: str, tables: Mapping[str, Table]) -> bool:
     A name that occurs in a string, a comment or another table's column still counts: the
     check may only send a query to the analyzer that did not need it, never the reverse.
     """
-    found = _WORDS.findall(sql.casefold())
+    found = sql_words(sql)
     if len(tables) > 1 or "join" in found or found.count("select") > 1:
         return True
     words = set(found)

@@ -457,7 +457,9 @@ def query(
         answered = True
         return result
     finally:
-        if not (answered and whole is not None and kept_cursors(database).keep(whole, cursor)):
+        if answered and whole is not None:
+            kept_cursors(database).keep(whole, cursor)
+        else:
             cursor.close()
 
 

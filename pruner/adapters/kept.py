@@ -11,12 +11,12 @@ takes a kept cursor when every table of its plan is read whole (:func:`whole_bin
 
 from __future__ import annotations
 
-import re
 import threading
 import weakref
 from typing import TYPE_CHECKING
 
 from pruner.adapters.naming import quote_identifier
+from pruner.costs import sql_words
 from pruner.plan import Plan
 from pruner.table import Table
 
@@ -63,14 +63,13 @@ class KeptCursors:
                     return cursor
         return None
 
-    def keep(self, whole: WholeTables, cursor: duckdb.DuckDBPyConnection) -> bool:
+    def keep(self, whole: WholeTables, cursor: duckdb.DuckDBPyConnection) -> None:
         with self.lock:
             self.idle.append((whole, cursor))
             dropped = self.idle[: -self.LIMIT]
             del self.idle[: -self.LIMIT]
         for _, old in dropped:
             old.close()
-        return True
 
 
 def _same_tables(one: WholeTables, other: WholeTables) -> bool:
@@ -103,7 +102,6 @@ def whole_binding(prepared: Plan, query_text: str) -> WholeTables | None:
     return tuple(sorted(prepared.tables.items(), key=lambda item: item[0]))
 
 
-_WORDS = re.compile(r"[\w$]+")
 _READS = frozenset({"select", "with", "from", "values", "table"})
 _CHANGES = frozenset(
     [
@@ -156,10 +154,9 @@ def reads_only(query_text: str) -> bool:
     >>> reads_only("SELECT 1; DROP VIEW t"), reads_only("WITH x AS (SELECT 1) INSERT INTO y ...")
     (False, False)
     """
-    folded = query_text.casefold()
-    if ";" in folded.strip().rstrip(";"):
+    if ";" in query_text.strip().rstrip(";"):
         return False
-    words = _WORDS.findall(folded)
+    words = sql_words(query_text)
     return bool(words) and words[0] in _READS and _CHANGES.isdisjoint(words)
 
 
