@@ -44,6 +44,7 @@ from pruner.adapters.sources import (
     lance_cannot_filter,
     lance_source,
 )
+from pruner.adapters.stores import register_store
 from pruner.errors import EngineError
 from pruner.evaluate import RowKeys
 from pruner.parameters import Parameters
@@ -308,63 +309,6 @@ def register(
         _register(context, quoted, opened, selection)
 
 
-_S3_OPTIONS = {
-    "endpoint": (
-        "aws_endpoint",
-        "endpoint",
-        "aws_endpoint_url",
-        "AWS_ENDPOINT_URL",
-        "AWS_ENDPOINT",
-    ),
-    "access_key_id": ("aws_access_key_id", "access_key_id", "AWS_ACCESS_KEY_ID"),
-    "secret_access_key": ("aws_secret_access_key", "secret_access_key", "AWS_SECRET_ACCESS_KEY"),
-    "session_token": ("aws_session_token", "session_token", "token", "AWS_SESSION_TOKEN"),
-    "region": ("aws_region", "region", "AWS_REGION", "AWS_DEFAULT_REGION"),
-    "allow_http": ("allow_http", "aws_allow_http", "AWS_ALLOW_HTTP"),
-}
-"""DataFusion's ``AmazonS3`` arguments, and where each is found: the table's Lance-style
-storage options first, then the standard environment variables (as obstore and Lance look)."""
-
-
-def _register_store(context: datafusion.SessionContext, path: storage.ObjectPath) -> None:
-    """Give ``context`` an object store for ``path``'s bucket (DataFusion reads the files
-    a frame reads whole itself, and ``register_object_store`` is how its users reach one),
-    made from the table's options. Once per context and bucket.
-
-    Raises:
-        EngineError: a store DataFusion cannot be given here (only S3 is wired).
-    """
-    import os
-
-    from datafusion.object_store import AmazonS3
-
-    registered = _stores.setdefault(context, set())
-    if path.bucket in registered:
-        return
-    if path.scheme != "s3":
-        raise EngineError(
-            f"pruner gives DataFusion S3 stores only, not {path.scheme}:// ({path}); query it "
-            "with engine='duckdb'"
-        )
-    options = path.options
-    found: dict[str, str] = {}
-    for argument, names in _S3_OPTIONS.items():
-        for name in names:
-            value = options.get(name) if name.islower() else os.environ.get(name)
-            if value is not None:
-                found[argument] = value
-                break
-    allow_http = str(found.pop("allow_http", "false")).lower() in ("true", "1", "yes")
-    store = AmazonS3(bucket_name=path.bucket, allow_http=allow_http, **found)
-    context.register_object_store("s3://", store, path.bucket)
-    registered.add(path.bucket)
-
-
-_stores: weakref.WeakKeyDictionary[datafusion.SessionContext, set[str]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
 def _register(
     context: datafusion.SessionContext,
     quoted: str,
@@ -375,7 +319,7 @@ def _register(
 ) -> None:
     if opened.kind == "parquet":
         if isinstance(opened.path, storage.ObjectPath):
-            _register_store(context, opened.path)
+            register_store(context, opened.path)
         context.register_view(quoted, parquet_frame(context, opened, selection))
         return
     source = lance_source(opened, selection, keys)
