@@ -25,7 +25,6 @@ connection (so nothing leaks into the caller's session), to:
 from __future__ import annotations
 
 import contextlib
-import datetime
 import re
 import threading
 import weakref
@@ -33,12 +32,12 @@ from collections.abc import Mapping
 from typing import Any
 
 import pyarrow as pa
-from fsspec import AbstractFileSystem
 
 from pruner import storage
 from pruner.adapters.kept import kept_cursors, whole_binding
 from pruner.adapters.naming import quote_identifier
 from pruner.adapters.sources import lance_source
+from pruner.adapters.stores import read_store
 from pruner.discover import hive_partitioned
 from pruner.errors import EngineError
 from pruner.evaluate import RowKeys
@@ -199,7 +198,7 @@ def _bind_table(
     keys: RowKeys | None = None,
 ) -> None:
     if opened.kind == "parquet":
-        _read_store(connection, opened)
+        read_store(connection, opened)
     if opened.kind == "lance":
         # Rows read ahead (here and for Parquet below) are registered as the Arrow table
         # they are: DuckDB scans it with its own filters (DuckDB 2.0.0 dropped an outer
@@ -214,63 +213,6 @@ def _bind_table(
     connection.execute(
         f"CREATE TEMP VIEW {quote_identifier(name)} AS {parquet_view_sql(opened, selection)}"
     )
-
-
-def _read_store(connection: duckdb.DuckDBPyConnection, table: Table) -> None:
-    """Let DuckDB read ``table``'s files on its store itself (for the files a view reads).
-
-    DuckDB 2.0's ``httpfs`` cannot be installed offline, so pruner registers an fsspec file
-    system of its own (:class:`_StoreFiles`) that reads through :mod:`pruner.storage`:
-    each file's size and time come from the table as opened (no request), and every read is
-    a ranged GET conditional on the ETag the table was opened with, so a file replaced
-    since fails the query instead of mixing into it. (obstore's own fsspec file system,
-    registered the same way, made DuckDB fail with "Failed to read N bytes from Python file
-    at offset 0: only 0 bytes returned" after some dozens of files, measured here.)"""
-    if not isinstance(table.path, storage.ObjectPath):
-        return
-    if table.path.scheme != "s3":
-        raise EngineError(
-            f"pruner gives DuckDB S3 stores only, not {table.path.scheme}:// ({table.path}); "
-            "query it with engine='datafusion' (S3 too) or copy it to S3"
-        )
-    for file in (table.files or {}).values():
-        assert isinstance(file.path, storage.ObjectPath)
-        _STORE_FILES.known[str(file.path)] = (file.path, file.as_opened())
-    if _STORE_FILES.protocol not in connection.list_filesystems():
-        connection.register_filesystem(_STORE_FILES)
-
-
-class _StoreFiles(AbstractFileSystem):
-    """The files of tables on S3 that pruner bound, as an fsspec file system for DuckDB
-    (:func:`_read_store`)."""
-
-    protocol = "s3"
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.known: dict[str, tuple[storage.ObjectPath, storage.Stat]] = {}
-
-    def _file(self, path: str) -> tuple[storage.ObjectPath, storage.Stat]:
-        uri = "s3://" + str(path).removeprefix("s3://")
-        found = self.known.get(uri)
-        if found is None:
-            raise FileNotFoundError(f"{uri} is not a file of a table pruner bound")
-        return found
-
-    def _open(self, path: str, mode: str = "rb", **kwargs: Any) -> Any:
-        location, known = self._file(path)
-        return storage.object_reader(location, known)
-
-    def info(self, path: str, **kwargs: Any) -> dict[str, Any]:
-        _, known = self._file(path)
-        return {"name": path, "size": known.size, "type": "file"}
-
-    def modified(self, path: str) -> datetime.datetime:
-        _, known = self._file(path)
-        return datetime.datetime.fromtimestamp(known.mtime_ns / 1e9, datetime.UTC)
-
-
-_STORE_FILES = _StoreFiles()
 
 
 READ_AHEAD_BYTES = 64 << 20
