@@ -44,7 +44,6 @@ from pruner.adapters.sources import (
     lance_cannot_filter,
     lance_source,
 )
-from pruner.adapters.stores import register_store
 from pruner.errors import EngineError
 from pruner.evaluate import RowKeys
 from pruner.parameters import Parameters
@@ -319,6 +318,8 @@ def _register(
 ) -> None:
     if opened.kind == "parquet":
         if isinstance(opened.path, storage.ObjectPath):
+            from pruner.adapters.stores import register_store  # fsspec: on a store only
+
             register_store(context, opened.path)
         context.register_view(quoted, parquet_frame(context, opened, selection))
         return

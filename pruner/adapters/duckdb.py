@@ -37,7 +37,6 @@ from pruner import storage
 from pruner.adapters.kept import kept_cursors, whole_binding
 from pruner.adapters.naming import quote_identifier
 from pruner.adapters.sources import lance_source
-from pruner.adapters.stores import read_store
 from pruner.discover import hive_partitioned
 from pruner.errors import EngineError
 from pruner.evaluate import RowKeys
@@ -197,7 +196,9 @@ def _bind_table(
     selection: Selection | None,
     keys: RowKeys | None = None,
 ) -> None:
-    if opened.kind == "parquet":
+    if opened.kind == "parquet" and storage.is_remote(opened.path):
+        from pruner.adapters.stores import read_store  # fsspec: only for tables on a store
+
         read_store(connection, opened)
     if opened.kind == "lance":
         # Rows read ahead (here and for Parquet below) are registered as the Arrow table

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+import pruner
 from pruner.demo import read_sql_examples
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -128,3 +129,24 @@ def test_start_up_loads_no_engine_pandas_or_kernel(start: str) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.splitlines()[-1]) == [], f"{start} loaded them"
+
+
+def test_every_public_name_loads_on_first_use_and_stays_itself() -> None:
+    # pruner's names load lazily (pruner/__init__.py); a submodule named as one of them
+    # (pruner.explain, pruner.plan, pruner.lookup, pruner.append), imported after, must not
+    # put the module where the function was.
+    code = (
+        "import importlib, inspect, json, pruner\n"
+        "first = {n: getattr(pruner, n) for n in pruner.__all__}\n"
+        "for n in ('explain', 'plan', 'lookup', 'append', 'engines', 'index'):\n"
+        "    importlib.import_module('pruner.' + n)\n"
+        "print(json.dumps({n: [inspect.ismodule(getattr(pruner, n)),"
+        " getattr(pruner, n) is first[n]] for n in pruner.__all__}))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout.splitlines()[-1])
+    assert sorted(found) == sorted(pruner.__all__) and len(found) > 20
+    assert {n: v for n, v in found.items() if v != [False, True]} == {}, "a name changed"

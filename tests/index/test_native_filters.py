@@ -813,8 +813,9 @@ def _header(num_bytes: int, *, algorithm: bool = True, hashing: bool = True) -> 
     from thriftpy2.protocol.compact import TCompactProtocolFactory
     from thriftpy2.utils import serialize
 
-    from pruner.index.native import _THRIFT
+    from pruner.index.native import _thrift
 
+    _THRIFT = _thrift()
     header = _THRIFT.BloomFilterHeader(
         numBytes=num_bytes,
         algorithm=_THRIFT.BloomFilterAlgorithm(

@@ -26,7 +26,7 @@ from pruner.index.native.filters import SOURCE, NativeFilters, native_index
 from pruner.index.native.filters import IntegerWidths as IntegerWidths
 from pruner.index.native.filters import _Chunk as _Chunk
 from pruner.index.native.filters import _locate as _locate
-from pruner.index.native.header import _THRIFT as _THRIFT
+from pruner.index.native.header import _thrift as _thrift
 from pruner.index.native.header import read_header
 from pruner.index.native.statistics import STATISTICS_ZONES, ruled_out_by_statistics
 from pruner.index.native.value_types import hashable, parquet_value_type

@@ -4,10 +4,9 @@ format allows."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
-
-import thriftpy2
-from thriftpy2.protocol.compact import TCompactProtocol
+from typing import Any
 
 from pruner import sbbf
 from pruner.errors import IndexFormatError
@@ -15,9 +14,17 @@ from pruner.errors import IndexFormatError
 _MAX_BITSET = 128 * 1024 * 1024  # the format's upper bound on a filter
 _BLOCK = sbbf.BLOCK_BYTES
 
-_THRIFT = thriftpy2.load(
-    str(Path(__file__).with_name("parquet_bloom.thrift")), module_name="pruner_parquet_bloom_thrift"
-)
+
+@functools.cache
+def _thrift() -> Any:
+    """The thrift module of ``parquet_bloom.thrift``, parsed on first use (~30 ms: a new
+    process that reads no Parquet bloom filter does not pay it)."""
+    import thriftpy2
+
+    return thriftpy2.load(
+        str(Path(__file__).with_name("parquet_bloom.thrift")),
+        module_name="pruner_parquet_bloom_thrift",
+    )
 
 
 class _Bytes:
@@ -44,7 +51,9 @@ def read_header(raw: bytes) -> tuple[int, int]:
             format does not define.
     """
     transport = _Bytes(raw)
-    header = _THRIFT.BloomFilterHeader()
+    from thriftpy2.protocol.compact import TCompactProtocol
+
+    header = _thrift().BloomFilterHeader()
     try:
         header.read(TCompactProtocol(transport))
     except IndexFormatError:
