@@ -11,6 +11,9 @@ a long-running process; analyses of the same SQL text cached), best of ``--repea
 * ``id IN (1,000 literals)``: a new SQL text each time (parse + analyze + evaluate);
 * ``id = <literal>`` cold: parse and analyze an unseen SQL text each time.
 
+Then the analysis alone of a new SQL text each time (what sqlglot's parser decides; no
+target): an aggregate with a range (a query that cannot prune) and ``id IN (100 literals)``.
+
 Evaluating is ``select_scans``, what ``pruner.plan`` runs on an analysis. It prints ms per
 query, and checks the selections: every probed id's zone is selected. Targets (issue 3):
 ``id = ?`` under 1 ms, ``id IN (1,000 values)`` under 20 ms.
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import itertools
 from pathlib import Path
+from typing import Any
 
 import common
 import numpy as np
@@ -125,6 +129,23 @@ def main() -> None:
             ]
             for name, (_, limit) in cases.items()
         ],
+    )
+
+    def fresh(make: str) -> Any:
+        return lambda _: analyze(make.replace("@", str(next(counter))), schemas)
+
+    hundred = ", ".join(map(str, rng.integers(0, total, 100).tolist()))
+    alone = {
+        "aggregate with a range": fresh(
+            "SELECT id % 7 AS g, count(*) AS n FROM t WHERE id > @ GROUP BY 1 ORDER BY 2 DESC"
+        ),
+        "id IN (100 literals)": fresh(f"SELECT * FROM t WHERE id IN ({hundred}) AND id <> @"),
+    }
+    parsed = {n: measure({n: run}, repeat=args.repeat, warmup=1)[n] for n, run in alone.items()}
+    report.table(
+        f"The analysis alone of a new SQL text, best and median of {args.repeat}",
+        ["query", "best ms", "median ms"],
+        [[n, f"{parsed[n].best():.3f}", f"{parsed[n].median():.3f}"] for n in alone],
     )
     selection = query(inlist, ids)
     addresses = np.array(ids) // args.items
