@@ -26,6 +26,13 @@ the same (``tests/end_to_end/test_costs.py`` draws tables, selections and querie
   scan. On an object store the selection is always kept: there pruner fetches what it
   selects in one batch, where the engine waits on each file's requests in turn.
 
+* :func:`join_read_reason`, before a join's keys are read at run time: the keys of the
+  other side of a join come from reading its rows, and they can only narrow what this side's
+  own terms already selected. When the other side holds at least :data:`JOIN_READ_RATIO`
+  times the rows this side's own terms select, the read is not made (the demo's
+  ``inner_join`` read 250,000 rows of ``users``, 16 ms, to narrow a lookup of 65,536 rows
+  of ``events`` that DuckDB reads in ~5 ms).
+
 Explain reports each choice, in text and JSON.
 """
 
@@ -43,9 +50,11 @@ from pruner.selection import Selection
 from pruner.table import Table
 
 __all__ = [
+    "JOIN_READ_RATIO",
     "PROBE_SKIP_FRACTION",
     "UNANALYSED",
     "WHOLE_FRACTION",
+    "join_read_reason",
     "needs_analysis",
     "probe_reason",
     "sql_words",
@@ -60,6 +69,10 @@ PROBE_SKIP_FRACTION = 0.9
 """A term whose keys would, spread at random, touch at least this share of the units the
 engine reads is not probed. Higher than :data:`WHOLE_FRACTION`, so that keys that cluster
 somewhat still get probed and pruned."""
+
+JOIN_READ_RATIO = 1.0
+"""A join's keys are not read at run time from another side that holds at least this many
+times the rows this side's own terms select."""
 
 UNANALYSED = (
     "the SQL names no column with an index in its one table, and no join: a query does not "
@@ -162,4 +175,16 @@ def whole_reason(table: Table, selection: Selection) -> str | None:
     return (
         f"cost model: read whole by the engine's own read; the selection's reads, {what}, "
         f"are {share:.0%} of the table (pruning pays under {WHOLE_FRACTION:.0%})"
+    )
+
+
+def join_read_reason(selected_rows: int, other_rows: int, other: str) -> str | None:
+    """Why the keys of ``other`` (a join's other side, of ``other_rows`` rows) are not read
+    to narrow a scan whose own terms select ``selected_rows`` (see the module's text), or
+    None to read them."""
+    if other_rows < JOIN_READ_RATIO * selected_rows:
+        return None
+    return (
+        f"cost model: not read at run time; {other} has {other_rows:,} rows to read for its "
+        f"keys, and this side's own terms select {selected_rows:,}"
     )

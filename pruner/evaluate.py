@@ -25,7 +25,7 @@ from pruner import storage
 from pruner.analysis.model import JoinEdge
 from pruner.analyzer import Analysis, Scan
 from pruner.binding import bind
-from pruner.costs import probe_reason
+from pruner.costs import join_read_reason, probe_reason
 from pruner.discover import ParquetFile, open_parquet
 from pruner.errors import IndexFormatError, PrunerError
 from pruner.expressions import (
@@ -462,10 +462,12 @@ def _joined(
     tables: Mapping[str, Table],
     dialect: str,
     evaluator: _Evaluator,
+    selected: Selection | None = None,
 ) -> Selection | None:
     """The rows of ``table`` that may hold a key of the small other side of each join
     edge of ``scan`` (read now, under :data:`JOIN_ROWS`; the scan's column indexed), or None
-    when no edge applies."""
+    when no edge applies. ``selected``: what the scan's own terms select (None: all), which
+    the cost model weighs against reading the other side (:func:`pruner.costs.join_read_reason`)."""
     result: Selection | None = None
     for edge in scan.joins:
         other = tables.get(edge.other_table)
@@ -481,6 +483,11 @@ def _joined(
         if other.num_rows > JOIN_ROWS:
             reason = f"{edge.other_alias} has {other.num_rows:,} rows, more than {JOIN_ROWS:,}"
             evaluator.terms.append(TermReport(edge.condition, False, reason, edge.column))
+            continue
+        own = table.num_rows if selected is None else selected.num_rows
+        costly = join_read_reason(own, other.num_rows, edge.other_alias)
+        if costly is not None:
+            evaluator.terms.append(TermReport(edge.condition, False, costly, edge.column))
             continue
         try:
             keys = _other_keys(other, edge, dialect)
@@ -520,7 +527,7 @@ def _select_scan(
 ) -> ScanSelection:
     evaluator, selected, bound = _run(scan.predicate, table, dialect)
     if scan.joins and tables is not None:
-        joined = _joined(scan, table, tables, dialect, evaluator)
+        joined = _joined(scan, table, tables, dialect, evaluator, selected)
         if joined is not None:
             selected = joined if selected is None else selected & joined
     selection = _within(selected, table)

@@ -16,6 +16,7 @@ from pruner import costs
 COST_MODEL = {
     "WHOLE_FRACTION": costs.WHOLE_FRACTION,
     "PROBE_SKIP_FRACTION": costs.PROBE_SKIP_FRACTION,
+    "JOIN_READ_RATIO": costs.JOIN_READ_RATIO,
 }
 """pruner's cost model as shipped (pruner.costs)."""
 

@@ -2,8 +2,8 @@
 chooses, the answer is the engine alone's; and explain names the choice.
 
 Tables: 6,000 unsorted ids (some NULL) in 3 Lance fragments and in 3 Parquet files of 4 row
-groups each, indexed by pruner with 500-row zones; the judge is DuckDB (and DataFusion)
-alone over the same files.
+groups each, indexed by pruner with 500-row zones, and a small Parquet table ``s`` of 1,000
+rows to join them with; the judge is DuckDB (and DataFusion) alone over the same files.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from pruner.plan import plan
 from tests.support.engine_check import engine_alone, multiset
 
 ROWS = 6_000
+SMALL = 1_000  # rows of s: a join's other side small enough to read its keys (4x fewer)
 
 
 def _data() -> pa.Table:
@@ -57,7 +58,19 @@ def tables(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         pq.write_table(rows, parquet_path / f"{part}.parquet", row_group_size=ROWS // 12)
     for path in (lance_path, parquet_path):
         build_index(path, "id", items=500)
-    return {"lance": lance_path, "parquet": parquet_path}
+    small = root / "s"
+    small.mkdir()
+    rng = np.random.default_rng(5)
+    pq.write_table(
+        pa.table(
+            {
+                "id": pa.array(rng.integers(0, ROWS, SMALL), pa.int64()),
+                "k": pa.array(np.arange(SMALL), pa.int64()),
+            }
+        ),
+        small / "0.parquet",
+    )
+    return {"lance": lance_path, "parquet": parquet_path, "s": small}
 
 
 def _in_list(keys: list[int]) -> str:
@@ -73,9 +86,10 @@ def _in_list(keys: list[int]) -> str:
     kind=st.sampled_from(["lance", "parquet"]),
     engine=st.sampled_from(["duckdb", "datafusion"]),
     keys=st.lists(st.integers(-5, ROWS + 5), min_size=1, max_size=400, unique=True),
-    shape=st.sampled_from(["in", "in or null", "in and tag", "not in", "range"]),
+    shape=st.sampled_from(["in", "in or null", "in and tag", "not in", "range", "join"]),
     whole=st.floats(0.0, 1.01),
     skip=st.floats(0.0, 1.01),
+    join_ratio=st.floats(0.0, 8.0),
 )
 def test_every_choice_answers_as_the_engine_alone(
     tables: dict[str, Path],
@@ -86,6 +100,7 @@ def test_every_choice_answers_as_the_engine_alone(
     shape: str,
     whole: float,
     skip: float,
+    join_ratio: float,
 ) -> None:
     """Thresholds drawn anywhere from 'always read whole' to 'never': the answer never
     changes, only what is read."""
@@ -98,12 +113,17 @@ def test_every_choice_answers_as_the_engine_alone(
         "in and tag": f"SELECT id, tag FROM t WHERE id IN ({listed}) AND tag = 't3' ORDER BY id",
         "not in": f"SELECT count(*) AS n FROM t WHERE NOT (id IN ({listed}))",
         "range": f"SELECT count(*) AS n FROM t WHERE amount > {keys[0] % 100}",
+        "join": (
+            f"SELECT t.id, s.k FROM t JOIN s ON t.id = s.id WHERE s.k < {keys[0] % SMALL}"
+            + (f" AND t.id IN ({listed})" if len(keys) % 2 else "")
+        ),
     }[shape]
     monkeypatch.setattr(costs, "WHOLE_FRACTION", whole)
     monkeypatch.setattr(costs, "PROBE_SKIP_FRACTION", skip)
-    path = tables[kind]
-    expected = engine_alone(engine, sql, {"t": path})
-    got = pruner.query(sql, {"t": path}, engine=engine)
+    monkeypatch.setattr(costs, "JOIN_READ_RATIO", join_ratio)
+    named = {"t": tables[kind], "s": tables["s"]}
+    expected = engine_alone(engine, sql, named)
+    got = pruner.query(sql, named, engine=engine)
     assert multiset(got) == multiset(expected)
 
 
@@ -112,7 +132,7 @@ def test_a_query_naming_no_indexed_column_is_not_analysed(
 ) -> None:
     """No parse, no probe: the plan has no analysis and reads the table whole; explain says
     why; an indexed column named anywhere in the text (even in a string) is analysed."""
-    for path in tables.values():
+    for path in (tables["lance"], tables["parquet"]):
         sql = "SELECT count(*) AS n FROM t WHERE amount > 50"
         prepared = plan(sql, {"t": path}, dialect="duckdb")
         assert prepared.explanation is None and prepared.reads_whole("t")
@@ -138,7 +158,7 @@ def test_explain_names_the_cost_models_choice(tables: dict[str, Path], cost_mode
         next(ids[r] for r in range(z * 500, z * 500 + 500) if ids[r] is not None) for z in range(10)
     ]
     many = _in_list(spread)
-    for path in tables.values():
+    for path in (tables["lance"], tables["parquet"]):
         found = pruner.explain(many, {"t": path})
         [scan] = found.to_json()["scans"]  # type: ignore[index]
         assert scan["terms"][0]["used_index"], scan
@@ -153,12 +173,33 @@ def test_explain_names_the_cost_models_choice(tables: dict[str, Path], cost_mode
         assert not plan(one, {"t": path}, dialect="duckdb").reads_whole("t")
 
 
+def test_a_join_reads_the_other_sides_keys_only_when_they_can_pay(
+    tables: dict[str, Path], cost_model: None
+) -> None:
+    """The keys of s (1,000 rows) are read to prune a scan of t that would read all 6,000
+    rows, not one whose own term already selects a 500-row zone; explain says which."""
+    ids = [i for i in _data().column("id").to_pylist() if i is not None]
+    joined = "SELECT t.id, s.k FROM t JOIN s ON t.id = s.id WHERE s.k < 3"
+    own = f"{joined} AND t.id = {ids[0]}"
+    for kind in ("lance", "parquet"):
+        named = {"t": tables[kind], "s": tables["s"]}
+        for sql, read in ((joined, True), (own, False)):
+            found = json.loads(pruner.explain(sql, named).to_json_text())
+            [scan] = [scan for scan in found["scans"] if scan["name"] == "t"]
+            [term] = [t for t in scan["terms"] if "run time" in (t["reason"] or "")]
+            assert term["used_index"] is read, term
+            assert ("cost model: not read at run time" in term["reason"]) is not read, term
+            assert multiset(pruner.query(sql, named)) == multiset(
+                engine_alone("duckdb", sql, named)
+            )
+
+
 def test_a_long_in_list_is_not_probed(tables: dict[str, Path], cost_model: None) -> None:
     """300 keys over 12 row groups (or 15 zones) would select them all: the term is not
     hashed nor probed, and explain says why."""
     keys = list(range(0, 3_000, 10))
     sql = _in_list(keys)
-    for path in tables.values():
+    for path in (tables["lance"], tables["parquet"]):
         found = json.loads(pruner.explain(sql, {"t": path}).to_json_text())
         [term] = found["scans"][0]["terms"]
         assert not term["used_index"] and "not probed" in term["reason"], term
