@@ -35,7 +35,9 @@ __all__ = [
 ]
 
 
-WholeTables = tuple[tuple[str, Table], ...]
+WholeTables = tuple[tuple[str, Table, bool], ...]
+"""Per table name, the table and whether it is bound unpruned (no selection: no index at
+all, Lance's own included) rather than as a whole Selection (Lance may use its indexes)."""
 
 
 class KeptCursors:
@@ -74,7 +76,8 @@ class KeptCursors:
 
 def _same_tables(one: WholeTables, other: WholeTables) -> bool:
     return len(one) == len(other) and all(
-        a_name == b_name and a is b for (a_name, a), (b_name, b) in zip(one, other, strict=True)
+        a_name == b_name and a is b and a_bare == b_bare
+        for (a_name, a, a_bare), (b_name, b, b_bare) in zip(one, other, strict=True)
     )
 
 
@@ -99,7 +102,10 @@ def whole_binding(prepared: Plan, query_text: str) -> WholeTables | None:
         return None
     if not reads_only(query_text):
         return None
-    return tuple(sorted(prepared.tables.items(), key=lambda item: item[0]))
+    return tuple(
+        (name, table, prepared.selections.get(name) is None)
+        for name, table in sorted(prepared.tables.items(), key=lambda item: item[0])
+    )
 
 
 _READS = frozenset({"select", "with", "from", "values", "table"})

@@ -24,6 +24,7 @@ import pruner
 from pruner import costs
 from pruner.adapters import duckdb as duck_adapter
 from pruner.adapters import kept
+from pruner.adapters.kept import whole_binding
 from pruner.index import build_index
 from pruner.plan import plan
 from tests.support.engine_check import engine_alone, multiset
@@ -231,6 +232,28 @@ def test_a_kept_cursor_never_answers_from_an_older_table(tmp_path: Path, cost_mo
         pruner.query("SELECT count(*) FROM copied", {"t": tmp_path})
     cursors = kept.kept_cursors(duck_adapter.shared_connection())
     assert cursors.idle and len(cursors.idle) <= cursors.LIMIT
+
+
+def test_an_unpruned_cursor_never_serves_a_pruned_query(
+    tables: dict[str, Path], cost_model: None
+) -> None:
+    """prune=False binds a Lance table with no index at all (Lance's own included); a query
+    the cost model reads whole binds it as a whole Selection (Lance may use its indexes).
+    Each kind of cursor serves only queries of its kind (an unpruned cursor once served the
+    demo's is_null, whose scan it made 4x slower)."""
+    table = pruner.open_table(tables["lance"])
+    sql = "SELECT count(*) AS n FROM t WHERE amount > 50"
+    bare = whole_binding(plan(sql, {"t": table}, dialect="duckdb", prune=False), sql)
+    whole = whole_binding(plan(sql, {"t": table}, dialect="duckdb"), sql)
+    assert bare is not None and whole is not None
+    cursors = kept.KeptCursors()
+    cursor = duck_adapter.shared_connection().cursor()
+    cursors.keep(bare, cursor)
+    assert cursors.take(whole) is None, "a pruned query took the unpruned cursor"
+    assert cursors.take(bare) is cursor
+    for prune in (False, True, False):
+        got = pruner.query(sql, {"t": table}, prune=prune)
+        assert got == engine_alone("duckdb", sql, {"t": tables["lance"]})
 
 
 def test_datafusion_keeps_whole_parquet_views_only_for_their_table(tmp_path: Path) -> None:
