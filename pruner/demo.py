@@ -14,6 +14,7 @@ import contextlib
 import importlib.resources
 import json
 import math
+import re
 import shutil
 import time
 from collections import Counter
@@ -37,7 +38,9 @@ from pruner.index import DEFAULT_ITEMS, ProgressCallback, build_index
 from pruner.progress import progress_bar
 
 __all__ = [
+    "COLD_EXAMPLES",
     "EXAMPLE_INDEXES",
+    "GROUPS",
     "DemoRun",
     "SqlExample",
     "engine_sql",
@@ -45,8 +48,10 @@ __all__ = [
     "make_users",
     "read_sql_examples",
     "rows_multiset",
+    "run_cold",
     "run_demo",
     "run_example",
+    "summary",
     "uuid_strings",
     "write_example_tables",
 ]
@@ -268,17 +273,43 @@ class DemoRun:
     unpruned_seconds: float
     outcome: str  # "equal", "refused both ways" or what differed
     alone_seconds: float = math.nan  # DuckDB alone over the raw files (nan: not run)
+    kinds: tuple[str, ...] = ()  # "lance" / "parquet", per table the query names
 
     @property
     def ok(self) -> bool:
         return self.outcome in ("equal", "refused both ways")
 
+    @property
+    def speedup(self) -> float:
+        """DuckDB alone's time over pruner's (above 1: pruner is faster)."""
+        return self.alone_seconds / self.pruned_seconds
+
+    @property
+    def group(self) -> str:
+        """What the summary reports it under: a query that reads under half the rows by
+        what it is (a join, an IN list, a lookup on Lance or on Parquet), any other "cannot
+        prune"."""
+        read, total = self.rows
+        if read * 2 >= total:
+            return "cannot prune"
+        if len(self.kinds) > 1:
+            return "joins"
+        if _IN_LIST.search(self.example.sql):
+            return "IN lists"
+        return "lookups, Parquet" if "parquet" in self.kinds else "lookups, Lance"
+
+
+_IN_LIST = re.compile(r"\bIN\s*\(\s*(?!SELECT\b)", re.IGNORECASE)
+"""An IN list of values (not of a subquery) in an example's SQL."""
+
 
 def run_example(
     example: SqlExample, tables: dict[str, Any], engine: str = "duckdb", repeat: int = 3
 ) -> DemoRun:
-    """Run ``example`` on ``engine`` with and without pruning; median times, planning
-    (analysis and index probes) included in the pruned time."""
+    """Run ``example`` on ``engine`` with and without pruning; median times of ``repeat``
+    runs after one more, untimed (warm: indexes loaded, caches filled, as in a long-running
+    process; DuckDB alone is warmed the same way), planning (analysis and index probes)
+    included in the pruned time."""
     from pruner.engines import adapter, timed_query
 
     adapter(engine)  # a missing engine is an ImportError here, not a refused query
@@ -286,9 +317,10 @@ def run_example(
     answers: dict[bool, Any] = {}
     seconds: dict[bool, float] = {}
     zones, rows = (0, 0), (0, 0)
+    kinds: tuple[str, ...] = ()
     for prune in (True, False):
         times = []
-        for _ in range(repeat):
+        for _ in range(1 + repeat):
             started = time.perf_counter()
             try:
                 run = timed_query(
@@ -308,7 +340,8 @@ def run_example(
             times.append(time.perf_counter() - started)
             if prune:
                 zones, rows = run.plan.zones(), run.plan.rows()
-        seconds[prune] = float(np.median(times))
+                kinds = tuple(table.kind for table in run.plan.tables.values())
+        seconds[prune] = float(np.median(times[1:]))
     alone_seconds = math.nan
     if engine == "duckdb":
         alone, alone_seconds = _duckdb_alone(example, tables, sql, repeat)
@@ -321,48 +354,143 @@ def run_example(
                 seconds[False],
                 f"DIFFERENT: pruned {_describe(answers[True])}, DuckDB alone {_describe(alone)}",
                 alone_seconds,
+                kinds,
             )
     if answers[True] == answers[False]:
         outcome = "refused both ways" if isinstance(answers[True], str) else "equal"
     else:
         outcome = f"DIFFERENT: pruned {_describe(answers[True])}, not {_describe(answers[False])}"
-    return DemoRun(example, zones, rows, seconds[True], seconds[False], outcome, alone_seconds)
+    return DemoRun(
+        example, zones, rows, seconds[True], seconds[False], outcome, alone_seconds, kinds
+    )
 
 
 def _duckdb_alone(
-    example: SqlExample, tables: dict[str, Any], sql: str, repeat: int
+    example: SqlExample, tables: dict[str, Any], sql: str, repeat: int, cold: bool = False
 ) -> tuple[Any, float]:
     """The example's answer and median time on DuckDB alone, as a DuckDB user reads the
     files: each Lance table its ``lance.dataset`` registered (DuckDB pushes filters into
     Lance, which uses its own indexes, pruner's BLOOMFILTER ones included), each Parquet
-    table a view over ``read_parquet('<dir>/**/*.parquet')``. No pruner code runs."""
+    table a view over ``read_parquet('<dir>/**/*.parquet')``. No pruner code runs. ``cold``:
+    a new connection and new datasets for each run, inside its time (else one untimed run
+    first)."""
     import duckdb
     import lance
 
-    con = duckdb.connect()
-    for name, table in tables.items():
-        path = Path(getattr(table, "path", table))
-        if (path / "_versions").is_dir():
-            con.register(name, lance.dataset(str(path)))
-        else:
-            glob = str(path / "**" / "*.parquet").replace("'", "''")
-            con.execute(f"CREATE VIEW \"{name}\" AS SELECT * FROM read_parquet('{glob}')")
+    def connect() -> duckdb.DuckDBPyConnection:
+        con = duckdb.connect()
+        for name, table in tables.items():
+            path = Path(getattr(table, "path", table))
+            if (path / "_versions").is_dir():
+                con.register(name, lance.dataset(str(path)))
+            else:
+                glob = str(path / "**" / "*.parquet").replace("'", "''")
+                con.execute(f"CREATE VIEW \"{name}\" AS SELECT * FROM read_parquet('{glob}')")
+        return con
+
+    con = None if cold else connect()
     answer: Any = None
     times = []
-    for _ in range(repeat):
+    for _ in range(repeat if cold else 1 + repeat):
         started = time.perf_counter()
+        opened = connect() if con is None else con
         try:
-            relation = con.sql(sql, params=list(example.parameters) or None)
+            relation = opened.sql(sql, params=list(example.parameters) or None)
             answer = rows_multiset(relation.to_arrow_table())
         except Exception as err:
             answer = type(err).__name__
         times.append(time.perf_counter() - started)
-    con.close()
-    return answer, float(np.median(times))
+        if opened is not con:
+            opened.close()
+    if con is not None:
+        con.close()
+    return answer, float(np.median(times if cold else times[1:]))
+
+
+COLD_EXAMPLES = {"point_lookup": "events", "parquet_point_lookup": "events_pq"}
+"""The examples the demo also runs cold, and the table each reads."""
+
+
+def run_cold(example: SqlExample, name: str, path: Path, repeat: int = 5) -> tuple[float, float]:
+    """``example`` with its table opened for each run (a new process, a CLI call, a new
+    worker): pruner's median time, with :func:`pruner.open_table` inside it, and DuckDB
+    alone's, with a new connection and dataset inside it.
+
+    Raises:
+        RuntimeError: the two answer differently.
+    """
+    from pruner.engines import timed_query
+    from pruner.table import open_table
+
+    sql = engine_sql(example, "duckdb")
+    times = []
+    answer: Any = None
+    for _ in range(repeat):
+        started = time.perf_counter()
+        run = timed_query(sql, {name: open_table(path)}, parameters=example.parameters)
+        answer = rows_multiset(run.result)
+        times.append(time.perf_counter() - started)
+    alone, alone_seconds = _duckdb_alone(example, {name: path}, sql, repeat, cold=True)
+    if alone != answer:
+        raise RuntimeError(f"{example.name} cold: pruner and DuckDB alone answer differently")
+    return float(np.median(times)), alone_seconds
 
 
 def _describe(answer: Any) -> str:
     return answer if isinstance(answer, str) else f"{sum(answer.values()):,} rows"
+
+
+SLOWER = 0.9
+"""The demo names every query whose speed-up over DuckDB alone is under this."""
+
+GROUPS = {
+    "lookups, Lance": "Equals / IS NULL on a Lance dataset; DuckDB alone pushes them into "
+    "Lance, which probes the same index",
+    "lookups, Parquet": "DuckDB alone reads every row group's footer and rows it cannot rule "
+    "out by min/max",
+    "IN lists": "one batched probe for every value",
+    "joins": "the small side's keys prune the big side",
+    "cannot prune": "ranges, !=, NOT IN, LIKE, functions: pruner plans, then reads what "
+    "DuckDB alone reads",
+}
+"""The summary's groups (:attr:`DemoRun.group`) and what decides each one's speed."""
+
+
+def summary(runs: list[DemoRun], cold: dict[str, tuple[float, float]]) -> Table:
+    """The demo's verdict: per group of queries, how many and pruner's speed-up over DuckDB
+    alone (median, worst, best: none hidden); then the cold examples, each with its table
+    opened per query."""
+    table = Table(
+        box=box.SIMPLE_HEAD,
+        title="speed-up over DuckDB alone (its time / pruner's; under 1.0x pruner is slower)",
+    )
+    table.add_column("")
+    for heading in ("queries", "median", "worst", "best"):
+        table.add_column(heading, justify="right")
+    table.add_column("why")
+    for group, why in GROUPS.items():
+        speedups = [run.speedup for run in runs if run.group == group]
+        if not speedups:
+            continue
+        table.add_row(
+            f"{group}, warm",
+            f"{len(speedups)}",
+            f"{float(np.median(speedups)):.2f}x",
+            f"{min(speedups):.2f}x",
+            f"{max(speedups):.2f}x",
+            why,
+        )
+    for name, (pruned, alone) in cold.items():
+        table.add_row(
+            f"{name}, cold",
+            "1",
+            f"{alone / pruned:.2f}x",
+            "",
+            "",
+            "a table opened per query: pruner reads a few blocks of its index; Lance alone "
+            "loads its whole index, read_parquet every footer",
+        )
+    return table
 
 
 def run_demo(directory: Path, rows: int = 2_000_000, fragments: int = 20) -> int:
@@ -403,15 +531,27 @@ def run_demo(directory: Path, rows: int = 2_000_000, fragments: int = 20) -> int
     console.print(report)
     bad = [run for run in runs if not run.ok]
     refused = sum(run.outcome == "refused both ways" for run in runs)
-    pruning = [r for r in runs if r.ok and r.rows[0] < r.rows[1] / 2 and r.outcome == "equal"]
-    speedups = [r.alone_seconds / r.pruned_seconds for r in pruning]
-    ratios = [r.pruned_seconds / r.alone_seconds for r in runs if r.ok and r not in pruning]
     console.print(
         f"{len(runs)} queries on DuckDB: {len(runs) - len(bad)} answers equal with and without "
         f"pruning and on DuckDB alone ({refused} refused by DuckDB both ways), {len(bad)} "
-        f"different. {len(pruning)} read under half the rows; their median speed-up over "
-        f"DuckDB alone {float(np.median(speedups)) if speedups else 0:.1f}x. The others take "
-        f"{float(np.median(ratios)) if ratios else 0:.2f}x DuckDB alone's time at the median. "
-        f"Total {time.perf_counter() - started:.0f} s."
+        "different."
     )
+    cold = {
+        example.name: run_cold(example, table, paths[table])
+        for example in read_sql_examples()
+        if (table := COLD_EXAMPLES.get(example.name)) is not None
+    }
+    console.print(summary([run for run in runs if run.outcome == "equal"], cold))
+    slower = sorted(
+        (run for run in runs if run.outcome == "equal" and run.speedup < SLOWER),
+        key=lambda run: run.speedup,
+    )
+    if slower:
+        console.print(
+            f"Slower than DuckDB alone (under {SLOWER}x), with what each query tries: "
+            + "; ".join(
+                f"{run.example.name} {run.speedup:.2f}x ({run.example.why})" for run in slower
+            )
+        )
+    console.print(f"Total {time.perf_counter() - started:.0f} s.")
     return 1 if bad else 0
