@@ -34,7 +34,7 @@ from typing import Any
 import pyarrow as pa
 
 from pruner import storage
-from pruner.adapters.kept import kept_cursors, whole_binding
+from pruner.adapters.kept import kept_cursors, reusable_binding
 from pruner.adapters.naming import quote_identifier
 from pruner.adapters.sources import lance_source
 from pruner.discover import hive_partitioned
@@ -339,6 +339,20 @@ def _catalog(connection: duckdb.DuckDBPyConnection, cursor: duckdb.DuckDBPyConne
     return catalog
 
 
+def _binds_as_planned(connection: duckdb.DuckDBPyConnection, prepared: Plan) -> bool:
+    """Whether the database's catalog, as last read and unchanged since (its version: 0.1
+    us), lets :func:`registered` bind every table of ``prepared`` as planned: no default
+    collation, no view or macro naming one. A kept cursor serves a query only then (it was
+    bound as planned, and a table bound empty must not answer under ``nocase``)."""
+    version = _catalog_version(connection)
+    known = _catalogs.get(connection)
+    if known is None or version is None or known.version != version:
+        return False
+    return not known.collation and not any(
+        named_in(name, text) for name in prepared.tables for text in known.definitions
+    )
+
+
 _shared: duckdb.DuckDBPyConnection | None = None
 _shared_lock = threading.Lock()
 
@@ -386,8 +400,10 @@ def query(
     if prepared is None:
         prepared = plan(query_text, tables, dialect="duckdb", parameters=parameters, prune=prune)
     database = connection if connection is not None else shared_connection()
-    whole = whole_binding(prepared, query_text)
-    cursor = kept_cursors(database).take(whole) if whole is not None else None
+    whole = reusable_binding(prepared, query_text)
+    cursor = None
+    if whole is not None and _binds_as_planned(database, prepared):
+        cursor = kept_cursors(database).take(whole)
     if cursor is None:
         cursor = registered(database, prepared)
     answered = False

@@ -24,7 +24,7 @@ import pruner
 from pruner import costs
 from pruner.adapters import duckdb as duck_adapter
 from pruner.adapters import kept
-from pruner.adapters.kept import whole_binding
+from pruner.adapters.kept import reusable_binding
 from pruner.index import build_index
 from pruner.plan import plan
 from tests.support.engine_check import engine_alone, multiset
@@ -243,8 +243,8 @@ def test_an_unpruned_cursor_never_serves_a_pruned_query(
     demo's is_null, whose scan it made 4x slower)."""
     table = pruner.open_table(tables["lance"])
     sql = "SELECT count(*) AS n FROM t WHERE amount > 50"
-    bare = whole_binding(plan(sql, {"t": table}, dialect="duckdb", prune=False), sql)
-    whole = whole_binding(plan(sql, {"t": table}, dialect="duckdb"), sql)
+    bare = reusable_binding(plan(sql, {"t": table}, dialect="duckdb", prune=False), sql)
+    whole = reusable_binding(plan(sql, {"t": table}, dialect="duckdb"), sql)
     assert bare is not None and whole is not None
     cursors = kept.KeptCursors()
     cursor = duck_adapter.shared_connection().cursor()
@@ -254,6 +254,28 @@ def test_an_unpruned_cursor_never_serves_a_pruned_query(
     for prune in (False, True, False):
         got = pruner.query(sql, {"t": table}, prune=prune)
         assert got == engine_alone("duckdb", sql, {"t": tables["lance"]})
+
+
+def test_an_empty_binding_serves_only_queries_that_select_nothing(
+    tables: dict[str, Path], cost_model: None
+) -> None:
+    """A lookup of an absent key binds its table empty, the same for every such query, and
+    keeps the cursor; neither a lookup that finds rows nor a query of the whole table ever
+    takes it."""
+    present = next(i for i in _data().column("id").to_pylist() if i is not None)
+    for kind in ("lance", "parquet"):
+        table = pruner.open_table(tables[kind])
+        absent = "SELECT count(*) AS n, min(amount) AS a FROM t WHERE id = -7"
+        found = f"SELECT count(*) AS n, min(amount) AS a FROM t WHERE id = {present}"
+        empty = reusable_binding(plan(absent, {"t": table}, dialect="duckdb"), absent)
+        assert empty is not None and [how for _, _, how in empty] == ["empty"]
+        assert reusable_binding(plan(found, {"t": table}, dialect="duckdb"), found) is None
+        whole = "SELECT count(*) AS n, min(amount) AS a FROM t WHERE amount >= 0"
+        for sql in (absent, found, whole, absent, whole, found):
+            expected = engine_alone("duckdb", sql, {"t": tables[kind]})
+            assert pruner.query(sql, {"t": table}) == expected
+        assert pruner.query(absent, {"t": table}).to_pylist() == [{"n": 0, "a": None}]
+        assert pruner.query(found, {"t": table}).to_pylist()[0]["n"] == 1
 
 
 def test_datafusion_keeps_whole_parquet_views_only_for_their_table(tmp_path: Path) -> None:
