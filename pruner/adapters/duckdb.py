@@ -400,10 +400,10 @@ def query(
     if prepared is None:
         prepared = plan(query_text, tables, dialect="duckdb", parameters=parameters, prune=prune)
     database = connection if connection is not None else shared_connection()
-    whole = reusable_binding(prepared, query_text)
+    bindings = reusable_binding(prepared, query_text)
     cursor = None
-    if whole is not None and _binds_as_planned(database, prepared):
-        cursor = kept_cursors(database).take(whole)
+    if bindings is not None and _binds_as_planned(database, prepared):
+        cursor = kept_cursors(database).take(bindings)
     if cursor is None:
         cursor = registered(database, prepared)
     answered = False
@@ -416,8 +416,8 @@ def query(
         answered = True
         return result
     finally:
-        if answered and whole is not None:
-            kept_cursors(database).keep(whole, cursor)
+        if answered and bindings is not None:
+            kept_cursors(database).keep(bindings, cursor)
         else:
             cursor.close()
 

@@ -62,17 +62,17 @@ class KeptCursors:
         self.lock = threading.Lock()
         self.idle: list[tuple[Bindings, duckdb.DuckDBPyConnection]] = []
 
-    def take(self, whole: Bindings) -> duckdb.DuckDBPyConnection | None:
+    def take(self, bindings: Bindings) -> duckdb.DuckDBPyConnection | None:
         with self.lock:
             for position, (tables, cursor) in enumerate(self.idle):
-                if _same_tables(tables, whole):
+                if _same_tables(tables, bindings):
                     del self.idle[position]
                     return cursor
         return None
 
-    def keep(self, whole: Bindings, cursor: duckdb.DuckDBPyConnection) -> None:
+    def keep(self, bindings: Bindings, cursor: duckdb.DuckDBPyConnection) -> None:
         with self.lock:
-            self.idle.append((whole, cursor))
+            self.idle.append((bindings, cursor))
             dropped = self.idle[: -self.LIMIT]
             del self.idle[: -self.LIMIT]
         for _, old in dropped:

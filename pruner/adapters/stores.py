@@ -110,7 +110,7 @@ def read_store(connection: duckdb.DuckDBPyConnection, table: Table) -> None:
 
 class _StoreFiles(AbstractFileSystem):
     """The files of tables on S3 that pruner bound, as an fsspec file system for DuckDB
-    (:func:`_read_store`)."""
+    (:func:`read_store`)."""
 
     protocol = "s3"
 
