@@ -20,7 +20,6 @@ from pruner import delta, storage
 from pruner.discover import is_lance_dataset, located, parquet_files
 from pruner.errors import InvalidParameterError
 from pruner.index import DEFAULT_DELETED_SHARE, UpdatePlan, update_index
-from pruner.index.fileformat import temporary_path
 from pruner.table import open_table
 
 __all__ = ["append", "read_input"]
@@ -95,7 +94,7 @@ def _append_parquet(root: storage.Location, table: pa.Table) -> None:
     if not _fits(table.schema, existing):
         raise InvalidParameterError(_mismatch(table.schema, existing, f"Parquet directory {root}"))
     target = root / f"part-{uuid.uuid4().hex}.parquet"
-    temporary = temporary_path(target)
+    temporary = storage.temporary_path(target)
     try:
         with storage.arrow_output(temporary) as sink:
             pq.write_table(table.select(existing.names).cast(existing), sink)

@@ -50,7 +50,6 @@ from pruner.index.fileformat import (
     format_probability,
     read_index_file,
     read_index_zones,
-    remove_leftovers,
     write_index_file,
     zone_checksums,
 )
@@ -426,7 +425,7 @@ def _remove_lance_leftovers(ds: Any) -> None:
         return
     for entry in storage.list_dir(folder):
         for name in (INDEX_FILE_NAME, COMPANION_NAME):
-            remove_leftovers(folder / entry / name)
+            storage.remove_leftovers(folder / entry / name)
 
 
 def _previous_coarse(plan: UpdatePlan) -> Coarse | None:

@@ -29,11 +29,8 @@ Writes are atomic: a file is written beside its destination and renamed over it.
 from __future__ import annotations
 
 import json
-import os
 import re
-import socket
 import struct
-import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -61,8 +58,6 @@ __all__ = [
     "format_probability",
     "read_index_file",
     "read_index_zones",
-    "remove_leftovers",
-    "temporary_path",
     "write_index_file",
     "zone_checksums",
 ]
@@ -169,65 +164,14 @@ def index_fingerprint(index_file: storage.PathLike) -> tuple[int, str]:
     return size, xxhash.xxh64_hexdigest(tail)
 
 
-def temporary_path(target: storage.Location) -> Path:
-    """Where a file (or a staging folder) bound for ``target`` is written first: beside it
-    (for a target on a store, in the local temporary folder: :func:`storage.temporary_for`),
-    named after it, this host and this process (``.<name>.<host>.<pid>.<random>.tmp``), so
-    that a later run can tell a leftover of a killed writer from the file of one still
-    writing (:func:`remove_leftovers`)."""
-    host = socket.gethostname().replace("/", "_")
-    name = f".{target.name}.{host}.{os.getpid()}.{uuid.uuid4().hex}.tmp"
-    return storage.temporary_for(target, name)
-
-
-def remove_leftovers(target: storage.Location) -> list[storage.Location]:
-    """Remove the temporary files and staging folders of ``target`` left by writers on this
-    host that are no longer running (killed mid-write); return what was removed. A writer
-    elsewhere, or one still running, keeps its own. (A writer to a store leaves nothing
-    there: its temporary files are local, and the store holds only complete PUTs.)"""
-    prefix, host = f".{target.name}.", socket.gethostname().replace("/", "_")
-    removed: list[storage.Location] = []
-    if storage.is_remote(target):
-        return removed
-    try:
-        names = storage.list_dir(target.parent)
-    except OSError:
-        return removed
-    for name in names:
-        if not (name.startswith(prefix) and name.endswith(".tmp")):
-            continue
-        parts = name[len(prefix) : -len(".tmp")].rsplit(".", 2)
-        if len(parts) != 3 or parts[0] != host or not parts[1].isdigit():
-            continue
-        if _running(int(parts[1])):
-            continue
-        leftover = target.parent / name
-        if storage.is_dir(leftover):
-            storage.remove_tree(leftover)
-        else:
-            storage.remove(leftover)
-        removed.append(leftover)
-    return removed
-
-
-def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # another user's
-    return True
-
-
 class IndexFileWriter:
     """Streams zone rows into a ``bloomfilter.lance``, renamed into place by :meth:`finish`.
 
     A build hands each fragment's zones over as soon as they are ready, so writing overlaps
     building. Until ``finish`` the file exists only in a staging folder beside the target
-    (:func:`temporary_path`; pylance's writer keeps its own temporary file there too), so
-    readers see the old index or the new one, never a partial file, and what a killed
-    writer leaves is removed by the next one (:func:`remove_leftovers`).
+    (:func:`pruner.storage.temporary_path`; pylance's writer keeps its own temporary file
+    there too), so readers see the old index or the new one, never a partial file, and what a killed
+    writer leaves is removed by the next one (:func:`pruner.storage.remove_leftovers`).
     """
 
     def __init__(self, path: storage.PathLike) -> None:
@@ -237,8 +181,8 @@ class IndexFileWriter:
         remote = storage.is_remote(self.target)
         self._created_parent = not remote and not storage.exists(self.target.parent)
         storage.make_dirs(self.target.parent)
-        remove_leftovers(self.target)
-        self._staging = temporary_path(self.target)
+        storage.remove_leftovers(self.target)
+        self._staging = storage.temporary_path(self.target)
         storage.make_dirs(self._staging, exist_ok=False)  # a parent another writer took away
         self._temporary = self._staging / self.target.name
         self._writer: Any = LanceFileWriter(str(self._temporary), INDEX_SCHEMA)

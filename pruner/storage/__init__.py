@@ -81,8 +81,10 @@ from pruner.storage.writes import (
     publish,
     remove,
     remove_empty_dir,
+    remove_leftovers,
     remove_tree,
     temporary_for,
+    temporary_path,
 )
 
 __all__ = [
@@ -125,10 +127,12 @@ __all__ = [
     "read_tail",
     "remove",
     "remove_empty_dir",
+    "remove_leftovers",
     "remove_tree",
     "requests",
     "scrub",
     "stat",
     "temporary_for",
+    "temporary_path",
     "walk_files",
 ]

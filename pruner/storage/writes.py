@@ -1,21 +1,24 @@
 """Writing files: a new file is written locally, then :func:`publish` makes it its target in
 one step (a rename locally, one PUT on a store, conditional when the writer says what it
-expects there); and removing files and folders."""
+expects there); where a writer's temporary files go, and removing them when their writer was
+killed; and removing files and folders."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import shutil
+import socket
 import tempfile
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
 from pruner.storage.calls import ABSENT, ChangedUnderneath, Stat, _call, _object_error, requests
-from pruner.storage.listing import _walk_objects
-from pruner.storage.paths import ObjectPath, PathLike
+from pruner.storage.listing import _walk_objects, is_dir, list_dir
+from pruner.storage.paths import Location, ObjectPath, PathLike, is_remote
 
 
 def arrow_output(path: PathLike) -> pa.NativeFile:
@@ -142,3 +145,54 @@ def remove_empty_dir(path: PathLike) -> None:
         return
     with contextlib.suppress(OSError):
         os.rmdir(path)
+
+
+def temporary_path(target: Location) -> Path:
+    """Where a file (or a staging folder) bound for ``target`` is written first: beside it
+    (for a target on a store, in the local temporary folder: :func:`temporary_for`),
+    named after it, this host and this process (``.<name>.<host>.<pid>.<random>.tmp``), so
+    that a later run can tell a leftover of a killed writer from the file of one still
+    writing (:func:`remove_leftovers`)."""
+    host = socket.gethostname().replace("/", "_")
+    name = f".{target.name}.{host}.{os.getpid()}.{uuid.uuid4().hex}.tmp"
+    return temporary_for(target, name)
+
+
+def remove_leftovers(target: Location) -> list[Location]:
+    """Remove the temporary files and staging folders of ``target`` left by writers on this
+    host that are no longer running (killed mid-write); return what was removed. A writer
+    elsewhere, or one still running, keeps its own. (A writer to a store leaves nothing
+    there: its temporary files are local, and the store holds only complete PUTs.)"""
+    prefix, host = f".{target.name}.", socket.gethostname().replace("/", "_")
+    removed: list[Location] = []
+    if is_remote(target):
+        return removed
+    try:
+        names = list_dir(target.parent)
+    except OSError:
+        return removed
+    for name in names:
+        if not (name.startswith(prefix) and name.endswith(".tmp")):
+            continue
+        parts = name[len(prefix) : -len(".tmp")].rsplit(".", 2)
+        if len(parts) != 3 or parts[0] != host or not parts[1].isdigit():
+            continue
+        if _running(int(parts[1])):
+            continue
+        leftover = target.parent / name
+        if is_dir(leftover):
+            remove_tree(leftover)
+        else:
+            remove(leftover)
+        removed.append(leftover)
+    return removed
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's
+    return True

@@ -16,8 +16,6 @@ from pruner import sbbf, storage
 from pruner.index.fileformat import (
     encode_files,
     index_fingerprint,
-    remove_leftovers,
-    temporary_path,
 )
 from pruner.index.hierarchy.layout import (
     _BLOCK,
@@ -281,8 +279,8 @@ def write_hierarchy(
         padding *= 2
     text = text.ljust(offsets["zones"] - _PREFIX, b" ")
     checksum = xxhash.xxh64_intdigest(text).to_bytes(8, "little")
-    remove_leftovers(target)
-    temporary = temporary_path(target)
+    storage.remove_leftovers(target)
+    temporary = storage.temporary_path(target)
     output = storage.NewFile(temporary)
     try:
         # A section is written (by offset, in a thread) as soon as it is made, while the
