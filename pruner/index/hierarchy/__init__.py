@@ -45,13 +45,10 @@ probes but not carried over.
     zone rows  row r = block r of every zone filter        checksums: one per (row, fragment)
 """
 
+from pruner import storage
+from pruner.index.fileformat import read_index_file
 from pruner.index.hierarchy.layout import COMPANION_NAME, companion_path
-from pruner.index.hierarchy.read import (
-    Hierarchy,
-    HierarchyUnusable,
-    Probe,
-    open_index,
-)
+from pruner.index.hierarchy.read import Hierarchy, HierarchyUnusable, Probe
 from pruner.index.hierarchy.store import read_heads_ahead
 from pruner.index.hierarchy.write import (
     Coarse,
@@ -59,6 +56,7 @@ from pruner.index.hierarchy.write import (
     write_hierarchy,
     write_hierarchy_of,
 )
+from pruner.index.model import ZoneIndex
 
 __all__ = [
     "COMPANION_NAME",
@@ -73,3 +71,33 @@ __all__ = [
     "write_hierarchy",
     "write_hierarchy_of",
 ]
+
+
+def open_index(index_file: storage.PathLike, column: str = "") -> ZoneIndex:
+    """The index in ``index_file`` for probing: through its companion when it has a usable
+    one (nothing but the companion's zones read now), else read whole, with the reason in
+    ``hierarchy_note``.
+
+    Raises:
+        IndexFormatError: no usable companion, and the index file is damaged.
+    """
+    try:
+        opened = Hierarchy(index_file)
+    except HierarchyUnusable as err:
+        index = read_index_file(index_file, column)
+        index.hierarchy_note = str(err)
+        return index
+    return ZoneIndex(
+        column=column or opened.column,
+        items=opened.items,
+        probability=opened.probability,
+        fragment_id=opened.fragment_id,
+        zone_start=opened.zone_start,
+        zone_length=opened.zone_length,
+        has_null=opened.has_null,
+        filter_data=None,
+        files=opened.files,
+        value_type=opened.value_type,
+        hierarchy=opened,
+        plain=lambda: read_index_file(index_file, column),
+    )

@@ -1,6 +1,6 @@
 """The companion file's layout: its name, magic, version and header prefix, the checksums
-of its pieces, and the block-major order of its filters (the format is described in
-:mod:`pruner.index.hierarchy`)."""
+of its pieces, the block-major order of its filters, and a section's image as probes read it
+(the format is described in :mod:`pruner.index.hierarchy`)."""
 
 from __future__ import annotations
 
@@ -63,3 +63,25 @@ def _block_major(filters: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(
         filters.reshape(count, blocks, _BLOCK).transpose(1, 0, 2).reshape(blocks, count * _BLOCK)
     )
+
+
+class Section:
+    """One section of an open companion as probes read it: an image of its ``rows`` x
+    ``edges[-1]`` bytes, zeroed until read (pages never written are never allocated), in
+    which a unit (``row * parts + part``; part ``p`` of a row is its bytes ``edges[p]`` to
+    ``edges[p + 1]``; the unit's checksum is the section's ``unit``-th) is used only once
+    it passed its checksum, and is never written again after that."""
+
+    def __init__(self, offset: int, sums: int, rows: int, edges: list[int]) -> None:
+        self.offset = offset
+        self.sums = sums
+        self.rows = rows
+        self.edges = np.array(edges, np.int64)
+        self.parts = len(edges) - 1
+        self.width = int(edges[-1])
+        self.image: np.ndarray | None = None
+        self.checked = np.zeros(0, bool)
+        self.written = 0  # bytes read into the image, what keeping it costs
+
+    def drop(self) -> None:
+        self.image, self.checked, self.written = None, np.zeros(0, bool), 0

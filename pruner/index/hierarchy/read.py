@@ -18,7 +18,6 @@ from pruner.index.fileformat import (
     arrow_type_from_text,
     decode_files,
     index_fingerprint,
-    read_index_file,
 )
 from pruner.index.hierarchy.layout import (
     _BLOCK,
@@ -26,6 +25,7 @@ from pruner.index.hierarchy.layout import (
     _PREFIX,
     MAGIC,
     VERSION,
+    Section,
     _row_checksums,
     companion_path,
 )
@@ -38,7 +38,6 @@ from pruner.index.hierarchy.store import (
     _WARMERS,
 )
 from pruner.index.hierarchy.write import Coarse
-from pruner.index.model import ZoneIndex
 
 _BULK_PAIRS = 1 << 20
 """(value, fragment) pairs checked at once by a probe."""
@@ -50,7 +49,7 @@ many bytes from the page cache does (1,980 reads of 0.2-6 KiB took 0.12 s where 
 a 52 MB section takes about 10 ms)."""
 _KEEP_BYTES = 512 << 20
 """Bytes of checked companion units the open companions of a process keep in memory
-together (:class:`_Section`): a probe reads and checks a unit once, later probes of the same
+together (:class:`Section`): a probe reads and checks a unit once, later probes of the same
 open index use it as it was checked. A companion whose kept units would pass this drops
 them all and reads again, as on its first probe."""
 
@@ -72,28 +71,6 @@ class Probe:
 
     mask: np.ndarray  # (zones,) bool
     decided: str
-
-
-class _Section:
-    """One section of an open companion as probes read it: an image of its ``rows`` x
-    ``edges[-1]`` bytes, zeroed until read (pages never written are never allocated), in
-    which a unit (``row * parts + part``; part ``p`` of a row is its bytes ``edges[p]`` to
-    ``edges[p + 1]``; the unit's checksum is the section's ``unit``-th) is used only once
-    it passed its checksum, and is never written again after that."""
-
-    def __init__(self, offset: int, sums: int, rows: int, edges: list[int]) -> None:
-        self.offset = offset
-        self.sums = sums
-        self.rows = rows
-        self.edges = np.array(edges, np.int64)
-        self.parts = len(edges) - 1
-        self.width = int(edges[-1])
-        self.image: np.ndarray | None = None
-        self.checked = np.zeros(0, bool)
-        self.written = 0  # bytes read into the image, what keeping it costs
-
-    def drop(self) -> None:
-        self.image, self.checked, self.written = None, np.zeros(0, bool), 0
 
 
 _kept_bytes = 0
@@ -226,16 +203,16 @@ class Hierarchy:
         chunk = min(self.dataset_bytes, _DATASET_CHUNK)
         count = len(self.fragments)
         self._sections = {
-            "dataset": _Section(
+            "dataset": Section(
                 offsets["dataset"], offsets["dataset_sums"], self.dataset_bytes // chunk, [0, chunk]
             ),
-            "fragments": _Section(
+            "fragments": Section(
                 offsets["fragments"],
                 offsets["fragment_sums"],
                 self.fragment_bytes // _BLOCK,
                 [0, count * _BLOCK],
             ),
-            "zones": _Section(
+            "zones": Section(
                 offsets["zone_rows"],
                 offsets["zone_sums"],
                 self.zone_bytes // _BLOCK,
@@ -349,7 +326,7 @@ class Hierarchy:
 
     def _units(self, name: str, units: np.ndarray) -> np.ndarray:
         """The image of section ``name`` in which ``units`` (distinct unit numbers, see
-        :class:`_Section`) hold the companion's bytes, each checked against its stored
+        :class:`Section`) hold the companion's bytes, each checked against its stored
         checksum (other units' bytes are not to be used): :meth:`_units_of` of one section."""
         return self._units_of({name: units})[name]
 
@@ -369,7 +346,7 @@ class Hierarchy:
         """
         with self._lock:
             images: dict[str, np.ndarray] = {}
-            reads: list[tuple[str, _Section, np.ndarray]] = []
+            reads: list[tuple[str, Section, np.ndarray]] = []
             for name, units in wanted.items():
                 section = self._sections[name]
                 if section.image is None:
@@ -394,11 +371,11 @@ class Hierarchy:
             return images
 
     @staticmethod
-    def _whole(section: _Section, need: np.ndarray) -> bool:
+    def _whole(section: Section, need: np.ndarray) -> bool:
         """Whether ``need`` is read with its section whole (:data:`_SMALL_READ`)."""
         return len(need) * _SMALL_READ > section.rows * section.width
 
-    def _read_units(self, name: str, section: _Section, need: np.ndarray) -> None:
+    def _read_units(self, name: str, section: Section, need: np.ndarray) -> None:
         """Read the units ``need`` (none of them checked yet) into the section's image and
         check them."""
         image = section.image
@@ -438,7 +415,7 @@ class Hierarchy:
                 section.written = min(total, section.written + got)
         self._check(name, section, need, stored)
 
-    def _read_batch(self, reads: list[tuple[str, _Section, np.ndarray]]) -> None:
+    def _read_batch(self, reads: list[tuple[str, Section, np.ndarray]]) -> None:
         """On a store: the units ``need`` of each ``(name, section, need)`` (none checked yet)
         and their checksums, all in one batch of requests sent side by side (one round
         trip, not two requests a unit one after another), into the sections' images, and
@@ -468,7 +445,7 @@ class Hierarchy:
                 section.written = min(total, section.written + len(data))
             self._check(name, section, need, stored)
 
-    def _check(self, name: str, section: _Section, need: np.ndarray, stored: np.ndarray) -> None:
+    def _check(self, name: str, section: Section, need: np.ndarray, stored: np.ndarray) -> None:
         """The units ``need`` of the section's image against their ``stored`` checksums, a
         part at a time (its units are one width)."""
         image = section.image
@@ -599,33 +576,3 @@ class Hierarchy:
         hits = sbbf.check_blocks(by_zone[blocks[value][pair], zone], hashes[value][pair])
         touched = len(distinct(fragment))
         return kept[value[pair[hits]]].astype(np.int64), zone[hits].astype(np.int64), touched
-
-
-def open_index(index_file: storage.PathLike, column: str = "") -> ZoneIndex:
-    """The index in ``index_file`` for probing: through its companion when it has a usable
-    one (nothing but the companion's zones read now), else read whole, with the reason in
-    ``hierarchy_note``.
-
-    Raises:
-        IndexFormatError: no usable companion, and the index file is damaged.
-    """
-    try:
-        opened = Hierarchy(index_file)
-    except HierarchyUnusable as err:
-        index = read_index_file(index_file, column)
-        index.hierarchy_note = str(err)
-        return index
-    return ZoneIndex(
-        column=column or opened.column,
-        items=opened.items,
-        probability=opened.probability,
-        fragment_id=opened.fragment_id,
-        zone_start=opened.zone_start,
-        zone_length=opened.zone_length,
-        has_null=opened.has_null,
-        filter_data=None,
-        files=opened.files,
-        value_type=opened.value_type,
-        hierarchy=opened,
-        plain=lambda: read_index_file(index_file, column),
-    )
