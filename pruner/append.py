@@ -16,9 +16,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pruner import delta, storage
+from pruner import storage
 from pruner.discover import is_lance_dataset, located, parquet_files
 from pruner.errors import InvalidParameterError
+from pruner.formats import delta
 from pruner.index import DEFAULT_DELETED_SHARE, UpdatePlan, update_index
 from pruner.table import open_table
 

@@ -25,8 +25,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import xxhash
 
-from pruner import delta, storage
+from pruner import storage
 from pruner.errors import InvalidParameterError
+from pruner.formats import delta
 
 __all__ = [
     "FileIdentity",
@@ -108,7 +109,7 @@ def parquet_names(directory: storage.Location) -> list[str]:
     sorted).
 
     For a Delta Lake table's folder, the live data files of its latest version
-    (:func:`pruner.delta.snapshot`).
+    (:func:`pruner.formats.delta.snapshot`).
 
     Raises:
         InvalidParameterError: ``directory`` is inside a Delta Lake table, or is (inside)

@@ -218,7 +218,7 @@ def _listed_alone(table: Table, recursive: bool = False) -> str | None:
     when it runs the query, and a Delta writer puts its files there before it commits them
     (a file written after the query was planned would be read)."""
     files = table.files or {}
-    if not files or not table.uniform_schema or table.delta_version is not None:
+    if not files or not table.uniform_schema or table.pinned is not None:
         return None
     directory = table.path.absolute()
     ours = {f.path.absolute() for f in files.values()}

@@ -38,8 +38,8 @@ def as_table(source: TableSource) -> Table:
         # reads them as they are now, and so does pruner, from the table opened again (its
         # row groups, statistics and identities are those of the files now). A Delta
         # table's at the version it was opened at.
-        if source.delta_version is not None:
-            return open_table(source.path, version=source.delta_version)
+        if source.pinned is not None:
+            return open_table(source.path, version=source.pinned.version)
         return as_table(source.path)
     if is_arrow_dataset(source):
         return open_table(source)

@@ -15,6 +15,7 @@ import pyarrow as pa
 from pruner import discover, storage
 from pruner.discover import FileIdentity, ParquetFile, parquet_names
 from pruner.errors import PrunerError
+from pruner.formats import Snapshot
 from pruner.hashing import plain_type
 from pruner.index import (
     DEFAULT_ITEMS,
@@ -127,8 +128,9 @@ class Table:
         # counts as uniform, and every read of a subset of its files casts them to the
         # schema's (the first file's) type, as DuckDB alone reads all of them.
         self.widened = widened
-        # A Delta table's version, whose live files ``files`` are (None: not a Delta table).
-        self.delta_version: int | None = None
+        # The version of a Delta table whose live files ``files`` are (None: not a Delta
+        # table).
+        self.pinned: Snapshot | None = None
         # On an object store, every object under the table as listed when it was opened:
         # where its indexes are and what they are (storage.listed), without a request each.
         self.listing: storage.Listing | None = None
@@ -161,7 +163,7 @@ class Table:
         if storage.is_remote(self.path):
             return self._objects_unchanged(files)
         try:
-            if storage.is_dir(self.path) and self.delta_version is None:
+            if storage.is_dir(self.path) and self.pinned is None:
                 names = parquet_names(self.path)
                 if names != [file.relative for file in files.values()]:
                     return False

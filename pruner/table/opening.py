@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from pruner import delta, storage
+from pruner import storage
 from pruner.discover import (
     ParquetFile,
     arrow_schema,
@@ -23,6 +23,7 @@ from pruner.discover import (
     read_parquet_files,
 )
 from pruner.errors import InvalidParameterError
+from pruner.formats import delta
 from pruner.hashing import hash_alike
 from pruner.index.hierarchy import read_heads_ahead
 from pruner.table.model import Table
@@ -140,7 +141,7 @@ def _open_path(path: storage.Location, version: int | None, dataset: Any = None)
                 "changed since some were written), which pruner does not read yet; query it "
                 "with deltalake or DataFusion's DeltaTable provider"
             )
-        table.delta_version = snapshot.version
+        table.pinned = snapshot
         return table
     if path.suffix == ".parquet" and storage.is_file(path):
         # One file: a table of one fragment (no index lives beside a single file, so it is

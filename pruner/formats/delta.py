@@ -15,31 +15,20 @@ log, not in the files) and reader features pruner does not know.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pruner import storage
 from pruner.errors import InvalidParameterError
+from pruner.formats.snapshot import Snapshot
 
-__all__ = ["DeltaSnapshot", "is_delta_table", "log_entries", "snapshot"]
+__all__ = ["is_delta_table", "log_entries", "snapshot"]
 
 LOG = "_delta_log"
 
 KNOWN_READER_FEATURES = frozenset({"timestampNtz", "v2Checkpoint", "vacuumProtocolCheck"})
 """Reader features that change nothing of which rows a file's bytes hold. Also read: the
 deletionVectors and columnMapping features when the table uses neither (checked)."""
-
-
-@dataclass(frozen=True)
-class DeltaSnapshot:
-    """One version of a Delta table: its live data files, relative to the table's folder
-    (``/``-separated, sorted), and its columns' names."""
-
-    root: storage.Location
-    version: int
-    files: tuple[str, ...]
-    columns: tuple[str, ...] = ()
 
 
 def is_delta_table(path: storage.Location) -> bool:
@@ -53,7 +42,7 @@ def log_entries(path: storage.Location) -> frozenset[str]:
     return frozenset(storage.list_dir(path / LOG))
 
 
-def snapshot(path: storage.Location, version: int | None = None) -> DeltaSnapshot:
+def snapshot(path: storage.Location, version: int | None = None) -> Snapshot:
     """The live data files of the Delta table at ``path``, at ``version`` (None: the
     latest).
 
@@ -78,7 +67,7 @@ def snapshot(path: storage.Location, version: int | None = None) -> DeltaSnapsho
     root = path.absolute()
     files = sorted(_relative(root, uri) for uri in table.file_uris())
     columns = tuple(field.name for field in table.schema().fields)
-    return DeltaSnapshot(root, int(table.version()), tuple(files), columns)
+    return Snapshot("delta", root, int(table.version()), tuple(files), columns)
 
 
 def _relative(root: storage.Location, uri: str) -> str:
