@@ -16,14 +16,19 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pruner import storage
+from pruner import formats, storage
 from pruner.discover import is_lance_dataset, located, parquet_files
 from pruner.errors import InvalidParameterError
-from pruner.formats import delta
 from pruner.index import DEFAULT_DELETED_SHARE, UpdatePlan, update_index
 from pruner.table import open_table
 
 __all__ = ["append", "read_input"]
+
+
+_FORMAT_WRITERS = {
+    "delta": ("a Delta Lake", "deltalake's write_deltalake(path, data, mode='append')"),
+    "iceberg": ("an Iceberg", "pyiceberg's table.append(data)"),
+}
 
 
 def append(
@@ -50,11 +55,13 @@ def append(
     """
     root = located(path, storage_options)
     table = data if isinstance(data, pa.Table) else pa.table(data)
-    if delta.is_delta_table(root):
+    kind = formats.kind(root)
+    if kind is not None:
+        name, writer = _FORMAT_WRITERS[kind]
+        folder = formats.folder(root)
         raise InvalidParameterError(
-            f"{root} is a Delta Lake table: a Parquet file written into its folder would be no "
-            "row of it; append with deltalake's write_deltalake(path, data, mode='append'), "
-            f"then `pruner index update {root} --column COLUMN`"
+            f"{root} is {name} table: a Parquet file written into its folder would be no row "
+            f"of it; append with {writer}, then `pruner index update {folder} --column COLUMN`"
         )
     if is_lance_dataset(root):
         _append_lance(root, table)

@@ -25,9 +25,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import xxhash
 
-from pruner import storage
+from pruner import formats, storage
 from pruner.errors import InvalidParameterError
-from pruner.formats import delta
 
 __all__ = [
     "FileIdentity",
@@ -38,6 +37,7 @@ __all__ = [
     "hive_partitioned",
     "is_lance_dataset",
     "located",
+    "located_folder",
     "located_tables",
     "open_parquet",
     "parquet_files",
@@ -66,7 +66,8 @@ def located(source: Any, storage_options: Mapping[str, str] | None = None) -> An
     """``source`` where the layers below read it: a path or URI (``str``, ``os.PathLike``
     or an :class:`~pruner.storage.ObjectPath`) as :func:`pruner.storage.location` places it
     (an ObjectPath with ``storage_options`` for an object store URI, a local ``Path``
-    otherwise); anything else (a :class:`~pruner.table.Table`, a dataset object) unchanged.
+    otherwise); a pyiceberg ``Table`` as the metadata file it read; anything else (a
+    :class:`~pruner.table.Table`, a dataset object) unchanged.
 
     The entry points (:func:`pruner.query`, :func:`pruner.explain`, :func:`pruner.lookup`,
     :func:`pruner.append`, :func:`pruner.build_index`, :func:`pruner.open_table`, ...) take
@@ -78,12 +79,28 @@ def located(source: Any, storage_options: Mapping[str, str] | None = None) -> An
     Raises:
         InvalidParameterError: a URI of a scheme pruner does not read (``http://``...).
     """
+    if formats.iceberg.is_table_object(source):
+        # the metadata file it read (pinned to it), reached as its own FileIO reaches it
+        # where no storage_options are given
+        if storage_options is None:
+            storage_options = formats.iceberg.storage_options(source.io.properties) or None
+        source = source.metadata_location
     if not isinstance(source, str | os.PathLike | storage.ObjectPath):
         return source
     try:
         return storage.location(source, storage_options)
     except ValueError as err:
         raise InvalidParameterError(str(err)) from err
+
+
+def located_folder(source: Any, storage_options: Mapping[str, str] | None = None) -> Any:
+    """:func:`located`, but an Iceberg table given by a metadata file (or a pyiceberg
+    ``Table``) as its folder: where an index build reads the files to index and writes the
+    index (which files get zones is all its metadata decides there, never an answer)."""
+    found = located(source, storage_options)
+    if isinstance(found, str | os.PathLike | storage.ObjectPath):
+        return formats.folder(storage.location(found))
+    return found
 
 
 def located_tables(
@@ -108,16 +125,17 @@ def parquet_names(directory: storage.Location) -> list[str]:
     """The paths of :func:`parquet_files` relative to ``directory`` (``/``-separated,
     sorted).
 
-    For a Delta Lake table's folder, the live data files of its latest version
-    (:func:`pruner.formats.delta.snapshot`).
+    For a Delta Lake table's folder, the live data files of its latest version; for an
+    Iceberg table's folder or metadata file, those of its current (or newest) metadata's
+    current snapshot (:func:`pruner.formats.snapshot`).
 
     Raises:
         InvalidParameterError: ``directory`` is inside a Delta Lake table, or is (inside)
-            an Iceberg table (:func:`refuse_table_format`); or a Delta table pruner cannot
-            read exactly.
+            an Iceberg table (:func:`refuse_table_format`); or a Delta or Iceberg table
+            pruner cannot read exactly.
     """
-    if delta.is_delta_table(directory):  # the live files of its latest version
-        return list(delta.snapshot(directory).files)
+    if formats.kind(directory) is not None:  # the live files of its latest version
+        return list(formats.snapshot(directory, newest=True).files)
     refuse_table_format(directory)
     return [name for name in storage.walk_files(directory) if name.endswith(".parquet")]
 
@@ -139,58 +157,42 @@ def table_format(directory: storage.Location) -> tuple[str, storage.Location] | 
         # each folder's question is a request on a store: all of them asked at once
         asked = storage.gather(
             [lambda f=f: storage.is_dir(f / "_delta_log") for f in folders]
-            + [lambda f=f: _metadata_names(f) for f in folders]
+            + [lambda f=f: formats.iceberg.metadata_names(f) for f in folders]
         )
         logs, metadata = asked[: len(folders)], asked[len(folders) :]
     for i, folder in enumerate(folders):
         if logs[i] if logs is not None else storage.is_dir(folder / "_delta_log"):
             return "delta", folder
-        names = metadata[i] if metadata is not None else _metadata_names(folder)
+        names = metadata[i] if metadata is not None else formats.iceberg.metadata_names(folder)
         if any(name.endswith(".metadata.json") for name in names):
             return "iceberg", folder
     return None
 
 
-def _metadata_names(folder: storage.Location) -> list[str]:
-    """What ``folder``'s ``metadata`` folder holds (nothing when there is none)."""
-    metadata = folder / "metadata"
-    if storage.is_remote(folder):
-        try:
-            return storage.list_dir(metadata)
-        except FileNotFoundError:
-            return []
-    return storage.list_dir(metadata) if storage.is_dir(metadata) else []
-
-
 _FORMAT_NAMES = {
-    "delta": ("a Delta Lake", "Delta Lake", "_delta_log/", "log"),
-    "iceberg": ("an Iceberg", "Iceberg", "metadata/*.metadata.json", "metadata"),
+    "delta": ("a Delta Lake", "_delta_log/", "log"),
+    "iceberg": ("an Iceberg", "metadata/*.metadata.json", "metadata"),
 }
 
 
 def refuse_table_format(directory: storage.Location) -> None:
-    """Raise when ``directory`` is (inside) a Delta Lake or Iceberg table: read as a plain
-    directory of Parquet files it would answer from rows the table removed.
+    """Raise when ``directory`` lies inside a Delta Lake or Iceberg table: read as a plain
+    directory of Parquet files it would answer from rows the table removed (the table's
+    own folder is read from its log).
 
     Raises:
         InvalidParameterError: naming the table's root and what to do instead.
     """
     found = table_format(directory)
-    if found is None or found == ("delta", directory.absolute()):
-        return  # a Delta table's own folder is read from its log
+    if found is None or found[1] == directory.absolute():
+        return  # a table's own folder is read from its log or metadata
     kind, root = found
-    article, name, marker, log = _FORMAT_NAMES[kind]
-    where = "is" if root == directory.absolute() else f"is inside {root}, which is"
-    todo = (
-        f"open the table's own folder, {root}"
-        if kind == "delta"
-        else f"pruner does not read {name} tables yet: query it with {name}'s own reader, "
-        "or copy its live files to a directory of their own"
-    )
+    article, marker, log = _FORMAT_NAMES[kind]
     raise InvalidParameterError(
-        f"{directory} {where} {article} table (it holds {marker}): its {log} names which of "
-        "its Parquet files are live, and reading every *.parquet file under it would answer "
-        f"from rows the table removed. {todo}"
+        f"{directory} is inside {root}, which is {article} table (it holds {marker}): its "
+        f"{log} names which of its Parquet files are live, and reading every *.parquet file "
+        f"under it would answer from rows the table removed. Open the table's own folder, "
+        f"{root}"
     )
 
 
@@ -448,9 +450,10 @@ granularity without its size or time changing: :func:`signature` does not vouch 
 def signature(path: storage.Location) -> tuple[object, ...] | None:
     """What changes whenever the table at ``path`` (absolute) changes, read without opening
     it: for a Lance dataset the names of its version manifests (a new version, even of an
-    index, adds one; versions are never rewritten), for a Delta table the names in its log
-    (likewise); for a Parquet directory or file, each
-    Parquet file's (name, size, modification time, inode); for both, each index file's in
+    index, adds one; versions are never rewritten), for a Delta or Iceberg table the names in
+    its log or metadata folder (likewise; and an Iceberg folder's version hint); for a
+    Parquet directory or file, each Parquet file's (name, size, modification time, inode);
+    for all, each index file's in
     ``_pruner`` (a Parquet directory's indexes, either table's compound keys).
     None when it cannot vouch: a file changed in the last :data:`RACY_SECONDS`, or the path
     is neither.
@@ -467,19 +470,22 @@ def signature(path: storage.Location) -> tuple[object, ...] | None:
             return None
         return ("store", tuple(sorted((n, s.size, s.etag) for n, s in listed.items())))
     lance = is_lance_dataset(path)
-    log = not lance and delta.is_delta_table(path)
+    log = None if lance else formats.kind(path)
     paths: list[storage.Location] = []
     if lance:
         versions = frozenset(storage.list_dir(path / "_versions"))
     elif log:  # a commit adds a log entry; data files are never rewritten in place
-        versions = delta.log_entries(path)
+        versions = formats.log_entries(path)
+        hint = path / formats.iceberg.METADATA / formats.iceberg.HINT
+        if log == "iceberg" and storage.is_file(hint):  # rewritten in place by a commit
+            paths = [hint]
     elif storage.is_file(path):
         paths = [path]
     elif storage.is_dir(path):
         paths = parquet_files(path)
     else:
         return None
-    index_dir = path / "_pruner"
+    index_dir = formats.folder(path) / "_pruner"
     if storage.is_dir(index_dir):
         # every column's and key's folder (a column may start with _), not staging folders
         paths += [index_dir / name for name in storage.walk_files(index_dir, hidden=(".",))]
@@ -494,5 +500,5 @@ def signature(path: storage.Location) -> tuple[object, ...] | None:
             return None
         items.append((str(file), stat.size, stat.mtime_ns, stat.inode))
     if lance or log:
-        return ("lance" if lance else "delta", versions, tuple(items))
+        return (log or "lance", versions, tuple(items))
     return ("parquet", tuple(items))

@@ -1,8 +1,46 @@
 """Table formats whose log names which Parquet files of their folder are live: Delta Lake
-(:mod:`pruner.formats.delta`). The rest of pruner reads a version of such a table as a
-directory of Parquet files made of exactly its live files (:class:`Snapshot`)."""
+(:mod:`pruner.formats.delta`) and Iceberg (:mod:`pruner.formats.iceberg`). The rest of pruner
+reads a version of such a table as a directory of Parquet files made of exactly its live
+files (:class:`Snapshot`)."""
 
-from pruner.formats import delta
+from __future__ import annotations
+
+from pruner import storage
+from pruner.formats import delta, iceberg
 from pruner.formats.snapshot import Snapshot
 
-__all__ = ["Snapshot", "delta"]
+__all__ = ["Snapshot", "delta", "folder", "iceberg", "kind", "log_entries", "snapshot"]
+
+
+def kind(path: storage.Location) -> str | None:
+    """``"delta"`` or ``"iceberg"`` when ``path`` is such a table's folder (or an Iceberg
+    metadata file); None otherwise."""
+    if delta.is_delta_table(path):
+        return "delta"
+    return "iceberg" if iceberg.is_iceberg_table(path) else None
+
+
+def snapshot(
+    path: storage.Location, version: int | None = None, *, newest: bool = False
+) -> Snapshot:
+    """The live files of the table at ``path`` (a :func:`kind`) at ``version`` (a Delta
+    version, an Iceberg snapshot id; None: the latest). ``newest``: an Iceberg folder that
+    does not say which metadata file is current is read at its newest (an index build's
+    choice of files to index, never an answer's)."""
+    if delta.is_delta_table(path):
+        return delta.snapshot(path, version)
+    return iceberg.snapshot(path, version, newest=newest)
+
+
+def folder(path: storage.Location) -> storage.Location:
+    """The table's folder (where its indexes live): ``path``, or the folder an Iceberg
+    metadata file describes."""
+    return iceberg.folder(path)
+
+
+def log_entries(path: storage.Location) -> frozenset[str]:
+    """What changes whenever the table at ``path`` (a :func:`kind`) does: the names in its
+    log (a commit adds one, none is rewritten)."""
+    if delta.is_delta_table(path):
+        return delta.log_entries(path)
+    return iceberg.log_entries(path)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from pruner import storage
 
@@ -11,11 +12,15 @@ __all__ = ["Snapshot"]
 
 @dataclass(frozen=True)
 class Snapshot:
-    """One version of a ``kind`` table (``"delta"``): its live data files, relative to the
-    table's folder ``root`` (``/``-separated, sorted), and its columns' names."""
+    """One version of a ``kind`` table (``"delta"``, ``"iceberg"``): its live data files,
+    relative to the table's folder ``root`` (``/``-separated, sorted), and its columns'
+    names. For Iceberg, the metadata file read (which a table opened again reads again) and
+    the columns' shapes (names and field ids) its data files must have."""
 
     kind: str
     root: storage.Location
     version: int
     files: tuple[str, ...]
     columns: tuple[str, ...] = ()
+    metadata: storage.Location | None = None
+    shape: tuple[Any, ...] = ()

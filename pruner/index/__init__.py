@@ -19,14 +19,13 @@ becomes visible only when its manifest commits.
 from __future__ import annotations
 
 import importlib
-import os
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
 from pruner import storage
-from pruner.discover import is_lance_dataset, located, parquet_footer_hash
+from pruner.discover import is_lance_dataset, located_folder, parquet_footer_hash
 from pruner.errors import InvalidParameterError
 from pruner.index.build import (
     DEFAULT_ITEMS,
@@ -197,9 +196,9 @@ def build_index(
             f"unknown index build engine {engine!r}; use one of {', '.join(ENGINES)}"
         )
     if not isinstance(column, str):
-        path = located(source, storage_options)
+        path = located_folder(source, storage_options)
         return _build_key(path, Key.of(column), items, probability, progress, engine, spark)
-    path = located(source, storage_options)
+    path = located_folder(source, storage_options)
     if from_parquet_filters:
         return _build_from_parquet_filters(path, column, engine)
     lance_source = is_lance_dataset(path)
@@ -292,8 +291,7 @@ def update_index(
             f"deleted_share must be between 0 and 1 (a share of a fragment's rows), "
             f"not {deleted_share}"
         )
-    if isinstance(source, str | os.PathLike | storage.ObjectPath):
-        source = located(source, storage_options)
+    source = located_folder(source, storage_options)
     if isinstance(column, str):
         plan = plan_update(source, column, deleted_share=deleted_share)
     else:

@@ -39,7 +39,8 @@ def as_table(source: TableSource) -> Table:
         # row groups, statistics and identities are those of the files now). A Delta
         # table's at the version it was opened at.
         if source.pinned is not None:
-            return open_table(source.path, version=source.pinned.version)
+            pinned = source.pinned
+            return open_table(pinned.metadata or source.path, version=pinned.version)
         return as_table(source.path)
     if is_arrow_dataset(source):
         return open_table(source)

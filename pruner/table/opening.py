@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from pruner import storage
+from pruner import formats, storage
 from pruner.discover import (
     ParquetFile,
     arrow_schema,
@@ -23,7 +23,6 @@ from pruner.discover import (
     read_parquet_files,
 )
 from pruner.errors import InvalidParameterError
-from pruner.formats import delta
 from pruner.hashing import hash_alike
 from pruner.index.hierarchy import read_heads_ahead
 from pruner.table.model import Table
@@ -46,11 +45,13 @@ def open_table(
     version: int | None = None,
     storage_options: Mapping[str, str] | None = None,
 ) -> Table:
-    """Open a Lance dataset or a Delta Lake table (at ``version``, default the latest), a
-    directory of Parquet files or one Parquet file: by path (relative or absolute) or URI
+    """Open a Lance dataset, a Delta Lake table (at ``version``, default the latest), an
+    Iceberg table (at snapshot id ``version``, default the current one), a directory of
+    Parquet files or one Parquet file: by path (relative or absolute) or URI
     (``s3://bucket/key`` and the other stores of :mod:`pruner.storage`, with Lance-style
-    ``storage_options``), or as the ``lance.LanceDataset`` or ``pyarrow.dataset`` of them a
-    user already holds.
+    ``storage_options``), or as the ``lance.LanceDataset``, ``pyarrow.dataset`` or pyiceberg
+    ``Table`` of them a user already holds (an Iceberg table's folder is read at the metadata
+    file its ``version-hint.text`` names; else give its metadata file).
 
     Raises:
         InvalidParameterError: the source is none of these.
@@ -109,6 +110,45 @@ def _lance_dataset_or_none(path: storage.ObjectPath, version: int | None) -> Any
         return None
 
 
+_READERS = {
+    "delta": "deltalake or DataFusion's DeltaTable provider",
+    "iceberg": "pyiceberg (table.scan(row_filter=...).to_arrow())",
+}
+
+
+def _logged_table(snapshot: formats.Snapshot) -> Table:
+    """The table of a Delta or Iceberg ``snapshot``'s live files, once every file is seen to
+    hold the table's columns as its schema says."""
+    name = "Delta" if snapshot.kind == "delta" else "Iceberg"
+    what = f"{name} table {snapshot.root} at version {snapshot.version}"
+    if not snapshot.files:
+        raise InvalidParameterError(
+            f"{what} has no rows (no live data file), which pruner does not read yet; query it "
+            f"with {_READERS[snapshot.kind]}"
+        )
+    table = _parquet_table(snapshot.root, snapshot.root, list(snapshot.files))
+    shapes: list[Any] = []  # the files' distinct Parquet schemas (usually one)
+    for file in (table.files or {}).values():
+        if not any(file.metadata.schema.equals(shape) for shape in shapes):
+            shapes.append(file.metadata.schema)
+    columns = list(snapshot.columns)
+    for shape in shapes:
+        schema = shape.to_arrow_schema()
+        if schema.names != columns or (
+            snapshot.kind == "iceberg" and formats.iceberg.shape_mismatch(snapshot, schema)
+        ):
+            # A column added (Delta's schema_mode="merge") is NULL in the older files for
+            # the format's readers, a renamed one is found by its field id: the engines
+            # over the files would not find it, or not in them all.
+            raise InvalidParameterError(
+                f"the live files of {what} do not all hold the table's columns as its "
+                "schema says (a column added, renamed or changed since some were written), "
+                f"which pruner does not read yet; query it with {_READERS[snapshot.kind]}"
+            )
+    table.pinned = snapshot
+    return table
+
+
 def _open_path(path: storage.Location, version: int | None, dataset: Any = None) -> Table:
     if is_lance_dataset(path):
         import lance
@@ -117,32 +157,11 @@ def _open_path(path: storage.Location, version: int | None, dataset: Any = None)
             options = storage.lance_options(path)
             dataset = lance.dataset(str(path), version=version, storage_options=options)
         return _lance_table(path, dataset)
-    if delta.is_delta_table(path):
+    kind = formats.kind(path)
+    if kind is not None:
         # The live files of the version (pinned: the Table reads it however the table
         # moves on, as a Lance dataset's does).
-        snapshot = delta.snapshot(path, version)
-        if not snapshot.files:
-            raise InvalidParameterError(
-                f"Delta table {path} has no rows at version {snapshot.version} (no live data "
-                "file), which pruner does not read yet; query it with deltalake"
-            )
-        table = _parquet_table(path, path, list(snapshot.files))
-        shapes: list[Any] = []  # the files' distinct Parquet schemas (usually one)
-        for file in (table.files or {}).values():
-            if not any(file.metadata.schema.equals(shape) for shape in shapes):
-                shapes.append(file.metadata.schema)
-        columns = list(snapshot.columns)
-        if any(shape.to_arrow_schema().names != columns for shape in shapes):
-            # A column added (schema_mode="merge") is NULL in the older files for Delta's
-            # readers; the engines over the files would not find it, or not in them all.
-            raise InvalidParameterError(
-                f"the live files of Delta table {path} at version {snapshot.version} do not "
-                "all hold the table's columns as its schema says (a column added or "
-                "changed since some were written), which pruner does not read yet; query it "
-                "with deltalake or DataFusion's DeltaTable provider"
-            )
-        table.pinned = snapshot
-        return table
+        return _logged_table(formats.snapshot(path, version))
     if path.suffix == ".parquet" and storage.is_file(path):
         # One file: a table of one fragment (no index lives beside a single file, so it is
         # read whole: a small table joined to an indexed one, say).

@@ -1,0 +1,329 @@
+"""Iceberg tables: which Parquet files a snapshot of the table is made of.
+
+An Iceberg table's metadata (``metadata/*.metadata.json``, each naming a manifest list per
+snapshot) names its live data files; files an overwrite, a delete or a compaction removed stay
+on disk until their snapshots expire. The metadata is read by ``pyiceberg`` at a pinned
+snapshot: :func:`snapshot` gives its live files, and the rest of pruner reads them as a
+directory of Parquet files made of exactly those files, as a Delta table's.
+
+Which metadata file is the table's current one is known to its catalog, not to its folder (a
+commit that lost its race leaves a metadata file behind). So a table is given, for an answer,
+as its current metadata file (``table.metadata_location``), as the pyiceberg ``Table`` a
+catalog loaded, or as its folder when the folder says which file is current
+(``metadata/version-hint.text``, as Hadoop tables and DuckDB's ``iceberg_scan`` have it). An
+index build only picks which files get zones, so there the folder's newest metadata file will
+do (:func:`snapshot`'s ``newest``).
+
+What pruner cannot read exactly is refused with an error, never answered from the raw files:
+row-level deletes (positional and equality delete files, deletion vectors), files that name
+the table's columns otherwise than its schema does (a rename, a column dropped and added
+again: checked by field id in :func:`shape_mismatch`), data files that are not Parquet or lie
+outside the table's folder, and tables on object stores other than S3 (not read yet).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Mapping
+from pathlib import PurePosixPath
+from typing import Any
+
+from pruner import storage
+from pruner.errors import InvalidParameterError
+from pruner.formats.snapshot import Snapshot
+
+__all__ = [
+    "file_io_properties",
+    "folder",
+    "is_iceberg_table",
+    "is_metadata_file",
+    "is_table_object",
+    "log_entries",
+    "metadata_names",
+    "shape_mismatch",
+    "snapshot",
+    "storage_options",
+]
+
+METADATA = "metadata"
+SUFFIX = ".metadata.json"
+HINT = "version-hint.text"
+FIELD_ID = b"PARQUET:field_id"
+
+_QUERY_IT = "query it with pyiceberg (table.scan(row_filter=...).to_arrow())"
+
+
+def is_metadata_file(path: storage.Location) -> bool:
+    """Whether ``path`` names an Iceberg metadata file (``<table>/metadata/*.metadata.json``)."""
+    return path.name.endswith(SUFFIX) and path.parent.name == METADATA
+
+
+def is_iceberg_table(path: storage.Location) -> bool:
+    """True when ``path`` is an Iceberg table's folder (its ``metadata`` folder holds a
+    ``*.metadata.json``) or one of its metadata files."""
+    if is_metadata_file(path):
+        return storage.is_file(path)
+    return any(name.endswith(SUFFIX) for name in metadata_names(path))
+
+
+def is_table_object(source: object) -> bool:
+    """Whether ``source`` is a pyiceberg ``Table`` (asked without importing pyiceberg: a
+    caller holding one has imported it)."""
+    module = sys.modules.get("pyiceberg.table")
+    return module is not None and isinstance(source, module.Table)
+
+
+def folder(path: storage.Location) -> storage.Location:
+    """The table's folder: ``path`` itself, or for a metadata file the folder it describes
+    (where the table's indexes live, under ``_pruner/``)."""
+    return path.parent.parent if is_metadata_file(path) else path
+
+
+def log_entries(path: storage.Location) -> frozenset[str]:
+    """What changes whenever the table read at ``path`` does: for a folder, the names in its
+    ``metadata`` folder (a commit adds a metadata file, and its hint moves with it); a
+    metadata file is never rewritten, so its own name."""
+    if is_metadata_file(path):
+        return frozenset({path.name})
+    return frozenset(metadata_names(path))
+
+
+def metadata_names(path: storage.Location) -> list[str]:
+    """What ``path``'s ``metadata`` folder holds (nothing when there is none)."""
+    metadata = path / METADATA
+    if storage.is_remote(path):
+        try:
+            return storage.list_dir(metadata)
+        except FileNotFoundError:
+            return []
+    return storage.list_dir(metadata) if storage.is_dir(metadata) else []
+
+
+def _newest(path: storage.Location) -> storage.Location:
+    """The folder's metadata file of the highest version number (``v3.metadata.json``,
+    ``00003-<uuid>.metadata.json``)."""
+    numbered = []
+    for name in metadata_names(path):
+        found = re.match(r"v?(\d+)[-.]", name)
+        if name.endswith(SUFFIX) and found:
+            numbered.append((int(found.group(1)), name))
+    if not numbered:
+        raise InvalidParameterError(f"{path} holds no numbered Iceberg metadata file")
+    return path / METADATA / max(numbered)[1]
+
+
+def snapshot(
+    path: storage.Location, version: int | None = None, *, newest: bool = False
+) -> Snapshot:
+    """The live data files of the Iceberg table at ``path`` (its folder or a metadata file),
+    at snapshot id ``version`` (None: the current snapshot of that metadata).
+
+    A folder is read at the metadata file its ``version-hint.text`` names; without one it is
+    refused, unless ``newest`` (for an index build) takes its newest metadata file.
+
+    Raises:
+        InvalidParameterError: pyiceberg is not installed; the table is on an object store;
+            the folder does not say which metadata file is current; the snapshot does not
+            exist; or the table uses what pruner cannot read exactly (the module's
+            docstring).
+    """
+    properties = file_io_properties(path)
+    try:
+        from pyiceberg.table import StaticTable
+    except ImportError as err:
+        raise InvalidParameterError(
+            f"{path} is an Iceberg table; pruner reads those with pyiceberg: "
+            "pip install 'pruner-index[iceberg]'"
+        ) from err
+    root = folder(path).absolute()
+    metadata = path.absolute()
+    if not is_metadata_file(path):
+        if storage.is_file(root / METADATA / HINT):
+            metadata = _hinted(root)
+        elif newest:
+            metadata = _newest(root)
+        else:
+            raise InvalidParameterError(
+                f"{root} is an Iceberg table whose folder does not say which metadata file is "
+                f"current (it has no {METADATA}/{HINT}; the table's catalog knows): give its "
+                "current metadata file (table.metadata_location) or the pyiceberg Table "
+                "a catalog loaded"
+            )
+    try:
+        table = StaticTable.from_metadata(str(metadata), properties)
+    except Exception as err:  # pyiceberg's and the file system's own errors
+        raise InvalidParameterError(f"cannot read Iceberg metadata {metadata}: {err}") from err
+    what = f"Iceberg table {root}"
+    if version is None:
+        current = table.current_snapshot()
+    else:
+        current = table.snapshot_by_id(version)
+        if current is None:
+            raise InvalidParameterError(
+                f"{what} has no snapshot {version} in {metadata.name}; its snapshots: "
+                + ", ".join(str(s.snapshot_id) for s in table.metadata.snapshots)
+            )
+    if current is None:  # a table created and never written: no rows
+        return Snapshot("iceberg", root, -1, (), (), metadata=metadata)
+    # The current snapshot reads with the table's current schema, an older one with its own
+    # (pyiceberg's and Spark's time travel)
+    scan = table.scan() if version is None else table.scan(snapshot_id=version)
+    try:
+        tasks = list(scan.plan_files())
+    except ValueError as err:  # equality deletes, which pyiceberg refuses to plan
+        raise InvalidParameterError(
+            f"{what} (snapshot {current.snapshot_id}) cannot be read exactly: {err}; pruner "
+            "does not read it yet"
+        ) from err
+    files = []
+    for task in tasks:
+        data = task.file
+        if task.delete_files:
+            raise InvalidParameterError(
+                f"{what} (snapshot {current.snapshot_id}) has row-level deletes (delete "
+                "files or deletion vectors): rows its data files hold that the table "
+                f"deleted, which pruner does not apply yet; {_QUERY_IT}, or rewrite its data "
+                "files (rewrite_data_files in Spark)"
+            )
+        if str(data.file_format.value).upper() != "PARQUET":
+            raise InvalidParameterError(
+                f"{what} has a {data.file_format.value} data file ({data.file_path}); pruner "
+                f"reads Parquet; {_QUERY_IT}"
+            )
+        files.append(_relative(root, data.file_path))
+    shape = tuple(_iceberg_shape(field) for field in scan.projection().fields)
+    columns = tuple(node[0] or "" for node in shape)
+    return Snapshot(
+        "iceberg", root, current.snapshot_id, tuple(sorted(files)), columns, metadata, shape
+    )
+
+
+def _hinted(root: storage.Location) -> storage.Location:
+    """The metadata file ``version-hint.text`` names (a version number ``N`` for
+    ``vN.metadata.json``, or a file name), as pyiceberg and DuckDB read it."""
+    content = storage.read_tail(root / METADATA / HINT, 4096)[0].decode().strip()
+    if content.endswith(SUFFIX):
+        return root / METADATA / content
+    name = f"v{content}" if content.isdecimal() else content
+    return root / METADATA / f"{name}{SUFFIX}"
+
+
+def _relative(root: storage.Location, uri: str) -> str:
+    try:
+        if isinstance(root, storage.ObjectPath):  # s3a:// and s3:// name the same objects
+            found = storage.location(uri)
+            if not isinstance(found, storage.ObjectPath) or found.bucket != root.bucket:
+                raise ValueError(uri)
+            return PurePosixPath(found.key).relative_to(root.key).as_posix()
+        plain = uri.removeprefix("file://")
+        return PurePosixPath(plain).relative_to(root.as_posix()).as_posix()
+    except ValueError as err:
+        raise InvalidParameterError(
+            f"Iceberg table {root} names a data file outside its folder ({uri}); pruner reads "
+            "tables whose files lie under their folder"
+        ) from err
+
+
+_S3_PROPERTIES = {
+    "s3.endpoint": ("aws_endpoint", "aws_endpoint_url", "endpoint", "endpoint_url"),
+    "s3.access-key-id": ("aws_access_key_id", "access_key_id"),
+    "s3.secret-access-key": ("aws_secret_access_key", "secret_access_key"),
+    "s3.session-token": ("aws_session_token", "session_token", "token"),
+    "s3.region": ("aws_region", "region"),
+}
+"""pyiceberg's FileIO property for S3, and the Lance-style storage option names that say
+the same (the first is the one :func:`storage_options` gives back)."""
+
+_S3_ENVIRONMENT = {
+    "s3.endpoint": ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_ENDPOINT"),
+    "s3.access-key-id": ("AWS_ACCESS_KEY_ID",),
+    "s3.secret-access-key": ("AWS_SECRET_ACCESS_KEY",),
+    "s3.session-token": ("AWS_SESSION_TOKEN",),
+    "s3.region": ("AWS_REGION", "AWS_DEFAULT_REGION"),
+}
+
+
+def file_io_properties(path: storage.Location) -> dict[str, str]:
+    """What pyiceberg needs to read the table at ``path``: for a table on S3 its FileIO's
+    ``s3.*`` properties, from the path's storage options, else the standard ``AWS_*``
+    environment variables (nothing for a local table).
+
+    Raises:
+        InvalidParameterError: the table is on a store pruner does not read Iceberg tables
+            on yet (GCS, Azure).
+    """
+    if not isinstance(path, storage.ObjectPath):
+        return {}
+    if path.scheme not in ("s3", "s3a"):
+        raise InvalidParameterError(
+            f"{path} is an Iceberg table on {path.scheme}://, where pruner does not read "
+            f"Iceberg tables yet (it reads them on S3); {_QUERY_IT}"
+        )
+    options = {name.lower(): value for name, value in path.options.items()}
+    found = {}
+    for name, aliases in _S3_PROPERTIES.items():
+        value = next((options[a] for a in aliases if a in options), None)
+        if value is None:
+            value = next((os.environ[v] for v in _S3_ENVIRONMENT[name] if v in os.environ), None)
+        if value is not None:
+            found[name] = value
+    return found
+
+
+def storage_options(properties: Mapping[str, str]) -> dict[str, str]:
+    """The Lance-style storage options of a pyiceberg Table's FileIO ``properties`` (how
+    it reaches its S3 store), for the table pruner reads from its metadata location."""
+    found = {
+        aliases[0]: properties[name]
+        for name, aliases in _S3_PROPERTIES.items()
+        if name in properties
+    }
+    if found.get("aws_endpoint", "").startswith("http://"):
+        found["allow_http"] = "true"
+    return found
+
+
+Shape = tuple[str | None, int | None, tuple[Any, ...]]
+"""A column as its files must hold it: its name (None for a list's element or a map's key or
+value, whose names writers choose), its field id, and its children's shapes."""
+
+
+def _iceberg_shape(field: Any, named: bool = True) -> Shape:
+    from pyiceberg.types import ListType, MapType, StructType
+
+    kind = field.field_type
+    children: tuple[Shape, ...] = ()
+    if isinstance(kind, StructType):
+        children = tuple(_iceberg_shape(child) for child in kind.fields)
+    elif isinstance(kind, ListType):
+        children = (_iceberg_shape(kind.element_field, named=False),)
+    elif isinstance(kind, MapType):
+        children = tuple(
+            _iceberg_shape(child, named=False) for child in (kind.key_field, kind.value_field)
+        )
+    return (field.name if named else None, field.field_id, children)
+
+
+def _arrow_shape(field: Any, named: bool = True) -> Shape:
+    import pyarrow as pa
+
+    kind = field.type
+    children: tuple[Shape, ...] = ()
+    if pa.types.is_struct(kind):
+        children = tuple(_arrow_shape(kind.field(i)) for i in range(kind.num_fields))
+    elif pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        children = (_arrow_shape(kind.value_field, named=False),)
+    elif pa.types.is_map(kind):
+        children = (_arrow_shape(kind.key_field, False), _arrow_shape(kind.item_field, False))
+    found = (field.metadata or {}).get(FIELD_ID)
+    return (field.name if named else None, int(found) if found is not None else None, children)
+
+
+def shape_mismatch(snapshot: Snapshot, schema: Any) -> bool:
+    """Whether a data file of Arrow ``schema`` names the table's columns otherwise than the
+    snapshot's schema: other names, or the same names with other field ids (a column
+    renamed, or dropped and added again under its old name, since the file was written), or
+    no field ids at all (files added from elsewhere, read by name mapping)."""
+    return tuple(_arrow_shape(field) for field in schema) != snapshot.shape

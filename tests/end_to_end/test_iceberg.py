@@ -1,0 +1,274 @@
+"""Iceberg tables read at a pinned snapshot, from the live files pyiceberg lists.
+
+The judges: pyiceberg's own reader (``scan().to_arrow()``, the query run by DuckDB over the
+rows it returns), and DuckDB alone over exactly the files pyiceberg plans. Tables are written
+by pyiceberg into a SQLite catalog, as its users write them, through a table's life: create,
+append, overwrite, delete (copy-on-write), overwrite by filter, time travel.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pytest
+
+import pruner
+from pruner.errors import InvalidParameterError
+from pruner.index import build_index, update_index
+from tests.support.engine_check import multiset
+
+pytest.importorskip("pyiceberg")
+
+from pyiceberg.catalog.sql import SqlCatalog
+from pyiceberg.types import LongType, StringType
+
+PRUNER = [sys.executable, "-m", "pruner.cli"]
+
+SQL = [
+    "SELECT count(*) AS n FROM t",
+    "SELECT s FROM t WHERE id = 60",
+    "SELECT s FROM t WHERE id IN (10, 60, 199, 250)",
+    "SELECT count(*) AS n FROM t WHERE id = 10",
+    "SELECT id FROM t WHERE s IS NULL",
+]
+
+
+def _rows(start: int, count: int) -> pa.Table:
+    ids = pa.array(range(start, start + count), pa.int64())
+    names = [None if i % 37 == 0 else f"s{i}" for i in range(start, start + count)]
+    return pa.table({"id": ids, "s": pa.array(names, pa.string())})
+
+
+def _catalog(where: Path) -> Any:
+    where.mkdir(parents=True, exist_ok=True)
+    catalog = SqlCatalog("local", uri=f"sqlite:///{where}/catalog.db", warehouse=f"file://{where}")
+    catalog.create_namespace("ns")
+    return catalog
+
+
+def _table(where: Path, name: str = "events") -> Any:
+    return _catalog(where).create_table(f"ns.{name}", schema=_rows(0, 0).schema)
+
+
+def _oracle(table: Any, sql: str, snapshot_id: int | None = None) -> Any:
+    """pyiceberg's own read of the table, the query run over its rows."""
+    connection = duckdb.connect()
+    connection.register("rows", table.scan(snapshot_id=snapshot_id).to_arrow())
+    return multiset(connection.sql(sql.replace("FROM t", "FROM rows")).arrow().read_all())
+
+
+def _check(table: Any, step: str, version: int | None = None) -> None:
+    """Every query, on DuckDB and DataFusion, pruned and not, given as the pyiceberg Table
+    and as its metadata file, equals pyiceberg's own reader."""
+    sources: list[Any] = [table, table.metadata_location]
+    if version is not None:
+        sources = [pruner.open_table(table, version=version)]
+    for sql in SQL:
+        expected = _oracle(table, sql, version)
+        for source in sources:
+            for engine in ("duckdb", "datafusion"):
+                for prune in (True, False):
+                    got = multiset(pruner.query(sql, {"t": source}, engine=engine, prune=prune))
+                    assert got == expected, (step, sql, source, engine, prune)
+
+
+def test_an_iceberg_table_answers_as_its_own_reader_through_its_life(tmp_path: Path) -> None:
+    table = _table(tmp_path)
+    table.append(_rows(0, 200))
+    _check(table, "create")
+    build_index(table, "id")
+    build_index(table, "s")
+    table.append(_rows(200, 100))
+    _check(table, "append, the new file not indexed")
+    update_index(table, "id")
+    _check(table, "append, indexed")
+    table.overwrite(_rows(50, 150))
+    _check(table, "overwrite")
+    table.append(_rows(0, 100))
+    table.delete("id < 20")
+    _check(table, "delete")
+    table.overwrite(_rows(60, 1).set_column(1, "s", pa.array(["updated"])), "id = 60")
+    _check(table, "overwrite by filter")
+    update_index(table, "id")
+    _check(table, "indexed again")
+    explained = pruner.explain("SELECT s FROM t WHERE id = 60", {"t": table})
+    scan = explained.scans[0]
+    assert scan.selection.num_rows < scan.rows_total
+
+
+def test_the_raw_files_would_answer_wrong(tmp_path: Path) -> None:
+    """Why the care: the folder's files hold rows the table removed."""
+    table = _table(tmp_path)
+    table.append(_rows(0, 50))
+    table.overwrite(_rows(0, 10))
+    files = sorted((Path(table.location().removeprefix("file://")) / "data").glob("*.parquet"))
+    assert pa.concat_tables([pa.parquet.read_table(f) for f in files]).num_rows == 60
+    assert pruner.query("SELECT count(*) AS n FROM t", {"t": table}).to_pylist() == [{"n": 10}]
+
+
+def test_duckdb_alone_over_the_planned_files_agrees(tmp_path: Path) -> None:
+    """The second judge: DuckDB alone over exactly the files pyiceberg plans."""
+    table = _table(tmp_path)
+    table.append(_rows(0, 200))
+    table.append(_rows(200, 100))
+    table.delete("id > 250")
+    build_index(table, "id")
+    files = ", ".join(f"'{task.file.file_path}'" for task in table.scan().plan_files())
+    for sql in SQL:
+        alone = duckdb.sql(sql.replace("FROM t", f"FROM read_parquet([{files}])"))
+        assert multiset(pruner.query(sql, {"t": table})) == multiset(alone.arrow().read_all())
+
+
+def test_a_snapshot_reads_as_that_snapshot(tmp_path: Path) -> None:
+    """Lance-style: a table opened at a snapshot id reads that snapshot, also held while the
+    table moves on; an unknown id is refused."""
+    table = _table(tmp_path)
+    table.append(_rows(0, 200))
+    table.overwrite(_rows(50, 150))
+    build_index(table, "id")
+    held = pruner.open_table(table)
+    table.append(_rows(1_000, 10))
+    for snapshot in table.metadata.snapshots:
+        if not list(table.scan(snapshot_id=snapshot.snapshot_id).plan_files()):
+            # an overwrite's first step: every file removed (no rows, refused as yet)
+            with pytest.raises(InvalidParameterError, match="no rows"):
+                pruner.open_table(table, version=snapshot.snapshot_id)
+            continue
+        _check(table, f"snapshot {snapshot.snapshot_id}", snapshot.snapshot_id)
+    before = table.metadata.snapshots[-2].snapshot_id
+    expected = _oracle(table, "SELECT count(*) AS n FROM t", before)
+    assert multiset(pruner.query("SELECT count(*) AS n FROM t", {"t": held})) == expected
+    with pytest.raises(InvalidParameterError, match="no snapshot 7"):
+        pruner.open_table(table, version=7)
+
+
+def test_a_folder_reads_the_metadata_its_version_hint_names(tmp_path: Path) -> None:
+    """A Hadoop table's folder says which metadata file is current (metadata/
+    version-hint.text, as DuckDB's iceberg_scan reads it); a new hint is a new table."""
+    table = _table(tmp_path)
+    table.append(_rows(0, 100))
+    folder = Path(table.location().removeprefix("file://"))
+    hint = folder / "metadata" / "version-hint.text"
+    current = Path(table.metadata_location).name
+    hint.write_text(current)
+    sql = "SELECT count(*) AS n FROM t WHERE id < 1000"
+    assert pruner.query(sql, {"t": folder}).to_pylist() == [{"n": 100}]
+    build_index(folder, "id")
+    table.append(_rows(100, 50))
+    assert pruner.query(sql, {"t": folder}).to_pylist() == [{"n": 100}]  # the hint's version
+    hint.write_text(Path(table.metadata_location).name)
+    assert pruner.query(sql, {"t": folder}).to_pylist() == [{"n": 150}]
+    assert multiset(pruner.query(SQL[2], {"t": folder})) == _oracle(table, SQL[2])
+
+
+def test_a_folder_that_does_not_say_its_current_metadata_is_refused(tmp_path: Path) -> None:
+    """Only the catalog knows which metadata file is current (a commit that lost its race
+    leaves one behind): answers need the metadata file or the Table; a build indexes the
+    files of the newest one."""
+    table = _table(tmp_path)
+    table.append(_rows(0, 100))
+    table.append(_rows(100, 100))
+    folder = Path(table.location().removeprefix("file://"))
+    sql = "SELECT count(*) AS n FROM t WHERE id = 7"
+    for call in (
+        lambda: pruner.query(sql, {"t": folder}),
+        lambda: pruner.explain(sql, {"t": folder}),
+        lambda: pruner.lookup(folder, "id", [7]),
+        lambda: pruner.open_table(folder),
+    ):
+        with pytest.raises(InvalidParameterError, match=r"table\.metadata_location") as err:
+            call()
+        assert str(folder) in str(err.value)
+    build_index(folder, "id")
+    explained = pruner.explain(sql, {"t": table})
+    assert explained.scans[0].selection.num_rows < explained.scans[0].rows_total
+
+
+def test_appending_plain_files_to_an_iceberg_table_is_refused(tmp_path: Path) -> None:
+    table = _table(tmp_path)
+    table.append(_rows(0, 10))
+    folder = Path(table.location().removeprefix("file://"))
+    before = sorted(folder.rglob("*"))
+    for target in (folder, table.metadata_location):
+        with pytest.raises(InvalidParameterError, match=r"table\.append"):
+            pruner.append(target, _rows(10, 5))
+    assert sorted(folder.rglob("*")) == before
+
+
+def test_what_pruner_cannot_read_exactly_is_refused(tmp_path: Path) -> None:
+    catalog = _catalog(tmp_path)
+    renamed = catalog.create_table("ns.renamed", schema=_rows(0, 0).schema)
+    renamed.append(_rows(0, 10))
+    with renamed.update_schema() as update:
+        update.rename_column("s", "name")
+    reused = catalog.create_table("ns.reused", schema=_rows(0, 0).schema)
+    reused.append(_rows(0, 10))
+    with reused.update_schema() as update:  # dropped, then added again under its old name
+        update.delete_column("s")
+    with reused.update_schema() as update:
+        update.add_column("s", StringType())
+    added = catalog.create_table("ns.added", schema=_rows(0, 0).schema)
+    added.append(_rows(0, 10))
+    with added.update_schema() as update:
+        update.add_column("extra", LongType())
+    empty = catalog.create_table("ns.empty", schema=_rows(0, 0).schema)
+    sql = "SELECT count(*) AS n FROM t WHERE id = 3"
+    for table, why in (
+        (renamed, "do not all hold the table's columns"),
+        (reused, "do not all hold the table's columns"),
+        (added, "do not all hold the table's columns"),
+        (empty, "no rows"),
+    ):
+        for call in (
+            lambda t=table: pruner.query(sql, {"t": t}),
+            lambda t=table: pruner.explain(sql, {"t": t}),
+        ):
+            with pytest.raises(InvalidParameterError, match=why) as err:
+                call()
+            assert "pyiceberg" in str(err.value)
+    # reused: the same names, another field id; the engines over the files would read the
+    # dropped column's values where pyiceberg reads NULL
+    assert reused.scan().to_arrow().column("s").null_count == 10
+
+
+def test_the_cli_reads_an_iceberg_table_by_its_metadata_file(tmp_path: Path) -> None:
+    table = _table(tmp_path)
+    table.append(_rows(0, 100))
+    table.overwrite(_rows(0, 40))
+    folder = Path(table.location().removeprefix("file://"))
+
+    def run(*arguments: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*PRUNER, *arguments], capture_output=True, text=True, timeout=120, check=False
+        )
+
+    built = run("index", "build", table.metadata_location, "--column", "id")
+    assert built.returncode == 0, built.stderr
+    assert (folder / "_pruner" / "id").is_dir()
+    count = ["query", "SELECT count(*) AS n FROM t", "--format", "json"]
+    answered = run(*count, "--table", f"t={table.metadata_location}")
+    assert answered.returncode == 0, answered.stderr
+    assert '"n": 40' in answered.stdout
+    refused = run(*count, "--table", f"t={folder}")
+    assert refused.returncode == 2 and "version-hint.text" in refused.stderr
+    assert "Traceback" not in refused.stderr and refused.stdout == ""
+
+
+@pytest.mark.slow
+def test_spark_reads_an_iceberg_table_as_its_own_reader(tmp_path: Path, spark: Any) -> None:
+    """Spark cannot load Iceberg's runtime offline; under pruner it reads the live files."""
+    table = _table(tmp_path)
+    table.append(_rows(0, 200))
+    build_index(table, "id")
+    table.overwrite(_rows(50, 150))
+    table.delete("id > 180")
+    for sql in SQL:
+        expected = _oracle(table, sql)
+        for prune in (True, False):
+            got = multiset(pruner.query(sql, {"t": table}, engine="spark", prune=prune))
+            assert got == expected, (sql, prune)
