@@ -196,7 +196,14 @@ def snapshot(
     shape = tuple(_iceberg_shape(field) for field in scan.projection().fields)
     columns = tuple(node[0] or "" for node in shape)
     return Snapshot(
-        "iceberg", root, current.snapshot_id, tuple(sorted(files)), columns, metadata, shape
+        "iceberg",
+        root,
+        current.snapshot_id,
+        tuple(sorted(files)),
+        columns,
+        metadata,
+        shape,
+        _name_mapping(table),
     )
 
 
@@ -306,24 +313,55 @@ def _iceberg_shape(field: Any, named: bool = True) -> Shape:
     return (field.name if named else None, field.field_id, children)
 
 
-def _arrow_shape(field: Any, named: bool = True) -> Shape:
+NameMap = dict[str, tuple[int | None, "NameMap"]]
+"""A table's name mapping (``schema.name-mapping.default``): each name a field of a data file
+without field ids may have, its field id and its children's mapping."""
+
+
+def _name_mapping(table: Any) -> NameMap:
+    def mapped(fields: Any) -> NameMap:
+        found: NameMap = {}
+        for field in fields:
+            for name in field.names:
+                found[name] = (field.field_id, mapped(field.fields))
+        return found
+
+    mapping = table.metadata.name_mapping()
+    return mapped(mapping) if mapping is not None else {}
+
+
+def _arrow_shape(field: Any, mapping: NameMap, name: str | None = None) -> Shape:
+    """A data file's field as :data:`Shape`: its field id written in the file, or for a
+    file written without field ids (added from elsewhere) the one the table's name mapping
+    gives its name (``name``: the name it is mapped by, for a list's element or a map's key
+    or value, which have no name in the shape)."""
     import pyarrow as pa
 
     kind = field.type
+    found = (field.metadata or {}).get(FIELD_ID)
+    field_id, inner = int(found) if found is not None else None, mapping
+    if field_id is None:
+        field_id, inner = mapping.get(name or field.name, (None, {}))
+    else:
+        inner = mapping.get(name or field.name, (None, {}))[1]
     children: tuple[Shape, ...] = ()
     if pa.types.is_struct(kind):
-        children = tuple(_arrow_shape(kind.field(i)) for i in range(kind.num_fields))
+        children = tuple(_arrow_shape(kind.field(i), inner) for i in range(kind.num_fields))
     elif pa.types.is_list(kind) or pa.types.is_large_list(kind):
-        children = (_arrow_shape(kind.value_field, named=False),)
+        children = (_arrow_shape(kind.value_field, inner, "element"),)
     elif pa.types.is_map(kind):
-        children = (_arrow_shape(kind.key_field, False), _arrow_shape(kind.item_field, False))
-    found = (field.metadata or {}).get(FIELD_ID)
-    return (field.name if named else None, int(found) if found is not None else None, children)
+        children = (
+            _arrow_shape(kind.key_field, inner, "key"),
+            _arrow_shape(kind.item_field, inner, "value"),
+        )
+    return (None if name else field.name, field_id, children)
 
 
 def shape_mismatch(snapshot: Snapshot, schema: Any) -> bool:
     """Whether a data file of Arrow ``schema`` names the table's columns otherwise than the
     snapshot's schema: other names, or the same names with other field ids (a column
-    renamed, or dropped and added again under its old name, since the file was written), or
-    no field ids at all (files added from elsewhere, read by name mapping)."""
-    return tuple(_arrow_shape(field) for field in schema) != snapshot.shape
+    renamed, or dropped and added again under its old name, since the file was written).
+    A file written without field ids (added from elsewhere) has the ids the table's name
+    mapping gives its names; with no mapping for a name, none (a mismatch)."""
+    mapping = snapshot.name_mapping or {}
+    return tuple(_arrow_shape(field, mapping) for field in schema) != snapshot.shape

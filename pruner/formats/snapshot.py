@@ -14,8 +14,9 @@ __all__ = ["Snapshot"]
 class Snapshot:
     """One version of a ``kind`` table (``"delta"``, ``"iceberg"``): its live data files,
     relative to the table's folder ``root`` (``/``-separated, sorted), and its columns'
-    names. For Iceberg, the metadata file read (which a table opened again reads again) and
-    the columns' shapes (names and field ids) its data files must have."""
+    names. For Iceberg, the metadata file read (which a table opened again reads again), the
+    columns' shapes (names and field ids) its data files must have, and the table's name
+    mapping (the field ids of files written without them)."""
 
     kind: str
     root: storage.Location
@@ -24,3 +25,4 @@ class Snapshot:
     columns: tuple[str, ...] = ()
     metadata: storage.Location | None = None
     shape: tuple[Any, ...] = ()
+    name_mapping: dict[str, Any] | None = None

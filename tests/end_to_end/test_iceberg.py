@@ -15,6 +15,7 @@ from typing import Any
 
 import duckdb
 import pyarrow as pa
+import pyarrow.parquet
 import pytest
 
 import pruner
@@ -272,3 +273,53 @@ def test_spark_reads_an_iceberg_table_as_its_own_reader(tmp_path: Path, spark: A
         for prune in (True, False):
             got = multiset(pruner.query(sql, {"t": table}, engine="spark", prune=prune))
             assert got == expected, (sql, prune)
+
+
+def test_a_partitioned_table_answers_as_its_own_reader(tmp_path: Path) -> None:
+    """Iceberg writes a partition's source column into its data files (unlike Delta), so a
+    table partitioned by a column's values (with a NULL partition) reads as any other."""
+    from pyiceberg.partitioning import PartitionField, PartitionSpec
+    from pyiceberg.schema import Schema
+    from pyiceberg.transforms import IdentityTransform
+    from pyiceberg.types import NestedField
+
+    schema = Schema(
+        NestedField(1, "id", LongType(), required=False),
+        NestedField(2, "s", StringType(), required=False),
+    )
+    spec = PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "s_part"))
+    table = _catalog(tmp_path).create_table("ns.parts", schema=schema, partition_spec=spec)
+    rows = _rows(0, 300)
+    kinds = pa.array([f"k{i % 3}" if i % 37 else None for i in range(300)], pa.string())
+    table.append(rows.set_column(1, "s", kinds))
+    assert len(list(table.scan().plan_files())) == 4
+    build_index(table, "id")
+    table.delete("id < 20")
+    for sql in [*SQL, "SELECT count(*) AS n FROM t WHERE s = 'k1' AND id IN (4, 25, 40)"]:
+        expected = _oracle(table, sql)
+        for engine in ("duckdb", "datafusion"):
+            got = multiset(pruner.query(sql, {"t": table}, engine=engine))
+            assert got == expected, (sql, engine)
+
+
+def test_files_added_without_field_ids_read_by_the_name_mapping(tmp_path: Path) -> None:
+    """pyiceberg's add_files adds Parquet files written elsewhere (no field ids): the table's
+    name mapping gives their columns' ids, and they read as written files do; once a column
+    is renamed the files' names no longer match the schema's, and the table is refused."""
+    table = _table(tmp_path)
+    folder = Path(table.location().removeprefix("file://"))
+    (folder / "data").mkdir(parents=True)
+    added = []
+    for number, start in enumerate((0, 100)):
+        path = folder / "data" / f"added-{number}.parquet"
+        pa.parquet.write_table(_rows(start, 100), path)
+        added.append(str(path))
+    table.add_files(added)
+    table.append(_rows(200, 50))  # a file pyiceberg writes, with field ids
+    assert table.metadata.name_mapping() is not None
+    build_index(table, "id")
+    _check(table, "added files")
+    with table.update_schema() as update:
+        update.rename_column("s", "name")
+    with pytest.raises(InvalidParameterError, match="do not all hold the table's columns"):
+        pruner.query("SELECT count(*) AS n FROM t", {"t": table})
