@@ -302,3 +302,27 @@ def test_datafusion_never_lists_a_delta_tables_folder(tmp_path: Path) -> None:
     assert _oracle(path, "SELECT count(*) AS n FROM t") == multiset(
         pa.table({"n": pa.array([100], pa.int64())})
     )
+
+
+def test_a_delta_tables_own_bloom_filters_serve_as_zones(tmp_path: Path) -> None:
+    """deltalake writes Parquet's own bloom filters where asked: with no pruner index, they
+    rule out the files and row groups that cannot hold a key, and the answers are still
+    Delta's own."""
+    from deltalake import BloomFilterProperties, ColumnProperties, WriterProperties
+
+    bloom = ColumnProperties(bloom_filter_properties=BloomFilterProperties(True, 0.01, 300))
+    properties = WriterProperties(column_properties={"id": bloom})
+    path = tmp_path / "events"
+    for start in range(0, 600, 200):
+        deltalake.write_deltalake(
+            path, _rows(start, 200), mode="append", writer_properties=properties
+        )
+    deltalake.DeltaTable(str(path)).delete("id >= 500")
+    explained = pruner.explain("SELECT s FROM t WHERE id = 77", {"t": path})
+    (scan,) = explained.scans
+    assert scan.zones_selected < scan.zones_total
+    assert "parquet bloom filter" in scan.terms[0].reason
+    for sql in SQL:
+        expected = _oracle(path, sql)
+        for engine in ("duckdb", "datafusion"):
+            assert multiset(pruner.query(sql, {"t": path}, engine=engine)) == expected, sql
