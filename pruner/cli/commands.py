@@ -155,7 +155,9 @@ def _cmd_lookup(args: argparse.Namespace) -> int:
             texts += [line.rstrip("\r\n") for line in handle if line.strip()]
     if not texts:
         raise InvalidParameterError("give the keys to look up: KEY ... or --keys-file FILE")
-    table = open_table(args.path, storage_options=_storage_options(args))
+    table = open_table(
+        args.path, args.version, storage_options=_storage_options(args), asof=args.asof
+    )
     if args.key:
         found = lookup(table, _key_columns(args.key), _typed_tuples(table, args.key, texts))
     elif args.column not in table.schema.names:
@@ -204,9 +206,10 @@ def _cmd_index_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _table_arguments(pairs: list[str]) -> dict[str, str]:
-    tables: dict[str, str] = {}
-    for pair in pairs:
+def _table_arguments(args: argparse.Namespace) -> dict[str, Any]:
+    """The --table pairs, each a path, or the table opened at its --version or --asof."""
+    tables: dict[str, Any] = {}
+    for pair in args.table or []:
         name, sep, path = pair.partition("=")
         if not sep or not name or not path:
             raise InvalidParameterError(f"--table wants NAME=PATH, got {pair!r}")
@@ -214,7 +217,32 @@ def _table_arguments(pairs: list[str]) -> dict[str, str]:
         if problem is not None:
             raise InvalidParameterError(f"table {name}: {problem}")
         tables[name] = path
+    versions = _named(args.version, "--version", "NAME=VERSION", tables)
+    times = _named(args.asof, "--asof", "NAME=TIME", tables)
+    for name in versions.keys() | times.keys():
+        version = versions.get(name)
+        if version is not None and not version.lstrip("-").isdecimal():
+            raise InvalidParameterError(f"--version {name}= wants an integer, got {version!r}")
+        tables[name] = open_table(
+            tables[name],
+            None if version is None else int(version),
+            storage_options=_storage_options(args),
+            asof=times.get(name),
+        )
     return tables
+
+
+def _named(pairs: list[str] | None, flag: str, form: str, tables: dict[str, Any]) -> dict[str, str]:
+    """``flag``'s NAME=VALUE pairs, each naming a --table."""
+    found = {}
+    for pair in pairs or []:
+        name, sep, value = pair.partition("=")
+        if not sep or not value:
+            raise InvalidParameterError(f"{flag} wants {form}, got {pair!r}")
+        if name not in tables:
+            raise InvalidParameterError(f"{flag} {pair!r}: no --table {name}=PATH is given")
+        found[name] = value
+    return found
 
 
 def _parameter(text: str) -> object:
@@ -232,7 +260,7 @@ def _parameter(text: str) -> object:
 def _cmd_explain(args: argparse.Namespace) -> int:
     from pruner.engines import explain
 
-    tables = _table_arguments(args.table or [])
+    tables = _table_arguments(args)
     parameters = [_parameter(p) for p in args.param or []]
     try:
         explanation = explain(
@@ -254,7 +282,7 @@ def _cmd_explain(args: argparse.Namespace) -> int:
 def _cmd_query(args: argparse.Namespace) -> int:
     from pruner.engines import timed_query
 
-    tables = _table_arguments(args.table or [])
+    tables = _table_arguments(args)
     parameters = [_parameter(p) for p in args.param or []]
     run = timed_query(
         args.sql,

@@ -33,6 +33,18 @@ def _query_arguments(command: argparse.ArgumentParser, sql_help: str) -> None:
         help="a table the query names (PATH a path, or a URI such as s3://bucket/key)",
     )
     command.add_argument("--param", action="append", help="a value for ?, $1, ... in order")
+    command.add_argument(
+        "--version",
+        action="append",
+        metavar="NAME=VERSION",
+        help="read table NAME at a version (a Lance or Delta version, an Iceberg snapshot id)",
+    )
+    command.add_argument(
+        "--asof",
+        action="append",
+        metavar="NAME=TIME",
+        help="read table NAME as it was at TIME (ISO 8601; without an offset, UTC)",
+    )
 
 
 def _storage_option(text: str) -> tuple[str, str]:
@@ -163,6 +175,9 @@ def _parser() -> argparse.ArgumentParser:
         "--key", metavar="A,B[,C...]", help="an indexed compound key; each KEY a CSV line"
     )
     look.add_argument("--keys-file", help="a text file of keys, one per line")
+    at = look.add_mutually_exclusive_group()
+    at.add_argument("--version", type=int, help="a Lance or Delta version, an Iceberg snapshot id")
+    at.add_argument("--asof", metavar="TIME", help="the version current at TIME (ISO 8601)")
     look.add_argument(
         "--json", action="store_true", help='[{"key": ..., "ranges": [[fragment, start, length]]}]'
     )

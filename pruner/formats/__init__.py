@@ -5,11 +5,22 @@ files (:class:`Snapshot`)."""
 
 from __future__ import annotations
 
+import datetime as dt
+
 from pruner import storage
 from pruner.formats import delta, iceberg
 from pruner.formats.snapshot import Snapshot
 
-__all__ = ["Snapshot", "delta", "folder", "iceberg", "kind", "log_entries", "snapshot"]
+__all__ = [
+    "Snapshot",
+    "delta",
+    "folder",
+    "iceberg",
+    "kind",
+    "log_entries",
+    "snapshot",
+    "version_at",
+]
 
 
 def kind(path: storage.Location) -> str | None:
@@ -30,6 +41,14 @@ def snapshot(
     if delta.is_delta_table(path):
         return delta.snapshot(path, version)
     return iceberg.snapshot(path, version, newest=newest)
+
+
+def version_at(path: storage.Location, when: dt.datetime) -> int:
+    """The version of the table at ``path`` (a :func:`kind`) current at ``when`` (an aware
+    datetime): the last committed at or before it, as the format's own library finds it."""
+    if delta.is_delta_table(path):
+        return delta.version_at(path, when)
+    return iceberg.version_at(path, when)
 
 
 def folder(path: storage.Location) -> storage.Location:

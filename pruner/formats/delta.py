@@ -15,6 +15,7 @@ log, not in the files) and reader features pruner does not know.
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from pruner import storage
 from pruner.errors import InvalidParameterError
 from pruner.formats.snapshot import Snapshot
 
-__all__ = ["is_delta_table", "log_entries", "snapshot"]
+__all__ = ["is_delta_table", "log_entries", "snapshot", "version_at"]
 
 LOG = "_delta_log"
 
@@ -50,6 +51,34 @@ def snapshot(path: storage.Location, version: int | None = None) -> Snapshot:
         InvalidParameterError: deltalake is not installed, the version does not exist, or
             the table uses what pruner cannot read exactly (see the module's docstring).
     """
+    table = _open(path, version)
+    _refuse_unreadable(path, table)
+    root = path.absolute()
+    files = sorted(_relative(root, uri) for uri in table.file_uris())
+    columns = tuple(field.name for field in table.schema().fields)
+    return Snapshot("delta", root, int(table.version()), tuple(files), columns)
+
+
+def version_at(path: storage.Location, when: dt.datetime) -> int:
+    """The table's version at ``when`` (an aware datetime): the last committed at or before
+    it, as deltalake's ``load_as_version`` finds it (which gives the first version for an
+    earlier time).
+
+    Raises:
+        InvalidParameterError: deltalake cannot open the table or find the version.
+    """
+    table = _open(path, None)
+    try:
+        table.load_as_version(when)
+    except Exception as err:  # deltalake's own errors
+        raise InvalidParameterError(
+            f"Delta table {path} has no version at {when.isoformat()}: {err}"
+        ) from err
+    return int(table.version())
+
+
+def _open(path: storage.Location, version: int | None) -> Any:
+    """deltalake's ``DeltaTable`` of ``path`` at ``version`` (None: the latest)."""
     try:
         from deltalake import DeltaTable
     except ImportError as err:
@@ -58,16 +87,11 @@ def snapshot(path: storage.Location, version: int | None = None) -> Snapshot:
             "pip install 'pruner-index[delta]'"
         ) from err
     try:
-        table = DeltaTable(str(path), version=version, storage_options=storage.lance_options(path))
+        return DeltaTable(str(path), version=version, storage_options=storage.lance_options(path))
     except Exception as err:  # deltalake's own errors (TableNotFoundError, DeltaError...)
         raise InvalidParameterError(
             f"cannot open Delta table {path} at version {version}: {err}"
         ) from err
-    _refuse_unreadable(path, table)
-    root = path.absolute()
-    files = sorted(_relative(root, uri) for uri in table.file_uris())
-    columns = tuple(field.name for field in table.schema().fields)
-    return Snapshot("delta", root, int(table.version()), tuple(files), columns)
 
 
 def _relative(root: storage.Location, uri: str) -> str:

@@ -23,6 +23,7 @@ outside the table's folder, and tables on object stores other than S3 (not read 
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import re
 import sys
@@ -45,6 +46,7 @@ __all__ = [
     "shape_mismatch",
     "snapshot",
     "storage_options",
+    "version_at",
 ]
 
 METADATA = "metadata"
@@ -129,32 +131,7 @@ def snapshot(
             exist; or the table uses what pruner cannot read exactly (the module's
             docstring).
     """
-    properties = file_io_properties(path)
-    try:
-        from pyiceberg.table import StaticTable
-    except ImportError as err:
-        raise InvalidParameterError(
-            f"{path} is an Iceberg table; pruner reads those with pyiceberg: "
-            "pip install 'pruner-index[iceberg]'"
-        ) from err
-    root = folder(path).absolute()
-    metadata = path.absolute()
-    if not is_metadata_file(path):
-        if storage.is_file(root / METADATA / HINT):
-            metadata = _hinted(root)
-        elif newest:
-            metadata = _newest(root)
-        else:
-            raise InvalidParameterError(
-                f"{root} is an Iceberg table whose folder does not say which metadata file is "
-                f"current (it has no {METADATA}/{HINT}; the table's catalog knows): give its "
-                "current metadata file (table.metadata_location) or the pyiceberg Table "
-                "a catalog loaded"
-            )
-    try:
-        table = StaticTable.from_metadata(str(metadata), properties)
-    except Exception as err:  # pyiceberg's and the file system's own errors
-        raise InvalidParameterError(f"cannot read Iceberg metadata {metadata}: {err}") from err
+    root, metadata, table = _static_table(path, newest)
     what = f"Iceberg table {root}"
     if version is None:
         current = table.current_snapshot()
@@ -205,6 +182,54 @@ def snapshot(
         shape,
         _name_mapping(table),
     )
+
+
+def version_at(path: storage.Location, when: dt.datetime) -> int:
+    """The id of the table's snapshot current at ``when`` (an aware datetime): the last
+    one committed at or before it, as pyiceberg's ``snapshot_as_of_timestamp`` finds it.
+
+    Raises:
+        InvalidParameterError: the table had no snapshot then (or :func:`snapshot`'s).
+    """
+    root, metadata, table = _static_table(path, newest=False)
+    found = table.snapshot_as_of_timestamp(round(when.timestamp() * 1000))
+    if found is None:
+        raise InvalidParameterError(
+            f"Iceberg table {root} had no snapshot at {when.isoformat()} ({metadata.name})"
+        )
+    return int(found.snapshot_id)
+
+
+def _static_table(path: storage.Location, newest: bool) -> tuple[Any, Any, Any]:
+    """The table's folder, the metadata file read (see :func:`snapshot`) and pyiceberg's
+    ``StaticTable`` of it."""
+    properties = file_io_properties(path)
+    try:
+        from pyiceberg.table import StaticTable
+    except ImportError as err:
+        raise InvalidParameterError(
+            f"{path} is an Iceberg table; pruner reads those with pyiceberg: "
+            "pip install 'pruner-index[iceberg]'"
+        ) from err
+    root = folder(path).absolute()
+    metadata = path.absolute()
+    if not is_metadata_file(path):
+        if storage.is_file(root / METADATA / HINT):
+            metadata = _hinted(root)
+        elif newest:
+            metadata = _newest(root)
+        else:
+            raise InvalidParameterError(
+                f"{root} is an Iceberg table whose folder does not say which metadata file is "
+                f"current (it has no {METADATA}/{HINT}; the table's catalog knows): give its "
+                "current metadata file (table.metadata_location) or the pyiceberg Table "
+                "a catalog loaded"
+            )
+    try:
+        table = StaticTable.from_metadata(str(metadata), properties)
+    except Exception as err:  # pyiceberg's and the file system's own errors
+        raise InvalidParameterError(f"cannot read Iceberg metadata {metadata}: {err}") from err
+    return root, metadata, table
 
 
 def _hinted(root: storage.Location) -> storage.Location:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import sys
 from collections.abc import Mapping
@@ -44,6 +45,8 @@ def open_table(
     source: storage.PathLike | pads.Dataset,
     version: int | None = None,
     storage_options: Mapping[str, str] | None = None,
+    *,
+    asof: dt.datetime | str | None = None,
 ) -> Table:
     """Open a Lance dataset, a Delta Lake table (at ``version``, default the latest), an
     Iceberg table (at snapshot id ``version``, default the current one), a directory of
@@ -53,9 +56,20 @@ def open_table(
     ``Table`` of them a user already holds (an Iceberg table's folder is read at the metadata
     file its ``version-hint.text`` names; else give its metadata file).
 
+    ``asof`` (a datetime, naive for UTC, or its ISO 8601 text) opens the version current
+    then instead: the last committed at or before it, as Lance, deltalake and pyiceberg
+    find it.
+
     Raises:
-        InvalidParameterError: the source is none of these.
+        InvalidParameterError: the source is none of these; a version (or ``asof``) of a
+            Parquet directory or file, which has none; both ``version`` and ``asof``.
     """
+    if asof is not None:
+        if version is not None:
+            raise InvalidParameterError("give a version or asof, not both")
+        where = source.uri if is_arrow_dataset(source) and hasattr(source, "uri") else source
+        where = located(where, storage_options or getattr(source, "_storage_options", None))
+        return open_table(where, version_at(where.absolute(), instant(asof)))
     if is_arrow_dataset(source):
         return _open_dataset(source, version)
     path = located(source, storage_options).absolute()
@@ -64,6 +78,55 @@ def open_table(
     if found is None and isinstance(path, storage.ObjectPath):
         found, dataset = listing_to_open(path, version)
     return open_listed(path, version, found, dataset)
+
+
+def instant(asof: dt.datetime | str) -> dt.datetime:
+    """``asof`` as an aware datetime: a naive one (or ISO 8601 text without an offset) is
+    UTC.
+
+    Raises:
+        InvalidParameterError: the text is no ISO 8601 date and time.
+    """
+    if isinstance(asof, str):
+        try:
+            asof = dt.datetime.fromisoformat(asof)
+        except ValueError as err:
+            raise InvalidParameterError(
+                f"asof wants an ISO 8601 date and time (2026-11-27T10:00:00+00:00), got {asof!r}"
+            ) from err
+    return asof if asof.tzinfo is not None else asof.replace(tzinfo=dt.UTC)
+
+
+def version_at(path: storage.Location, when: dt.datetime) -> int:
+    """The version of the table at ``path`` current at ``when``: the last committed at or
+    before it.
+
+    Raises:
+        InvalidParameterError: the table had no version then, or has no versions at all (a
+            Parquet directory or file).
+    """
+    if is_lance_dataset(path):
+        import lance
+
+        dataset = lance.dataset(str(path), storage_options=storage.lance_options(path))
+        local = when.astimezone().replace(tzinfo=None)  # Lance's version times: naive, local
+        versions: list[Any] = dataset.versions()
+        found = [v["version"] for v in versions if v["timestamp"] <= local]
+        if not found:
+            raise InvalidParameterError(
+                f"Lance dataset {path} has no version at or before {when.isoformat()}"
+            )
+        return int(max(found))
+    if formats.kind(path) is not None:
+        return formats.version_at(path, when)
+    raise _unversioned(path)
+
+
+def _unversioned(path: storage.Location) -> InvalidParameterError:
+    return InvalidParameterError(
+        f"{path} has no versions (a directory of Parquet files or one file): a version or asof "
+        "applies to Lance datasets, Delta Lake and Iceberg tables"
+    )
 
 
 def listing_to_open(path: storage.ObjectPath, version: int | None) -> tuple[storage.Listing, Any]:
@@ -162,6 +225,8 @@ def _open_path(path: storage.Location, version: int | None, dataset: Any = None)
         # The live files of the version (pinned: the Table reads it however the table
         # moves on, as a Lance dataset's does).
         return _logged_table(formats.snapshot(path, version))
+    if version is not None:
+        raise _unversioned(path)
     if path.suffix == ".parquet" and storage.is_file(path):
         # One file: a table of one fragment (no index lives beside a single file, so it is
         # read whole: a small table joined to an indexed one, say).

@@ -323,3 +323,29 @@ def test_files_added_without_field_ids_read_by_the_name_mapping(tmp_path: Path) 
         update.rename_column("s", "name")
     with pytest.raises(InvalidParameterError, match="do not all hold the table's columns"):
         pruner.query("SELECT count(*) AS n FROM t", {"t": table})
+
+
+def test_a_table_opens_as_it_was_at_a_time(tmp_path: Path) -> None:
+    """``asof`` opens the snapshot current at a time, as pyiceberg's
+    snapshot_as_of_timestamp finds it; before the first snapshot it is refused."""
+    import datetime as dt
+    import time
+
+    table = _table(tmp_path)
+    before = dt.datetime.now(dt.UTC)
+    time.sleep(0.05)
+    table.append(_rows(0, 200))
+    time.sleep(0.05)
+    first = dt.datetime.now(dt.UTC)
+    time.sleep(0.05)
+    table.append(_rows(200, 100))
+    snapshot = table.snapshot_as_of_timestamp(round(first.timestamp() * 1000))
+    count = "SELECT count(*) AS n FROM t"
+    for when in (first, first.isoformat()):
+        opened = pruner.open_table(table, asof=when)
+        assert opened.pinned is not None and opened.pinned.version == snapshot.snapshot_id
+        assert multiset(pruner.query(count, {"t": opened})) == _oracle(
+            table, count, snapshot.snapshot_id
+        )
+    with pytest.raises(InvalidParameterError, match="had no snapshot"):
+        pruner.open_table(table, asof=before)

@@ -14,13 +14,16 @@ metadata file is current), are refused.
 
 from __future__ import annotations
 
+import datetime as dt
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import datafusion
 import duckdb
+import lance
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -326,3 +329,57 @@ def test_a_delta_tables_own_bloom_filters_serve_as_zones(tmp_path: Path) -> None
         expected = _oracle(path, sql)
         for engine in ("duckdb", "datafusion"):
             assert multiset(pruner.query(sql, {"t": path}, engine=engine)) == expected, sql
+
+
+def _between_commits() -> dt.datetime:
+    """A time after the commits so far and before the next (clocks tick in milliseconds)."""
+    time.sleep(0.05)
+    when = dt.datetime.now(dt.UTC)
+    time.sleep(0.05)
+    return when
+
+
+def test_a_table_opens_as_it_was_at_a_time(tmp_path: Path) -> None:
+    """``asof`` (Lance's name) opens the version current at a time, on Lance and Delta, given
+    as an aware datetime, a naive one (UTC) or ISO text; the CLI's --asof and --version say
+    the same per table."""
+    path = tmp_path / "events"
+    dataset = tmp_path / "events.lance"
+    deltalake.write_deltalake(path, _rows(0, 200))
+    lance.write_dataset(_rows(0, 200), str(dataset))
+    first = _between_commits()
+    deltalake.write_deltalake(path, _rows(200, 100), mode="append")
+    lance.write_dataset(_rows(200, 100), str(dataset), mode="append")
+    count = "SELECT count(*) AS n FROM t"
+    for source in (path, dataset):
+        for when in (first, first.replace(tzinfo=None), first.isoformat()):
+            opened = pruner.open_table(source, asof=when)
+            assert pruner.query(count, {"t": opened}).to_pylist() == [{"n": 200}], (source, when)
+        now = pruner.open_table(source, asof=dt.datetime.now(dt.UTC))
+        assert pruner.query(count, {"t": now}).to_pylist() == [{"n": 300}]
+    assert _oracle(path, count, 0) == multiset(pa.table({"n": pa.array([200], pa.int64())}))
+    _refused(lambda: pruner.open_table(dataset, asof="2000-01-01T00:00:00"), "no version at")
+    _refused(lambda: pruner.open_table(path, 0, asof=first), "not both")
+    _refused(lambda: pruner.open_table(path, asof="yesterday"), "ISO 8601")
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    pq.write_table(_rows(0, 10), plain / "a.parquet")
+    _refused(lambda: pruner.open_table(plain, version=1), "has no versions")
+    _refused(lambda: pruner.open_table(plain, asof=first), "has no versions")
+
+    def run(*arguments: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*PRUNER, *arguments], capture_output=True, text=True, timeout=120, check=False
+        )
+
+    for at in (["--version", "t=0"], ["--asof", f"t={first.isoformat()}"]):
+        answered = run("query", count, "--table", f"t={path}", *at, *JSON)
+        assert answered.returncode == 0, answered.stderr
+        assert '"n": 200' in answered.stdout, (at, answered.stdout)
+    build_index(path, "id")
+    for at, found in ((["--version", "0"], False), ([], True)):
+        looked = run("lookup", str(path), "250", "--column", "id", *at)
+        assert looked.returncode == 0, looked.stderr
+        assert ("no rows" not in looked.stdout) is found, (at, looked.stdout)
+    wrong = run("query", count, "--table", f"t={path}", "--version", "u=0")
+    assert wrong.returncode == 2 and "no --table u=PATH" in wrong.stderr
