@@ -16,12 +16,11 @@ log, not in the files) and reader features pruner does not know.
 from __future__ import annotations
 
 import datetime as dt
-from pathlib import Path
 from typing import Any
 
 from pruner import storage
 from pruner.errors import InvalidParameterError
-from pruner.formats.snapshot import Snapshot
+from pruner.formats.snapshot import Snapshot, relative_file
 
 __all__ = ["is_delta_table", "log_entries", "snapshot", "version_at"]
 
@@ -54,7 +53,7 @@ def snapshot(path: storage.Location, version: int | None = None) -> Snapshot:
     table = _open(path, version)
     _refuse_unreadable(path, table)
     root = path.absolute()
-    files = sorted(_relative(root, uri) for uri in table.file_uris())
+    files = sorted(relative_file(root, uri, "Delta") for uri in table.file_uris())
     columns = tuple(field.name for field in table.schema().fields)
     return Snapshot("delta", root, int(table.version()), tuple(files), columns)
 
@@ -91,21 +90,6 @@ def _open(path: storage.Location, version: int | None) -> Any:
     except Exception as err:  # deltalake's own errors (TableNotFoundError, DeltaError...)
         raise InvalidParameterError(
             f"cannot open Delta table {path} at version {version}: {err}"
-        ) from err
-
-
-def _relative(root: storage.Location, uri: str) -> str:
-    try:
-        if isinstance(root, storage.ObjectPath):  # deltalake names objects by URI
-            found = storage.location(uri)
-            if not isinstance(found, storage.ObjectPath):
-                raise ValueError(uri)
-            return found.relative_to(root).as_posix()
-        return Path(uri.removeprefix("file://")).relative_to(str(root)).as_posix()
-    except ValueError as err:
-        raise InvalidParameterError(
-            f"Delta table {root} names a data file outside its folder ({uri}); pruner reads "
-            "tables whose files lie under their folder"
         ) from err
 
 

@@ -28,12 +28,11 @@ import os
 import re
 import sys
 from collections.abc import Mapping
-from pathlib import PurePosixPath
 from typing import Any
 
 from pruner import storage
 from pruner.errors import InvalidParameterError
-from pruner.formats.snapshot import Snapshot
+from pruner.formats.snapshot import Snapshot, relative_file
 
 __all__ = [
     "file_io_properties",
@@ -169,7 +168,7 @@ def snapshot(
                 f"{what} has a {data.file_format.value} data file ({data.file_path}); pruner "
                 f"reads Parquet; {_QUERY_IT}"
             )
-        files.append(_relative(root, data.file_path))
+        files.append(relative_file(root, data.file_path, "Iceberg"))
     shape = tuple(_iceberg_shape(field) for field in scan.projection().fields)
     columns = tuple(node[0] or "" for node in shape)
     return Snapshot(
@@ -240,22 +239,6 @@ def _hinted(root: storage.Location) -> storage.Location:
         return root / METADATA / content
     name = f"v{content}" if content.isdecimal() else content
     return root / METADATA / f"{name}{SUFFIX}"
-
-
-def _relative(root: storage.Location, uri: str) -> str:
-    try:
-        if isinstance(root, storage.ObjectPath):  # s3a:// and s3:// name the same objects
-            found = storage.location(uri)
-            if not isinstance(found, storage.ObjectPath) or found.bucket != root.bucket:
-                raise ValueError(uri)
-            return PurePosixPath(found.key).relative_to(root.key).as_posix()
-        plain = uri.removeprefix("file://")
-        return PurePosixPath(plain).relative_to(root.as_posix()).as_posix()
-    except ValueError as err:
-        raise InvalidParameterError(
-            f"Iceberg table {root} names a data file outside its folder ({uri}); pruner reads "
-            "tables whose files lie under their folder"
-        ) from err
 
 
 _S3_PROPERTIES = {

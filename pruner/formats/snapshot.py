@@ -6,8 +6,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from pruner import storage
+from pruner.errors import InvalidParameterError
 
-__all__ = ["Snapshot"]
+__all__ = ["Snapshot", "relative_file"]
 
 
 @dataclass(frozen=True)
@@ -26,3 +27,29 @@ class Snapshot:
     metadata: storage.Location | None = None
     shape: tuple[Any, ...] = ()
     name_mapping: dict[str, Any] | None = None
+
+
+def relative_file(root: storage.Location, uri: str, kind: str) -> str:
+    """The data file ``uri`` (a path, a ``file:`` URI or a store's URI) of a ``kind``
+    table relative to the table's folder ``root`` (a prefix cut: a table's hundreds of files
+    cost no path parsing each).
+
+    Raises:
+        InvalidParameterError: the file is not under the folder.
+    """
+    if isinstance(root, storage.ObjectPath):  # s3a:// and s3:// name the same objects
+        found = storage.location(uri)
+        ours = isinstance(found, storage.ObjectPath) and found.bucket == root.bucket
+        where = found.key if isinstance(found, storage.ObjectPath) and ours else ""
+        under = root.key
+    else:
+        where = uri.removeprefix("file://") if uri.startswith("file://") else uri
+        where, under = where.removeprefix("file:"), root.as_posix()
+    prefix = under.rstrip("/") + "/"
+    relative = where[len(prefix) :] if where.startswith(prefix) else ""
+    if not relative or {"", ".", ".."} & set(relative.split("/")):
+        raise InvalidParameterError(
+            f"{kind} table {root} names a data file outside its folder ({uri}); pruner reads "
+            "tables whose files lie under their folder"
+        )
+    return relative
