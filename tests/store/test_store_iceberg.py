@@ -111,3 +111,43 @@ def test_a_folder_on_the_store_without_a_version_hint_is_refused(
     folder = storage.location(table.location(), s3.options)
     with pytest.raises(InvalidParameterError, match=r"version-hint\.text"):
         pruner.query("SELECT count(*) FROM t", {"t": folder})
+
+
+def test_an_iceberg_tables_credentials_never_show(
+    s3: S3Server,
+    tmp_path: Any,
+    capfd: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A pyiceberg Table whose FileIO holds recognisable credentials: pruner reads it with
+    them and shows them nowhere (its output, errors, logs, files, objects; the witness of
+    tests/store/test_secrets.py)."""
+    import logging
+
+    from tests.store.test_secrets import KEY_ID, SECRET, Witness
+
+    caplog.set_level(logging.DEBUG, logger="pruner")
+    witness = Witness(capfd, caplog)
+    bucket = s3.new_bucket()
+    catalog = _catalog(s3, bucket, tmp_path)
+    catalog.properties.update({"s3.access-key-id": KEY_ID, "s3.secret-access-key": SECRET})
+    catalog.create_namespace("ns")
+    table = catalog.create_table("ns.events", schema=_rows(0, 0).schema)
+    table.append(_rows(0, 200))
+    table = catalog.load_table("ns.events")
+    assert table.io.properties["s3.secret-access-key"] == SECRET
+    witness.saw("build_index", pruner.build_index(table, "id"))
+    opened = pruner.open_table(table)
+    witness.saw("open_table", repr(opened))
+    witness.saw("pinned", repr(opened.pinned))
+    witness.saw("query", pruner.query(SQL[1], {"t": table}))
+    explanation = pruner.explain(SQL[1], {"t": table})
+    witness.saw("explain", explanation)
+    witness.saw("explain json", explanation.to_json_text())
+    witness.saw("index_status", pruner.index_status(table))
+    witness.printed("successes")
+    witness.error("wrong column", lambda: pruner.query("SELECT idd FROM t", {"t": table}))
+    witness.error("append", lambda: pruner.append(table, _rows(300, 5)))
+    witness.error("no snapshot", lambda: pruner.open_table(table, version=7))
+    leaks = witness.leaks([tmp_path], s3, bucket)
+    assert not leaks, "a credential surfaced:\n" + "\n".join(leaks)
