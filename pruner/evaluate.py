@@ -48,6 +48,7 @@ from pruner.expressions import (
 from pruner.hashing import plain_type
 from pruner.index.keys import KEY_TUPLE_LIMIT, Key, hash_tuples, key_tuples
 from pruner.lookup import lookup
+from pruner.reads import with_partitions
 from pruner.selection import Selection
 from pruner.table import Table, TableIndex
 
@@ -438,7 +439,11 @@ def _other_keys(other: Table, edge: JoinEdge, dialect: str) -> list[Any] | None:
     if other.kind == "lance":
         data = other.dataset.to_table(columns=columns)
     else:
-        parts = [_read_columns(f, columns) for _, f in sorted((other.files or {}).items())]
+        stored = [c for c in columns if c in other.file_schema.names]
+        parts = [
+            with_partitions(other, f, _read_columns(f, stored))
+            for _, f in sorted((other.files or {}).items())
+        ]
         data = pa.concat_tables(parts, promote_options="permissive")
     kept = data.column(edge.other_column).filter(pa.array(visit(bound, _TrueRows(data))))
     keys = pc.unique(kept).drop_null()

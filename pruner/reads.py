@@ -29,6 +29,7 @@ __all__ = [
     "read_ahead_bytes",
     "read_ahead_on_store",
     "read_row_groups",
+    "with_partitions",
 ]
 
 PARQUET_READ_AHEAD_BYTES = 256 << 20
@@ -172,8 +173,24 @@ def read_row_groups(table: Table, parts: list[ParquetPart]) -> pa.Table:
             handle.close()
 
     ahead = list(_READERS.map(read, parts)) if pooled else [read(p) for p in parts]
-    ahead = [rows.cast(table.schema) for rows in ahead]
+    ahead = [
+        with_partitions(table, part.file, rows.cast(table.file_schema))
+        for part, rows in zip(parts, ahead, strict=True)
+    ]
     return pa.concat_tables(ahead) if ahead else table.schema.empty_table()
+
+
+def with_partitions(table: Table, file: ParquetFile, rows: pa.Table) -> pa.Table:
+    """``rows`` read from ``file`` of ``table`` (all its columns, or some) with the file's
+    partition values (a Delta table's, from its log) as columns, in the table's column
+    order; ``rows`` itself for a table without partition columns."""
+    partitions = table.partitions
+    if partitions is None:
+        return rows
+    values = partitions.values[file.relative]
+    for field, value in zip(partitions.fields, values, strict=True):
+        rows = rows.append_column(field, pa.repeat(pa.scalar(value, field.type), rows.num_rows))
+    return rows.select([name for name in table.schema.names if name in rows.column_names])
 
 
 _READERS = ThreadPoolExecutor(2, thread_name_prefix="pruner-parquet-read")

@@ -165,8 +165,13 @@ def parquet_frame(
         parts = [ParquetPart(part.file, None) for part in parts]
         partial = []
     schema = _read_schema(table.schema)
+    stored = _read_schema(table.file_schema)  # a Delta table's partition columns are added
     frames = [
-        context.read_parquet(part.file.path.as_uri(), schema=schema, file_extension="")
+        _with_partitions(
+            table,
+            part,
+            context.read_parquet(part.file.path.as_uri(), schema=stored, file_extension=""),
+        )
         for part in parts
         if part.row_groups is None
     ]
@@ -181,6 +186,20 @@ def parquet_frame(
     # of 8 (found by make fuzz on files in nested folders; the same over a union of
     # in-memory tables). No filter is pushed through a limit; DataFusion applies it above.
     return functools.reduce(lambda left, right: left.union(right), frames).limit(_NO_LIMIT)
+
+
+def _with_partitions(
+    table: Table, part: ParquetPart, frame: datafusion.DataFrame
+) -> datafusion.DataFrame:
+    """``frame`` of ``part``'s file with the file's partition values (a Delta table's, from
+    its log) as columns, in the table's column order."""
+    partitions = table.partitions
+    if partitions is None:
+        return frame
+    values = partitions.values[part.file.relative]
+    for field, value in zip(partitions.fields, values, strict=True):
+        frame = frame.with_column(field.name, datafusion.lit(pa.scalar(value, field.type)))
+    return frame.select(*(datafusion.col(name) for name in table.schema.names))
 
 
 def _read_schema(schema: pa.Schema) -> pa.Schema:

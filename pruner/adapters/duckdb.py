@@ -25,6 +25,7 @@ connection (so nothing leaks into the caller's session), to:
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import re
 import threading
 import weakref
@@ -37,7 +38,7 @@ from pruner import storage
 from pruner.adapters.kept import kept_cursors, reusable_binding
 from pruner.adapters.naming import quote_identifier
 from pruner.adapters.sources import lance_source
-from pruner.discover import hive_partitioned
+from pruner.discover import ParquetFile, hive_partitioned
 from pruner.errors import EngineError
 from pruner.evaluate import RowKeys
 from pruner.parameters import Parameters
@@ -118,11 +119,17 @@ def parquet_view_sql(table: Table, selection: Selection | None) -> str:
     # otherwise), on their absolute paths as DuckDB sees them: files at the root next to
     # files in ``day=2/`` are not hive partitioned (read with hive_partitioning = true,
     # DuckDB refuses them: "Hive partition mismatch").
-    hive = hive_partitioned(f.path.absolute().parts[:-1] for f in files.values())
+    # A Delta or Iceberg table's folders are no partitions of DuckDB's (a Delta table's
+    # partition values are its log's, added per file below).
+    hive = table.pinned is None and hive_partitioned(
+        f.path.absolute().parts[:-1] for f in files.values()
+    )
     options = f"hive_partitioning = {str(hive).lower()}"
     if not parts:
-        first = files[min(files)].path
-        return f"SELECT * FROM read_parquet({quote_path(first)}, {options}) LIMIT 0"
+        first = files[min(files)]
+        scan = f"read_parquet({quote_path(first.path)}, {options})"
+        select = f"SELECT *{_constants(table, first)} FROM {scan}"
+        return _in_order(table, select) + " LIMIT 0"
     # Columns some files store narrower or wider: as DuckDB reads them over every file,
     # at the first file's type (a subset of the files may not start with that file).
     widened = ", ".join(
@@ -136,12 +143,14 @@ def parquet_view_sql(table: Table, selection: Selection | None) -> str:
     damaged = {files[fid].path for fid in table.damaged_filter_files()}
     selects = []
     for unsafe in (False, True):
-        whole = [p for p in parts if p.row_groups is None and (p.file.path in damaged) == unsafe]
-        if whole:
-            listing = ", ".join(quote_path(part.file.path) for part in whole)
-            selects.append(
-                _unfiltered(f"SELECT *{replace} FROM read_parquet([{listing}], {options})", unsafe)
-            )
+        whole: dict[str, list[ParquetPart]] = {}  # by the files' partition values
+        for part in parts:
+            if part.row_groups is None and (part.file.path in damaged) == unsafe:
+                whole.setdefault(_constants(table, part.file), []).append(part)
+        for constants, group in whole.items():
+            listing = ", ".join(quote_path(part.file.path) for part in group)
+            select = f"SELECT *{replace}{constants} FROM read_parquet([{listing}], {options})"
+            selects.append(_unfiltered(select, unsafe))
     for part in parts:
         if part.row_groups is None:
             continue
@@ -149,12 +158,71 @@ def parquet_view_sql(table: Table, selection: Selection | None) -> str:
             f"file_row_number BETWEEN {start} AND {end - 1}" for start, end in part.row_spans()
         )
         select = (
-            f"SELECT * EXCLUDE (file_row_number){replace} FROM read_parquet("
-            f"{quote_path(part.file.path)}, file_row_number = true, {options}) "
+            f"SELECT * EXCLUDE (file_row_number){replace}{_constants(table, part.file)} FROM "
+            f"read_parquet({quote_path(part.file.path)}, file_row_number = true, {options}) "
             f"WHERE {spans}"
         )
         selects.append(_unfiltered(select, part.file.path in damaged))
-    return " UNION ALL BY NAME ".join(selects)
+    return _in_order(table, " UNION ALL BY NAME ".join(selects))
+
+
+def _constants(table: Table, file: ParquetFile) -> str:
+    """``, <value> AS <column>`` for each partition column of a Delta table (its values
+    are in the log, not in ``file``), typed as the table's; '' for a table without."""
+    partitions = table.partitions
+    if partitions is None:
+        return ""
+    values = partitions.values[file.relative]
+    return "".join(
+        f", CAST({_literal(value)} AS {_sql_type(field.type)}) AS {quote_identifier(field.name)}"
+        for field, value in zip(partitions.fields, values, strict=True)
+    )
+
+
+def _in_order(table: Table, select: str) -> str:
+    """``select`` with the table's columns in the table's order (a Delta table's partition
+    columns are added after the files' columns)."""
+    if table.partitions is None:
+        return select
+    columns = ", ".join(quote_identifier(name) for name in table.schema.names)
+    return f"SELECT {columns} FROM ({select})"
+
+
+def _literal(value: object) -> str:
+    """A partition value as SQL text DuckDB casts to the column's type."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, dt.datetime | dt.date):
+        text = value.isoformat(sep=" ") if isinstance(value, dt.datetime) else value.isoformat()
+        return quote_string(text)
+    return quote_string(str(value))  # strings, floats (nan, inf), decimals
+
+
+def _sql_type(kind: pa.DataType) -> str:
+    """DuckDB's name of a partition column's Arrow type (formats.delta's constant types)."""
+    if pa.types.is_timestamp(kind):
+        return "TIMESTAMPTZ" if kind.tz is not None else "TIMESTAMP"
+    if pa.types.is_decimal(kind):
+        return f"DECIMAL({kind.precision}, {kind.scale})"
+    return _SQL_TYPES[kind]
+
+
+_SQL_TYPES = {
+    pa.int8(): "TINYINT",
+    pa.int16(): "SMALLINT",
+    pa.int32(): "INTEGER",
+    pa.int64(): "BIGINT",
+    pa.float32(): "FLOAT",
+    pa.float64(): "DOUBLE",
+    pa.string(): "VARCHAR",
+    pa.large_string(): "VARCHAR",
+    pa.bool_(): "BOOLEAN",
+    pa.date32(): "DATE",
+}
 
 
 _SQL_WIDTHS = {pa.int64(): "BIGINT"}
@@ -250,8 +318,8 @@ def _parquet_rows(table: Table, selection: Selection | None) -> pa.Table | None:
     if not all(_reads_alike(field.type) for field in table.schema):
         return None
     files = (table.files or {}).values()
-    if hive_partitioned(f.path.absolute().parts[:-1] for f in files):
-        return None
+    if table.pinned is None and hive_partitioned(f.path.absolute().parts[:-1] for f in files):
+        return None  # (a Delta table's partition values are its log's: read_row_groups')
     parts = read_ahead_on_store(table, parquet_parts(table, selection))
     if any(part.row_groups is None for part in parts):
         return None

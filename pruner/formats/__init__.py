@@ -18,6 +18,7 @@ __all__ = [
     "iceberg",
     "kind",
     "log_entries",
+    "partition_columns",
     "snapshot",
     "version_at",
 ]
@@ -49,6 +50,14 @@ def version_at(path: storage.Location, when: dt.datetime) -> int:
     if delta.is_delta_table(path):
         return delta.version_at(path, when)
     return iceberg.version_at(path, when)
+
+
+def partition_columns(path: storage.Location) -> tuple[str, ...]:
+    """A Delta table's partition columns (their values are in its log, not its files); none
+    for any other table."""
+    if not delta.is_delta_table(path):
+        return ()
+    return delta.partition_columns(path)
 
 
 def folder(path: storage.Location) -> storage.Location:

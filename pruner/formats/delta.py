@@ -9,20 +9,23 @@ per data file, which Delta never rewrites in place, so a file no longer live onl
 
 What pruner cannot read exactly is refused with an error, never answered from the raw
 files: deletion vectors (rows a file still holds but the table deleted), column mapping
-(the files' column names are not the table's), partition columns (their values are in the
-log, not in the files) and reader features pruner does not know.
+(the files' column names are not the table's) and reader features pruner does not know.
+Partition columns, whose values are in the log and not in the files, are read from the log
+(:class:`~pruner.formats.snapshot.Partitions`): each engine gets them from pruner as
+constants of each file.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from typing import Any
+from urllib.parse import unquote
 
 from pruner import storage
 from pruner.errors import InvalidParameterError
-from pruner.formats.snapshot import Snapshot, relative_file
+from pruner.formats.snapshot import Partitions, Snapshot, relative_file
 
-__all__ = ["is_delta_table", "log_entries", "snapshot", "version_at"]
+__all__ = ["is_delta_table", "log_entries", "partition_columns", "snapshot", "version_at"]
 
 LOG = "_delta_log"
 
@@ -50,12 +53,73 @@ def snapshot(path: storage.Location, version: int | None = None) -> Snapshot:
         InvalidParameterError: deltalake is not installed, the version does not exist, or
             the table uses what pruner cannot read exactly (see the module's docstring).
     """
+    import pyarrow as pa
+
     table = _open(path, version)
     _refuse_unreadable(path, table)
     root = path.absolute()
     files = sorted(relative_file(root, uri, "Delta") for uri in table.file_uris())
-    columns = tuple(field.name for field in table.schema().fields)
-    return Snapshot("delta", root, int(table.version()), tuple(files), columns)
+    schema = pa.schema(table.schema().to_arrow())
+    partitions = _partitions(path, table, schema, set(files))
+    return Snapshot(
+        "delta",
+        root,
+        int(table.version()),
+        tuple(files),
+        tuple(schema.names),
+        partitions=partitions,
+        schema=schema,
+    )
+
+
+def _partitions(path: storage.Location, table: Any, schema: Any, files: set[str]) -> Any:
+    """The partition columns of ``table`` and each live file's values (typed, from the
+    add actions), or None for a table without partitions.
+
+    Raises:
+        InvalidParameterError: the add actions name other files than the live ones, or a
+            partition column's type has no constant pruner can hand every engine.
+    """
+    import pyarrow as pa
+
+    names = list(table.metadata().partition_columns or ())
+    if not names:
+        return None
+    fields = tuple(schema.field(name) for name in names)
+    for field in fields:
+        if not _constant_type(field.type):
+            raise InvalidParameterError(
+                f"Delta table {path} is partitioned by {field.name} of type {field.type}, "
+                "whose values pruner does not hand the engines yet; query it with deltalake "
+                "or DataFusion's DeltaTable provider"
+            )
+    actions = pa.table(table.get_add_actions(flatten=True))
+    # an action's path is URL-encoded once more than the file's name on disk
+    paths = [unquote(p) for p in actions.column("path").to_pylist()]
+    columns = [actions.column(f"partition.{name}").to_pylist() for name in names]
+    values = {p: tuple(column[i] for column in columns) for i, p in enumerate(paths)}
+    if set(values) != files:
+        raise InvalidParameterError(
+            f"Delta table {path}: its add actions name other files than its live ones, so "
+            "pruner cannot tell each file's partition values; query it with deltalake"
+        )
+    return Partitions(fields, values)
+
+
+def _constant_type(kind: Any) -> bool:
+    """Partition column types whose values pruner hands each engine as a constant."""
+    import pyarrow as pa
+
+    return (
+        pa.types.is_integer(kind)
+        or pa.types.is_floating(kind)
+        or pa.types.is_string(kind)
+        or pa.types.is_large_string(kind)
+        or pa.types.is_boolean(kind)
+        or pa.types.is_date32(kind)
+        or pa.types.is_timestamp(kind)
+        or pa.types.is_decimal(kind)
+    )
 
 
 def version_at(path: storage.Location, when: dt.datetime) -> int:
@@ -74,6 +138,11 @@ def version_at(path: storage.Location, when: dt.datetime) -> int:
             f"Delta table {path} has no version at {when.isoformat()}: {err}"
         ) from err
     return int(table.version())
+
+
+def partition_columns(path: storage.Location) -> tuple[str, ...]:
+    """The table's partition columns, at its latest version."""
+    return tuple(_open(path, None).metadata().partition_columns or ())
 
 
 def _open(path: storage.Location, version: int | None) -> Any:
@@ -96,12 +165,6 @@ def _open(path: storage.Location, version: int | None) -> Any:
 def _refuse_unreadable(path: storage.Location, table: Any) -> None:
     metadata = table.metadata()
     what = f"Delta table {path} (version {table.version()})"
-    if metadata.partition_columns:
-        raise InvalidParameterError(
-            f"{what} is partitioned by {', '.join(metadata.partition_columns)}: the partition "
-            "values are in the log, not in the files, and pruner does not read them yet; "
-            "query it with deltalake or DataFusion's DeltaTable provider"
-        )
     mode = (metadata.configuration or {}).get("delta.columnMapping.mode", "none")
     if mode != "none":
         raise InvalidParameterError(

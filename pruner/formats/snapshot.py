@@ -8,7 +8,21 @@ from typing import Any
 from pruner import storage
 from pruner.errors import InvalidParameterError
 
-__all__ = ["Snapshot", "relative_file"]
+__all__ = ["Partitions", "Snapshot", "relative_file"]
+
+
+@dataclass(frozen=True)
+class Partitions:
+    """A table's partition columns, whose values are in its log, not in its data files
+    (Delta's): each column's Arrow field, and each live file's values (by its path relative
+    to the table's folder, in the fields' order)."""
+
+    fields: tuple[Any, ...]
+    values: dict[str, tuple[Any, ...]]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(field.name for field in self.fields)
 
 
 @dataclass(frozen=True)
@@ -27,6 +41,10 @@ class Snapshot:
     metadata: storage.Location | None = None
     shape: tuple[Any, ...] = ()
     name_mapping: dict[str, Any] | None = None
+    # Delta: the partition columns, whose values the engines get from pruner, not the files
+    partitions: Partitions | None = None
+    # The table's Arrow schema as the format states it (Delta: its columns' types)
+    schema: Any = None
 
 
 def relative_file(root: storage.Location, uri: str, kind: str) -> str:

@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pruner import sbbf, storage
+from pruner import formats, sbbf, storage
 from pruner.buffers import scratch
 from pruner.discover import open_parquet, parquet_names, read_parquet_files
 from pruner.errors import IndexFormatError, IndexNotFoundError, InvalidParameterError
@@ -380,6 +380,12 @@ def _parquet_fragments(
         for p, file in zip(paths, read, strict=True)
     ]
     for name in _columns(column):
+        if name not in metas[0].schema_arrow.names and name in formats.partition_columns(root):
+            raise InvalidParameterError(
+                f"{name!r} is a partition column of Delta table {root}: its values are in the "
+                "table's log, one per file, not in the files, so there is nothing to index; "
+                "index the columns its files hold"
+            )
         arrow_type = _column_type(
             metas[0].schema_arrow, name, f"Parquet file {paths[0]}", lance=False
         )

@@ -16,6 +16,7 @@ from pruner import discover, storage
 from pruner.discover import FileIdentity, ParquetFile, parquet_names
 from pruner.errors import PrunerError
 from pruner.formats import Snapshot
+from pruner.formats.snapshot import Partitions
 from pruner.hashing import plain_type
 from pruner.index import (
     DEFAULT_ITEMS,
@@ -131,6 +132,9 @@ class Table:
         # The version of a Delta table whose live files ``files`` are (None: not a Delta
         # table).
         self.pinned: Snapshot | None = None
+        # A Delta table's partition columns, in ``schema`` but not in its files: their
+        # values per file, which every read adds to the file's rows (None: none).
+        self.partitions: Partitions | None = None
         # On an object store, every object under the table as listed when it was opened:
         # where its indexes are and what they are (storage.listed), without a request each.
         self.listing: storage.Listing | None = None
@@ -141,6 +145,15 @@ class Table:
         self._lock = threading.Lock()
         self._whole: Selection | None = None
         self._fragments: list[Any] | None = None
+
+    @property
+    def file_schema(self) -> pa.Schema:
+        """The columns the table's files hold: ``schema`` but a Delta table's partition
+        columns (whose values are in its log)."""
+        if self.partitions is None:
+            return self.schema
+        stored = set(self.partitions.names)
+        return pa.schema([f for f in self.schema if f.name not in stored], self.schema.metadata)
 
     @property
     def num_rows(self) -> int:

@@ -194,7 +194,9 @@ def _logged_table(snapshot: formats.Snapshot) -> Table:
     for file in (table.files or {}).values():
         if not any(file.metadata.schema.equals(shape) for shape in shapes):
             shapes.append(file.metadata.schema)
-    columns = list(snapshot.columns)
+    partitions = snapshot.partitions
+    stored = set(partitions.names) if partitions is not None else set()
+    columns = [name for name in snapshot.columns if name not in stored]  # in the files
     for shape in shapes:
         schema = shape.to_arrow_schema()
         if schema.names != columns or (
@@ -209,6 +211,11 @@ def _logged_table(snapshot: formats.Snapshot) -> Table:
                 f"which pruner does not read yet; query it with {_READERS[snapshot.kind]}"
             )
     table.pinned = snapshot
+    if partitions is not None:
+        # the partition columns are the log's, handed to the engines per file (reads.py)
+        fields = {field.name: field for field in (*table.schema, *partitions.fields)}
+        table.schema = pa.schema([fields[name] for name in snapshot.columns])
+        table.partitions = partitions
     return table
 
 

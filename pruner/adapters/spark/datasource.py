@@ -32,7 +32,7 @@ from pruner.adapters.sources import lance_fragment_batches
 from pruner.discover import open_parquet
 from pruner.errors import InvalidParameterError
 from pruner.explain import explain
-from pruner.reads import parquet_parts
+from pruner.reads import parquet_parts, with_partitions
 from pruner.selection import Selection
 from pruner.table import Table, open_table
 
@@ -242,4 +242,9 @@ def _parquet_batches(table: Table, partition: ZonePartition) -> Iterator[pa.Reco
         opened = open_parquet(file.path, file.metadata, None, groups, known=file.as_opened())
     else:  # the file as it is now (its footer parsed again)
         opened = open_parquet(file.path)
-    yield from opened.iter_batches(row_groups=groups)
+    for batch in opened.iter_batches(row_groups=groups):
+        if table.partitions is None:
+            yield batch
+            continue
+        # a Delta table's partition values, from its log, as columns of the file's rows
+        yield from with_partitions(table, file, pa.Table.from_batches([batch])).to_batches()

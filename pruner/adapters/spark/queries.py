@@ -8,8 +8,11 @@ session, so the caller's own views and settings are untouched.
 
 from __future__ import annotations
 
+import datetime as dt
+import functools
 import json
 from collections.abc import Mapping
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
@@ -17,7 +20,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pruner import storage
 from pruner.adapters.spark.datasource import STORE_OPTIONS, register_source
 from pruner.adapters.spark.runtime import session
-from pruner.discover import hive_partitioned
+from pruner.discover import ParquetFile, hive_partitioned
 from pruner.errors import InvalidParameterError
 from pruner.parameters import Parameters
 from pruner.plan import Plan, plan
@@ -62,7 +65,10 @@ def _frame(spark: SparkSession, table: Table, selection: Selection | None) -> Da
         # alone reads them (a subset could settle on another type).
         parts = parquet_parts(table, None if table.widened else selection)
         files = table.files or {}
-        if hive_partitioned(f.relative.split("/")[:-1] for f in files.values()):
+        # A Delta or Iceberg table's folders are no partitions of Spark's (a Delta table's
+        # partition values are its log's, added per file below)
+        hive = table.pinned is None
+        if hive and hive_partitioned(f.relative.split("/")[:-1] for f in files.values()):
             # basePath keeps hive partition columns (k=v folders) whatever subset is read.
             reader = spark.read.option("basePath", str(table.path.absolute()))
         else:
@@ -78,9 +84,20 @@ def _frame(spark: SparkSession, table: Table, selection: Selection | None) -> Da
         # pruner probes them itself and refuses damaged ones (pruner.index.native), so Spark
         # reads none (a Hadoop option, passed to the reader's configuration).
         reader = reader.option("parquet.filter.bloom.enabled", "false")
+
+        def read(group: list[ParquetFile]) -> DataFrame:
+            frame = reader.parquet(*(str(file.path.absolute()) for file in group))
+            return _with_partitions(table, group[0], frame)
+
         if not parts:
-            return reader.parquet(str(files[min(files)].path.absolute())).limit(0)
-        return reader.parquet(*(str(part.file.path.absolute()) for part in parts))
+            return read([files[min(files)]]).limit(0)
+        if table.partitions is None:
+            return read([part.file for part in parts])
+        groups: dict[tuple[Any, ...], list[ParquetFile]] = {}  # by partition values
+        for part in parts:
+            groups.setdefault(table.partitions.values[part.file.relative], []).append(part.file)
+        frames = [read(group) for group in groups.values()]
+        return functools.reduce(lambda left, right: left.unionByName(right), frames)
     # Lance, Parquet under a path Hadoop cannot name, and any table on an object store
     # (Spark's s3a:// needs jars pyspark does not ship): pruner's own data source, whose
     # tasks read their ranges from the store through pruner's storage layer.
@@ -93,6 +110,26 @@ def _frame(spark: SparkSession, table: Table, selection: Selection | None) -> Da
     if selection is None:
         return reader.option("prune", "false").load()
     return reader.option("ranges", json.dumps(selection.ranges())).load()
+
+
+def _with_partitions(table: Table, file: ParquetFile, frame: DataFrame) -> DataFrame:
+    """``frame`` of ``file`` (or of files sharing its partition values) with those values
+    (a Delta table's, from its log) as columns, in the table's column order."""
+    partitions = table.partitions
+    if partitions is None:
+        return frame
+    from pyspark.sql import functions
+    from pyspark.sql.pandas.types import from_arrow_type
+
+    values = partitions.values[file.relative]
+    for field, value in zip(partitions.fields, values, strict=True):
+        if isinstance(value, dt.datetime | dt.date):  # an instant or a day, not the zone's
+            value = value.isoformat()
+        elif value is not None and not isinstance(value, bool | int | str):
+            value = str(value)  # floats (NaN, inf), decimals: Spark casts the text exactly
+        literal = functions.lit(value).cast(from_arrow_type(field.type))
+        frame = frame.withColumn(field.name, literal)
+    return frame.select(*(quote_identifier(name) for name in table.schema.names))
 
 
 def registered(spark: SparkSession, prepared: Plan) -> SparkSession:
