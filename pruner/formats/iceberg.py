@@ -151,7 +151,8 @@ def snapshot(
     except ValueError as err:  # equality deletes, which pyiceberg refuses to plan
         raise InvalidParameterError(
             f"{what} (snapshot {current.snapshot_id}) cannot be read exactly: {err}; pruner "
-            "does not read it yet"
+            "does not read it yet: query it with a reader that applies equality deletes "
+            "(Spark with Iceberg's runtime), or rewrite its data files (rewrite_data_files)"
         ) from err
     files = []
     for task in tasks:

@@ -349,3 +349,77 @@ def test_a_table_opens_as_it_was_at_a_time(tmp_path: Path) -> None:
         )
     with pytest.raises(InvalidParameterError, match="had no snapshot"):
         pruner.open_table(table, asof=before)
+
+
+def _commit_file(
+    table: Any, path: Path, content: Any, file_format: Any = None, **more: Any
+) -> None:
+    """``path`` added to ``table`` as a file of ``content`` through pyiceberg's own snapshot
+    API (pyiceberg writes no delete files itself: its deletes are copy-on-write)."""
+    from pyiceberg.manifest import DataFile, FileFormat
+    from pyiceberg.typedef import Record
+
+    entry = DataFile.from_args(
+        content=content,
+        file_path=f"file://{path}",
+        file_format=file_format or FileFormat.PARQUET,
+        partition=Record(),
+        record_count=1,
+        file_size_in_bytes=path.stat().st_size,
+        **more,
+    )
+    entry.spec_id = 0
+    with table.transaction() as transaction:
+        append = transaction.update_snapshot().fast_append()
+        with append:
+            append.append_data_file(entry)
+
+
+def test_row_level_deletes_and_foreign_files_are_refused(tmp_path: Path) -> None:
+    """A positional delete file (pyiceberg applies it: 9 rows of 10), an equality delete
+    file (pyiceberg refuses to plan it), an ORC data file and a data file outside the
+    table's folder: each refused with an error that says what and what to do."""
+    from pyiceberg.manifest import DataFileContent, FileFormat
+
+    def made(name: str) -> Any:
+        table = _table(tmp_path / name, name)
+        table.append(_rows(0, 10))
+        return table
+
+    positional = made("positional")
+    data_file = next(iter(positional.scan().plan_files())).file.file_path
+    deletes = Path(positional.location().removeprefix("file://")) / "data" / "deletes.parquet"
+    pa.parquet.write_table(pa.table({"file_path": [data_file], "pos": pa.array([3])}), deletes)
+    _commit_file(positional, deletes, DataFileContent.POSITION_DELETES)
+    assert positional.scan().to_arrow().num_rows == 9
+
+    equality = made("equality")
+    deletes = Path(equality.location().removeprefix("file://")) / "data" / "eq.parquet"
+    pa.parquet.write_table(pa.table({"id": pa.array([3], pa.int64())}), deletes)
+    _commit_file(equality, deletes, DataFileContent.EQUALITY_DELETES, equality_ids=[1])
+
+    orc = made("orc")
+    other = Path(orc.location().removeprefix("file://")) / "data" / "rows.orc"
+    other.write_bytes(b"ORC")
+    _commit_file(orc, other, DataFileContent.DATA, FileFormat.ORC)
+
+    outside = made("outside")
+    elsewhere = tmp_path / "elsewhere.parquet"
+    pa.parquet.write_table(_rows(100, 5), elsewhere)
+    outside.add_files([str(elsewhere)])
+
+    sql = "SELECT count(*) AS n FROM t WHERE id = 3"
+    for table, why in (
+        (positional, "row-level deletes"),
+        (equality, "cannot be read exactly"),
+        (orc, "ORC data file"),
+        (outside, "outside its folder"),
+    ):
+        for call in (
+            lambda t=table: pruner.query(sql, {"t": t}),
+            lambda t=table: pruner.explain(sql, {"t": t}),
+            lambda t=table: pruner.open_table(t),
+        ):
+            with pytest.raises(InvalidParameterError, match=why) as err:
+                call()
+            assert any(w in str(err.value) for w in ("pyiceberg", "folder", "rewrite"))
