@@ -379,3 +379,36 @@ def test_a_table_opens_as_it_was_at_a_time(tmp_path: Path) -> None:
         assert ("no rows" not in looked.stdout) is found, (at, looked.stdout)
     wrong = run("query", count, "--table", f"t={path}", "--version", "u=0")
     assert wrong.returncode == 2 and "no --table u=PATH" in wrong.stderr
+
+
+SPARK_TABLES = Path(__file__).resolve().parents[1] / "data" / "delta"
+
+
+@pytest.mark.parametrize(
+    ("name", "why"),
+    [
+        ("table-with-dv-small", "has deletion vectors"),
+        ("table_with_column_mapping", "column mapping"),
+    ],
+)
+def test_spark_written_tables_pruner_cannot_read_exactly_are_refused(
+    name: str, why: str, tmp_path: Path
+) -> None:
+    """Tables Spark wrote (tests/data/delta/README.md): deletion vectors, which deltalake's
+    reader applies (8 of the 10 rows the file holds), and column mapping. Refused, never
+    answered from the files."""
+    import shutil
+
+    path = tmp_path / name
+    shutil.copytree(SPARK_TABLES / name, path)
+    if name == "table-with-dv-small":
+        assert pq.read_table(_live(path)).num_rows == 10
+        assert _oracle(path, "SELECT count(*) AS n FROM t") == multiset(
+            pa.table({"n": pa.array([8], pa.int64())})
+        )
+    sql = "SELECT count(*) AS n FROM t"
+    for engine in ("duckdb", "datafusion"):
+        _refused(lambda e=engine: pruner.query(sql, {"t": path}, engine=e), why)
+        _refused(lambda e=engine: pruner.query(sql, {"t": path}, engine=e, prune=False), why)
+    _refused(lambda: pruner.explain(sql, {"t": path}), why)
+    _refused(lambda: pruner.open_table(path), why)
