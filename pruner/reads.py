@@ -25,11 +25,13 @@ from pruner.table import Table
 __all__ = [
     "PARQUET_READ_AHEAD_BYTES",
     "ParquetPart",
+    "deleted_rows",
     "parquet_parts",
     "read_ahead_bytes",
     "read_ahead_on_store",
     "read_row_groups",
     "with_partitions",
+    "without_deleted",
 ]
 
 PARQUET_READ_AHEAD_BYTES = 256 << 20
@@ -174,10 +176,31 @@ def read_row_groups(table: Table, parts: list[ParquetPart]) -> pa.Table:
 
     ahead = list(_READERS.map(read, parts)) if pooled else [read(p) for p in parts]
     ahead = [
-        with_partitions(table, part.file, rows.cast(table.file_schema))
+        with_partitions(
+            table, part.file, without_deleted(table, part, rows).cast(table.file_schema)
+        )
         for part, rows in zip(parts, ahead, strict=True)
     ]
     return pa.concat_tables(ahead) if ahead else table.schema.empty_table()
+
+
+def deleted_rows(table: Table, file: ParquetFile) -> np.ndarray | None:
+    """The positions of the rows ``file`` holds that its table deleted (a Delta deletion
+    vector's, sorted), or None when there are none."""
+    return None if table.deleted is None else table.deleted.get(file.relative)
+
+
+def without_deleted(table: Table, part: ParquetPart, rows: pa.Table) -> pa.Table:
+    """``rows`` read of ``part`` (its row groups, in order; all of the file when None)
+    without those its table deleted."""
+    deleted = deleted_rows(table, part.file)
+    if deleted is None:
+        return rows
+    positions = np.concatenate(
+        [np.arange(start, end, dtype=np.int64) for start, end in part.row_spans()]
+        or [np.zeros(0, np.int64)]
+    )
+    return rows.filter(pa.array(~np.isin(positions, deleted)))
 
 
 def with_partitions(table: Table, file: ParquetFile, rows: pa.Table) -> pa.Table:

@@ -164,6 +164,15 @@ def parquet_frame(
     if read_ahead_bytes(partial) > reads.PARQUET_READ_AHEAD_BYTES:  # too much to hold
         parts = [ParquetPart(part.file, None) for part in parts]
         partial = []
+    # Files with deleted rows (Delta's deletion vectors) are read by pyarrow, which leaves
+    # them out (read_row_groups): DataFusion's reader cannot tell a file's row numbers.
+    parts = [
+        ParquetPart(part.file, tuple(range(len(part.file.row_group_rows))))
+        if part.row_groups is None and reads.deleted_rows(table, part.file) is not None
+        else part
+        for part in parts
+    ]
+    partial = [part for part in parts if part.row_groups is not None]
     schema = _read_schema(table.schema)
     stored = _read_schema(table.file_schema)  # a Delta table's partition columns are added
     frames = [
@@ -237,7 +246,7 @@ def _listed_alone(table: Table, recursive: bool = False) -> str | None:
     when it runs the query, and a Delta writer puts its files there before it commits them
     (a file written after the query was planned would be read)."""
     files = table.files or {}
-    if not files or not table.uniform_schema or table.pinned is not None:
+    if not files or not table.uniform_schema or table.pinned is not None or table.deleted:
         return None
     directory = table.path.absolute()
     ours = {f.path.absolute() for f in files.values()}

@@ -45,6 +45,7 @@ from pruner.parameters import Parameters
 from pruner.plan import Plan, named_in, plan
 from pruner.reads import (
     ParquetPart,
+    deleted_rows,
     parquet_parts,
     read_ahead_bytes,
     read_ahead_on_store,
@@ -139,8 +140,20 @@ def parquet_view_sql(table: Table, selection: Selection | None) -> str:
     )
     replace = f" REPLACE ({widened})" if widened else ""
     if "file_row_number" in table.schema.names:  # the pseudo-column would clash: read whole
+        if table.deleted is not None:
+            raise EngineError(
+                f"DuckDB cannot leave out the rows {table.path}'s deletion vectors delete: "
+                "its column file_row_number hides DuckDB's row numbers; use another engine"
+            )
         parts = [ParquetPart(part.file, None) for part in parts]
     damaged = {files[fid].path for fid in table.damaged_filter_files()}
+    # Files with deleted rows (Delta's deletion vectors) are read by row number, below.
+    parts = [
+        ParquetPart(part.file, tuple(range(len(part.file.row_group_rows))))
+        if part.row_groups is None and deleted_rows(table, part.file) is not None
+        else part
+        for part in parts
+    ]
     selects = []
     for unsafe in (False, True):
         whole: dict[str, list[ParquetPart]] = {}  # by the files' partition values
@@ -157,6 +170,16 @@ def parquet_view_sql(table: Table, selection: Selection | None) -> str:
         spans = " OR ".join(
             f"file_row_number BETWEEN {start} AND {end - 1}" for start, end in part.row_spans()
         )
+        deleted = deleted_rows(table, part.file)
+        if deleted is not None:  # the rows the table deleted, of those spans
+            inside = [
+                int(row)
+                for start, end in part.row_spans()
+                for row in deleted[(deleted >= start) & (deleted < end)]
+            ]
+            if inside:
+                listed = ", ".join(map(str, inside))
+                spans = f"({spans}) AND file_row_number NOT IN ({listed})"
         select = (
             f"SELECT * EXCLUDE (file_row_number){replace}{_constants(table, part.file)} FROM "
             f"read_parquet({quote_path(part.file.path)}, file_row_number = true, {options}) "

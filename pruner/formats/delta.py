@@ -8,8 +8,10 @@ reads them as a directory of Parquet files made of exactly those files (indexes 
 per data file, which Delta never rewrites in place, so a file no longer live only drops out).
 
 What pruner cannot read exactly is refused with an error, never answered from the raw
-files: deletion vectors (rows a file still holds but the table deleted), column mapping
-(the files' column names are not the table's) and reader features pruner does not know.
+files: column mapping (the files' column names are not the table's) and reader features
+pruner does not know. Deletion vectors (rows a file still holds but the table deleted) are
+read through deltalake (each file's deleted row positions): every read leaves those rows
+out.
 Partition columns, whose values are in the log and not in the files, are read from the log
 (:class:`~pruner.formats.snapshot.Partitions`): each engine gets them from pruner as
 constants of each file.
@@ -30,8 +32,9 @@ __all__ = ["is_delta_table", "log_entries", "partition_columns", "snapshot", "ve
 LOG = "_delta_log"
 
 KNOWN_READER_FEATURES = frozenset({"timestampNtz", "v2Checkpoint", "vacuumProtocolCheck"})
-"""Reader features that change nothing of which rows a file's bytes hold. Also read: the
-deletionVectors and columnMapping features when the table uses neither (checked)."""
+"""Reader features that change nothing of which rows a file's bytes hold. Also read:
+deletionVectors (applied: :func:`_deleted_rows`) and columnMapping when the table's mode is
+none (checked)."""
 
 
 def is_delta_table(path: storage.Location) -> bool:
@@ -69,7 +72,40 @@ def snapshot(path: storage.Location, version: int | None = None) -> Snapshot:
         tuple(schema.names),
         partitions=partitions,
         schema=schema,
+        deleted=_deleted_rows(root, table, set(files)),
     )
+
+
+def _deleted_rows(root: storage.Location, table: Any, files: set[str]) -> dict[str, Any] | None:
+    """Per live file with a deletion vector, the row positions the table deleted (sorted
+    int64), from deltalake's selection vectors (False: deleted; rows past a vector's end
+    are kept); None when no file has one.
+
+    Raises:
+        InvalidParameterError: a vector names a file that is not live.
+    """
+    import numpy as np
+    import pyarrow as pa
+
+    if "deletionVectors" not in set(table.protocol().reader_features or ()):
+        return None
+    vectors = pa.RecordBatchReader.from_stream(table.deletion_vectors()).read_all()
+    found: dict[str, Any] = {}
+    for uri, keep in zip(
+        vectors.column("filepath").to_pylist(),
+        vectors.column("selection_vector").to_pylist(),
+        strict=True,
+    ):
+        relative = relative_file(root, uri, "Delta")
+        if relative not in files:
+            raise InvalidParameterError(
+                f"Delta table {root}: a deletion vector names {uri}, which is not one of its "
+                "live files; query it with deltalake"
+            )
+        gone = np.flatnonzero(~np.asarray(keep, bool)).astype(np.int64)
+        if len(gone):
+            found[relative] = gone
+    return found or None
 
 
 def _partitions(path: storage.Location, table: Any, schema: Any, files: set[str]) -> Any:
@@ -179,16 +215,3 @@ def _refuse_unreadable(path: storage.Location, table: Any) -> None:
             f"{what} needs reader features pruner does not know ({', '.join(sorted(unknown))}); "
             "query it with deltalake"
         )
-    if "deletionVectors" in features and _has_deletion_vectors(table):
-        raise InvalidParameterError(
-            f"{what} has deletion vectors: rows its files hold that the table deleted, which "
-            "pruner does not apply yet; query it with deltalake, or rewrite the files "
-            "(OPTIMIZE / REORG ... APPLY (PURGE) in Spark)"
-        )
-
-
-def _has_deletion_vectors(table: Any) -> bool:
-    import pyarrow as pa
-
-    found = pa.RecordBatchReader.from_stream(table.deletion_vectors()).read_all()
-    return found.num_rows > 0

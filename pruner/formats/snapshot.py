@@ -45,6 +45,9 @@ class Snapshot:
     partitions: Partitions | None = None
     # The table's Arrow schema as the format states it (Delta: its columns' types)
     schema: Any = None
+    # Delta: the rows each file with a deletion vector still holds but the table deleted
+    # (by the file's path relative to the folder: its sorted row positions, int64)
+    deleted: dict[str, Any] | None = None
 
 
 def relative_file(root: storage.Location, uri: str, kind: str) -> str:

@@ -135,6 +135,9 @@ class Table:
         # A Delta table's partition columns, in ``schema`` but not in its files: their
         # values per file, which every read adds to the file's rows (None: none).
         self.partitions: Partitions | None = None
+        # A Delta table's deletion vectors: per file (its path relative to the folder), the
+        # rows it holds that the table deleted, which every read leaves out (None: none).
+        self.deleted: dict[str, np.ndarray] | None = None
         # On an object store, every object under the table as listed when it was opened:
         # where its indexes are and what they are (storage.listed), without a request each.
         self.listing: storage.Listing | None = None

@@ -211,6 +211,7 @@ def _logged_table(snapshot: formats.Snapshot) -> Table:
                 f"which pruner does not read yet; query it with {_READERS[snapshot.kind]}"
             )
     table.pinned = snapshot
+    table.deleted = snapshot.deleted
     if partitions is not None:
         # the partition columns are the log's, handed to the engines per file (reads.py)
         fields = {field.name: field for field in (*table.schema, *partitions.fields)}

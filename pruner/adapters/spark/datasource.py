@@ -32,7 +32,13 @@ from pruner.adapters.sources import lance_fragment_batches
 from pruner.discover import open_parquet
 from pruner.errors import InvalidParameterError
 from pruner.explain import explain
-from pruner.reads import parquet_parts, with_partitions
+from pruner.reads import (
+    ParquetPart,
+    deleted_rows,
+    parquet_parts,
+    with_partitions,
+    without_deleted,
+)
 from pruner.selection import Selection
 from pruner.table import Table, open_table
 
@@ -242,6 +248,13 @@ def _parquet_batches(table: Table, partition: ZonePartition) -> Iterator[pa.Reco
         opened = open_parquet(file.path, file.metadata, None, groups, known=file.as_opened())
     else:  # the file as it is now (its footer parsed again)
         opened = open_parquet(file.path)
+    if deleted_rows(table, file) is not None:
+        # a Delta deletion vector's rows left out: read a row group at a time, whose rows'
+        # positions in the file are known
+        for group in range(len(file.row_group_rows)) if groups is None else groups:
+            rows = without_deleted(table, ParquetPart(file, (group,)), opened.read_row_group(group))
+            yield from with_partitions(table, file, rows).to_batches()
+        return
     for batch in opened.iter_batches(row_groups=groups):
         if table.partitions is None:
             yield batch

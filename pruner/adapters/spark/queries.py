@@ -60,6 +60,7 @@ def _frame(spark: SparkSession, table: Table, selection: Selection | None) -> Da
         table.kind == "parquet"
         and not remote
         and not _HADOOP_SPECIAL.intersection(str(table.path.absolute()))
+        and table.deleted is None  # Delta's deletion vectors: pruner's source leaves them out
     ):
         # Files storing a column at other integer widths are read all together, as Spark
         # alone reads them (a subset could settle on another type).
@@ -98,15 +99,19 @@ def _frame(spark: SparkSession, table: Table, selection: Selection | None) -> Da
             groups.setdefault(table.partitions.values[part.file.relative], []).append(part.file)
         frames = [read(group) for group in groups.values()]
         return functools.reduce(lambda left, right: left.unionByName(right), frames)
-    # Lance, Parquet under a path Hadoop cannot name, and any table on an object store
-    # (Spark's s3a:// needs jars pyspark does not ship): pruner's own data source, whose
-    # tasks read their ranges from the store through pruner's storage layer.
-    reader = spark.read.format("pruner").option("path", str(table.path.absolute()))
+    # Lance, Parquet under a path Hadoop cannot name, a Delta table with deletion vectors,
+    # and any table on an object store (Spark's s3a:// needs jars pyspark does not ship):
+    # pruner's own data source, whose tasks read their ranges from the store through
+    # pruner's storage layer.
+    source = table.path if table.pinned is None else (table.pinned.metadata or table.path)
+    reader = spark.read.format("pruner").option("path", str(source.absolute()))
     if remote and storage.lance_options(table.path):
         # Spark redacts the values of options whose name says "secret" in its plans and UI
         reader = reader.option(STORE_OPTIONS, json.dumps(storage.lance_options(table.path)))
     if table.kind == "lance":
         reader = reader.option("version", str(table.dataset.version))
+    elif table.pinned is not None:  # a Delta version or Iceberg snapshot, as pinned here
+        reader = reader.option("version", str(table.pinned.version))
     if selection is None:
         return reader.option("prune", "false").load()
     return reader.option("ranges", json.dumps(selection.ranges())).load()
