@@ -14,8 +14,10 @@ catalog loaded, or as its folder when the folder says which file is current
 index build only picks which files get zones, so there the folder's newest metadata file will
 do (:func:`snapshot`'s ``newest``).
 
-What pruner cannot read exactly is refused with an error, never answered from the raw files:
-row-level deletes (positional and equality delete files, deletion vectors), files that name
+Positional delete files are applied: each data file's deleted row positions are read from
+them, and every read leaves those rows out (as a Delta deletion vector's). What pruner
+cannot read exactly is refused with an error, never answered from the raw files: equality
+delete files and deletion vectors (Puffin files), files that name
 the table's columns otherwise than its schema does (a rename, a column dropped and added
 again: checked by field id in :func:`shape_mismatch`), data files that are not Parquet or lie
 outside the table's folder, and tables on object stores other than S3 (not read yet).
@@ -155,21 +157,20 @@ def snapshot(
             "(Spark with Iceberg's runtime), or rewrite its data files (rewrite_data_files)"
         ) from err
     files = []
+    deleted: dict[str, Any] = {}
     for task in tasks:
         data = task.file
-        if task.delete_files:
-            raise InvalidParameterError(
-                f"{what} (snapshot {current.snapshot_id}) has row-level deletes (delete "
-                "files or deletion vectors): rows its data files hold that the table "
-                f"deleted, which pruner does not apply yet; {_QUERY_IT}, or rewrite its data "
-                "files (rewrite_data_files in Spark)"
-            )
         if str(data.file_format.value).upper() != "PARQUET":
             raise InvalidParameterError(
                 f"{what} has a {data.file_format.value} data file ({data.file_path}); pruner "
                 f"reads Parquet; {_QUERY_IT}"
             )
-        files.append(relative_file(root, data.file_path, "Iceberg"))
+        relative = relative_file(root, data.file_path, "Iceberg")
+        files.append(relative)
+        if task.delete_files:
+            positions = _deleted_positions(what, root, data.file_path, task.delete_files)
+            if len(positions):
+                deleted[relative] = positions
     shape = tuple(_iceberg_shape(field) for field in scan.projection().fields)
     columns = tuple(node[0] or "" for node in shape)
     return Snapshot(
@@ -181,7 +182,42 @@ def snapshot(
         metadata,
         shape,
         _name_mapping(table),
+        deleted=deleted or None,
     )
+
+
+def _deleted_positions(what: str, root: storage.Location, data_file: str, deletes: Any) -> Any:
+    """The positions of the rows of ``data_file`` its positional delete files delete
+    (sorted int64; pyiceberg's planning already chose the delete files that apply to it).
+
+    Raises:
+        InvalidParameterError: a delete file pruner does not read (a deletion vector in a
+            Puffin file, an equality delete).
+    """
+    import numpy as np
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    found = [np.zeros(0, np.int64)]
+    for delete in deletes:
+        kind = str(getattr(delete.content, "name", delete.content)).upper()
+        fmt = str(delete.file_format.value).upper()
+        if "POSITION" not in kind or fmt != "PARQUET":
+            raise InvalidParameterError(
+                f"{what} has a {fmt} {kind.lower()} delete file ({delete.file_path}), which "
+                f"pruner does not apply yet; {_QUERY_IT}, or rewrite its data files "
+                "(rewrite_data_files in Spark)"
+            )
+        where = delete.file_path
+        if isinstance(root, storage.ObjectPath):
+            location = storage.location(where, root.options)
+        else:
+            location = storage.location(where.removeprefix("file://").removeprefix("file:"))
+        with storage.arrow_input(location) as handle:
+            rows = pq.read_table(handle, columns=["file_path", "pos"])
+        mine = rows.filter(pc.equal(rows.column("file_path"), data_file))
+        found.append(mine.column("pos").to_numpy().astype(np.int64))
+    return np.unique(np.concatenate(found))
 
 
 def version_at(path: storage.Location, when: dt.datetime) -> int:

@@ -375,23 +375,55 @@ def _commit_file(
             append.append_data_file(entry)
 
 
-def test_row_level_deletes_and_foreign_files_are_refused(tmp_path: Path) -> None:
-    """A positional delete file (pyiceberg applies it: 9 rows of 10), an equality delete
-    file (pyiceberg refuses to plan it), an ORC data file and a data file outside the
-    table's folder: each refused with an error that says what and what to do."""
+@pytest.mark.slow
+def test_positional_deletes_leave_their_rows_out_on_every_engine(
+    tmp_path: Path, spark: Any
+) -> None:
+    """Positional delete files (pyiceberg applies them when it reads), naming rows of two of
+    the table's data files, with row groups of 50: every engine, pruned or not, answers as
+    pyiceberg's reader."""
+    from pyiceberg.manifest import DataFileContent
+
+    table = _table(tmp_path)
+    with table.transaction() as transaction:
+        transaction.set_properties({"write.parquet.row-group-limit": "50"})
+    table.append(_rows(0, 200))
+    table.append(_rows(200, 100))
+    by_rows = {task.file.record_count: task.file.file_path for task in table.scan().plan_files()}
+    assert pa.parquet.ParquetFile(by_rows[200].removeprefix("file://")).num_row_groups == 4
+    positions = {by_rows[200]: [0, 3, 49, 50, 199], by_rows[100]: [10]}
+    deletes = Path(table.location().removeprefix("file://")) / "data" / "deletes.parquet"
+    rows = [(path, p) for path, ps in positions.items() for p in ps]
+    pa.parquet.write_table(
+        pa.table(
+            {
+                "file_path": [path for path, _ in rows],
+                "pos": pa.array([p for _, p in rows], pa.int64()),
+            }
+        ),
+        deletes,
+    )
+    _commit_file(table, deletes, DataFileContent.POSITION_DELETES)
+    assert table.scan().to_arrow().num_rows == 294
+    build_index(table, "id", items=4)
+    for sql in SQL:
+        expected = _oracle(table, sql)
+        for engine in ("duckdb", "datafusion", "spark"):
+            for prune in (True, False):
+                got = multiset(pruner.query(sql, {"t": table}, engine=engine, prune=prune))
+                assert got == expected, (sql, engine, prune)
+
+
+def test_equality_deletes_and_foreign_files_are_refused(tmp_path: Path) -> None:
+    """An equality delete file (pyiceberg refuses to plan it), an ORC data file and a data
+    file outside the table's folder: each refused with an error that says what and what to
+    do."""
     from pyiceberg.manifest import DataFileContent, FileFormat
 
     def made(name: str) -> Any:
         table = _table(tmp_path / name, name)
         table.append(_rows(0, 10))
         return table
-
-    positional = made("positional")
-    data_file = next(iter(positional.scan().plan_files())).file.file_path
-    deletes = Path(positional.location().removeprefix("file://")) / "data" / "deletes.parquet"
-    pa.parquet.write_table(pa.table({"file_path": [data_file], "pos": pa.array([3])}), deletes)
-    _commit_file(positional, deletes, DataFileContent.POSITION_DELETES)
-    assert positional.scan().to_arrow().num_rows == 9
 
     equality = made("equality")
     deletes = Path(equality.location().removeprefix("file://")) / "data" / "eq.parquet"
@@ -410,7 +442,6 @@ def test_row_level_deletes_and_foreign_files_are_refused(tmp_path: Path) -> None
 
     sql = "SELECT count(*) AS n FROM t WHERE id = 3"
     for table, why in (
-        (positional, "row-level deletes"),
         (equality, "cannot be read exactly"),
         (orc, "ORC data file"),
         (outside, "outside its folder"),

@@ -411,6 +411,7 @@ DV_SQL = [
 ]
 
 
+@pytest.mark.slow
 def test_deletion_vectors_leave_their_rows_out_on_every_engine(tmp_path: Path, spark: Any) -> None:
     """Spark's table with a deletion vector (rows 0 and 9 of its file deleted;
     tests/data/delta/README.md), appended to by deltalake in row groups of 100: every
