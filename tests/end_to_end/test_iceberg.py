@@ -22,6 +22,7 @@ import pruner
 from pruner.errors import InvalidParameterError
 from pruner.index import build_index, update_index
 from tests.support.engine_check import multiset
+from tests.support.iceberg import commit_file
 
 pytest.importorskip("pyiceberg")
 
@@ -351,30 +352,6 @@ def test_a_table_opens_as_it_was_at_a_time(tmp_path: Path) -> None:
         pruner.open_table(table, asof=before)
 
 
-def _commit_file(
-    table: Any, path: Path, content: Any, file_format: Any = None, **more: Any
-) -> None:
-    """``path`` added to ``table`` as a file of ``content`` through pyiceberg's own snapshot
-    API (pyiceberg writes no delete files itself: its deletes are copy-on-write)."""
-    from pyiceberg.manifest import DataFile, FileFormat
-    from pyiceberg.typedef import Record
-
-    entry = DataFile.from_args(
-        content=content,
-        file_path=f"file://{path}",
-        file_format=file_format or FileFormat.PARQUET,
-        partition=Record(),
-        record_count=1,
-        file_size_in_bytes=path.stat().st_size,
-        **more,
-    )
-    entry.spec_id = 0
-    with table.transaction() as transaction:
-        append = transaction.update_snapshot().fast_append()
-        with append:
-            append.append_data_file(entry)
-
-
 @pytest.mark.slow
 def test_positional_deletes_leave_their_rows_out_on_every_engine(
     tmp_path: Path, spark: Any
@@ -403,7 +380,7 @@ def test_positional_deletes_leave_their_rows_out_on_every_engine(
         ),
         deletes,
     )
-    _commit_file(table, deletes, DataFileContent.POSITION_DELETES)
+    commit_file(table, deletes, DataFileContent.POSITION_DELETES)
     assert table.scan().to_arrow().num_rows == 294
     build_index(table, "id", items=4)
     for sql in SQL:
@@ -428,12 +405,12 @@ def test_equality_deletes_and_foreign_files_are_refused(tmp_path: Path) -> None:
     equality = made("equality")
     deletes = Path(equality.location().removeprefix("file://")) / "data" / "eq.parquet"
     pa.parquet.write_table(pa.table({"id": pa.array([3], pa.int64())}), deletes)
-    _commit_file(equality, deletes, DataFileContent.EQUALITY_DELETES, equality_ids=[1])
+    commit_file(equality, deletes, DataFileContent.EQUALITY_DELETES, equality_ids=[1])
 
     orc = made("orc")
     other = Path(orc.location().removeprefix("file://")) / "data" / "rows.orc"
     other.write_bytes(b"ORC")
-    _commit_file(orc, other, DataFileContent.DATA, FileFormat.ORC)
+    commit_file(orc, other, DataFileContent.DATA, FileFormat.ORC)
 
     outside = made("outside")
     elsewhere = tmp_path / "elsewhere.parquet"

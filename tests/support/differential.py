@@ -5,7 +5,9 @@ indexes and all three engines read: integers of every width, floats with NaN, -0
 infinities, strings with empty, long and SQL-looking ones, dates, timestamps with and
 without a zone, and an unindexable boolean; nulls everywhere), each written as a Lance
 dataset (fragments of drawn sizes, rows deleted before or after the index build, stable
-row ids, a fragment appended after the build, a compaction) or a directory of Parquet files
+row ids, a fragment appended after the build, a compaction), a Delta or an Iceberg table
+(one commit per fragment, deletes and a late fragment likewise; Delta compacted) or a
+directory of Parquet files
 (small row groups, a file added after the build; laid out flat, in nested plain folders,
 hive partitioned ``p=1/`` ``p=2/``, or mixed: files at the root and in ``day=2/``), with
 bloom indexes of tiny zones. On it, it draws *queries*: Equals / IN / IS NULL mixed with
@@ -44,6 +46,7 @@ import dataclasses
 import datetime as dt
 import itertools
 import math
+import os
 import shutil
 import tempfile
 from collections import Counter
@@ -55,11 +58,13 @@ from typing import Any
 
 import lance
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 from hypothesis import strategies as st
 
 import pruner
+from pruner.engines import ENGINES
 from pruner.index import build_index, update_index
 from pruner.table import Table, open_table
 from tests.support.engine_check import multiset
@@ -95,6 +100,9 @@ EXCLUDED: dict[tuple[str, str], frozenset[str]] = {
     # unconverted and Spark refuses the batches (DATA_SOURCE_RETURN_SCHEMA_MISMATCH), pruned
     # or not: a limitation of the adapter, not of pruning.
     ("spark", "lance"): _UNSIGNED | {"ls", "tsms", "tzms"},
+    # Delta and Iceberg have no unsigned types: deltalake writes a uint8 as an int8 (255
+    # becomes -1 in the files), pyiceberg a uint32 as a uint32 its schema calls a long.
+    **{(engine, x): _UNSIGNED for engine in ENGINES for x in ("delta", "iceberg")},
 }
 """(engine, layout) -> columns the engine cannot read in that layout, left out of any
 dataset that has a table of that layout."""
@@ -184,7 +192,7 @@ class TableSpec:
     up to date at the end (``pruner index update``, with that ``deleted_share``).
     """
 
-    layout: str  # "lance" or "parquet"
+    layout: str  # "lance", "parquet", "delta" or "iceberg"
     data: pa.Table
     fragments: tuple[int, ...]
     items: dict[str, int]
@@ -202,6 +210,11 @@ class TableSpec:
     # compound key indexes (pruner.index.keys), built with the columns' indexes and never
     # updated: fragments added or changed after the build are read whole
     keys: tuple[tuple[str, ...], ...] = ()
+    # Delta: the partition columns (their values in the log, not the files)
+    partition_by: tuple[str, ...] = ()
+    # Iceberg: deletes written as positional delete files (merge-on-read), not as data files
+    # rewritten (pyiceberg's own copy-on-write)
+    positional: bool = False
 
     def folder(self, number: int) -> str:
         """The folder of Parquet file ``number``: none (``flat``), plain folders
@@ -243,6 +256,8 @@ class TableSpec:
                 lance.dataset(str(path)).optimize.compact_files(target_rows_per_fragment=1 << 20)
             self._update(path)
             return path
+        if self.layout in ("delta", "iceberg"):
+            return self._write_logged(path, parts, late)
         path.mkdir()
         for number, part in enumerate(parts):
             self._write_file(part, path / f"{self.folder(number)}part-{number:02d}.parquet")
@@ -252,6 +267,58 @@ class TableSpec:
             self._write_file(late, path / f"{self.folder(number)}part-{number:02d}.parquet")
         self._update(path)
         return path
+
+    def _write_logged(self, path: Path, parts: list[pa.Table], late: pa.Table | None) -> Path:
+        """A Delta table (deltalake appends, deletes, a compaction) or an Iceberg table
+        (pyiceberg appends and copy-on-write deletes, in a SQLite catalog beside it; its
+        current metadata file is the path pruner reads): one commit per fragment."""
+        if self.layout == "delta":
+            import deltalake
+
+            def append(part: pa.Table) -> None:
+                partitions = list(self.partition_by) or None
+                deltalake.write_deltalake(path, part, mode="append", partition_by=partitions)
+
+            def delete(condition: str) -> None:
+                deltalake.DeltaTable(str(path)).delete(condition)
+        else:
+            from pyiceberg.catalog.sql import SqlCatalog
+
+            where = path.with_name(path.name + "_warehouse")
+            where.mkdir()
+            catalog = SqlCatalog(
+                "t", uri=f"sqlite:///{where}/catalog.db", warehouse=f"file://{where}"
+            )
+            catalog.create_namespace("ns")
+            table = catalog.create_table("ns.t", schema=parts[0].schema)
+
+            def append(part: pa.Table) -> None:
+                table.append(part)
+
+            def delete(condition: str) -> None:
+                if self.positional:
+                    _positional_delete(table, set(self.deleted))
+                else:
+                    table.delete(condition)
+
+            def current() -> Path:
+                return Path(table.metadata_location.removeprefix("file://"))
+
+        for part in parts:
+            append(part)
+        condition = "k IN (" + ", ".join(str(k) for k in self.deleted) + ")"
+        if self.deleted and not self.delete_after_index:
+            delete(condition)
+        self._index(path if self.layout == "delta" else current())
+        if late is not None:
+            append(late)
+        if self.deleted and self.delete_after_index:
+            delete(condition)
+        if self.compact and self.layout == "delta":
+            deltalake.DeltaTable(str(path)).optimize.compact()
+        found = path if self.layout == "delta" else current()
+        self._update(found)
+        return found
 
     def _write_file(self, part: pa.Table, file: Path) -> None:
         file.parent.mkdir(parents=True, exist_ok=True)
@@ -339,6 +406,21 @@ def table_literal(table: pa.Table, indent: str = "") -> str:
     return "pa.table(\n" + indent + "  {\n" + "\n".join(lines) + f"\n{indent}  }}\n{indent})"
 
 
+LAYOUTS = tuple(filter(None, os.environ.get("PRUNER_FUZZ_LAYOUTS", "").split(","))) or (
+    "lance",
+    "parquet",
+    "lance",
+    "parquet",
+    "lance",
+    "parquet",
+    "delta",
+    "iceberg",
+)
+"""What a dataset's table is drawn as: Lance and plain Parquet three times as often as a
+Delta or an Iceberg table (read by pruner from the live files its log names); ``make fuzz``
+with ``PRUNER_FUZZ_LAYOUTS=delta,iceberg`` (say) draws only those."""
+
+
 @st.composite
 def table_specs(draw: st.DrawFn, columns: Sequence[str], layout: str) -> TableSpec:
     """A table of ``columns`` (``k`` added first), 1-40 rows, in ``layout``."""
@@ -373,10 +455,23 @@ def table_specs(draw: st.DrawFn, columns: Sequence[str], layout: str) -> TableSp
             if kind_of(name) != "bool" and draw(st.integers(0, 2)) == 0
         )
         return spec
-    spec.deleted = tuple(sorted(draw(st.lists(st.sampled_from(keys), unique=True, max_size=rows))))
+    # A Delta or Iceberg table keeps its first row: a version with no live file is refused
+    # (opening.py), and one before the index build would leave nothing to index
+    deletable = keys if layout == "lance" else keys[1:]
+    drawn = st.lists(st.sampled_from(deletable), unique=True, max_size=rows) if deletable else None
+    spec.deleted = tuple(sorted(draw(drawn))) if drawn is not None else ()
     spec.delete_after_index = bool(spec.deleted) and draw(st.booleans())
-    spec.stable_row_ids = draw(st.integers(0, 3)) == 0
-    spec.compact = draw(st.integers(0, 5)) == 0
+    if layout == "lance":
+        spec.stable_row_ids = draw(st.integers(0, 3)) == 0
+    if layout in ("lance", "delta"):
+        spec.compact = draw(st.integers(0, 5)) == 0
+    if layout == "iceberg":
+        spec.positional = bool(spec.deleted) and draw(st.booleans())
+    if layout == "delta":
+        spec.partition_by = tuple(c for c in columns if draw(st.integers(0, 3)) == 0)
+        # an indexed partition column is refused (nothing in the files to index)
+        spec.items = {c: n for c, n in spec.items.items() if c not in spec.partition_by}
+        spec.keys = tuple(k for k in spec.keys if not set(k) & set(spec.partition_by))
     return spec
 
 
@@ -975,7 +1070,7 @@ def queries(
 @st.composite
 def datasets(draw: st.DrawFn, engine: str, queries_per_dataset: int) -> Dataset:
     """Two tables of one drawn schema and ``queries_per_dataset`` queries for ``engine``."""
-    layouts = {name: draw(st.sampled_from(["lance", "parquet"])) for name in ("a", "b")}
+    layouts = {name: draw(st.sampled_from(LAYOUTS)) for name in ("a", "b")}
     excluded = frozenset().union(*(EXCLUDED.get((engine, x), ()) for x in layouts.values()))
     pool = [n for n in COLUMN_TYPES if n != "k" and n not in excluded]
     columns = draw(st.lists(st.sampled_from(pool), min_size=2, max_size=6, unique=True))
@@ -993,6 +1088,29 @@ def datasets(draw: st.DrawFn, engine: str, queries_per_dataset: int) -> Dataset:
 normalised_rows = multiset
 """``table``'s rows as a multiset (:func:`tests.support.engine_check.multiset`: -0.0 apart
 from 0.0, any NaN equal to any NaN, floats to 10 significant digits)."""
+
+
+def _positional_delete(table: Any, keys: set[int]) -> None:
+    """Rows of ``table`` whose ``k`` is in ``keys`` deleted by one positional delete file
+    (merge-on-read, as Spark, Flink or Trino delete), committed through pyiceberg's own
+    snapshot API (pyiceberg writes no delete files itself)."""
+    from pyiceberg.manifest import DataFileContent
+
+    from tests.support.iceberg import commit_file
+
+    paths, positions = [], []
+    for task in table.scan().plan_files():
+        found = pq.read_table(task.file.file_path.removeprefix("file://"), columns=["k"])
+        for position, key in enumerate(found.column("k").to_pylist()):
+            if key in keys:
+                paths.append(task.file.file_path)
+                positions.append(position)
+    if not paths:
+        return
+    data = Path(table.location().removeprefix("file://")) / "data"
+    deletes = data / f"deletes-{len(list(data.glob('deletes-*')))}.parquet"
+    pq.write_table(pa.table({"file_path": paths, "pos": pa.array(positions, pa.int64())}), deletes)
+    commit_file(table, deletes, DataFileContent.POSITION_DELETES, record_count=len(paths))
 
 
 @dataclass(frozen=True)
@@ -1049,6 +1167,9 @@ class EngineAlone:
       ``p``), else with ``recursiveFileLookup`` (plain ``spark.read.parquet(dir)`` refuses
       nested folders and, over files at the root and in ``day=2/``, reads ``day=2/`` only);
       Lance is ``spark.createDataFrame(lance.dataset(path).to_table())``.
+    - Delta and Iceberg tables, on every engine, as Lance's: the rows of the format's own
+      reader (delta-rs's ``QueryBuilder``, pyiceberg's ``scan().to_arrow()``) registered
+      (:func:`whole_table`).
     """
 
     SPARK_SETTINGS = (
@@ -1080,8 +1201,9 @@ class EngineAlone:
         # (of this connection: no cursor, which would be a connection of its own).
         con.execute("SET python_enable_replacements = false")
         for name, path in self.paths.items():
-            if self.specs[name].layout == "lance":
-                # The plain Lance read, not the LanceDataset: DuckDB would push its filters
+            if self.specs[name].layout != "parquet":
+                # The plain Lance read (Delta's, Iceberg's: their own readers), not the
+                # LanceDataset: DuckDB would push its filters
                 # into Lance's scanner, which refuses one on an unsigned integer or
                 # large_string column ("not yet supported by Substrait conversion") and takes
                 # minutes to serialise a deeply nested one (lance.dataset's
@@ -1090,7 +1212,7 @@ class EngineAlone:
                 # As a pyarrow dataset: over an Arrow table, DuckDB 2.0 drops an outer join's
                 # ON condition when it makes the join an anti join (make fuzz found it;
                 # tests/adapters/test_duckdb_bugs.py).
-                dataset = pads.dataset(lance.dataset(str(path)).to_table())
+                dataset = pads.dataset(whole_table(self.specs[name], path))
                 # Under a view: DuckDB finds a registered object only by its exact name
                 # ("Table with name A does not exist"), a view (as any table) in any case.
                 con.register(f"lance_{name}", dataset)
@@ -1116,8 +1238,8 @@ class EngineAlone:
         )
         context = datafusion.SessionContext(config)
         for name, path in self.paths.items():
-            if self.specs[name].layout == "lance":
-                data = lance.dataset(str(path)).to_table()
+            if self.specs[name].layout != "parquet":
+                data = whole_table(self.specs[name], path)
                 empty = [pa.RecordBatch.from_pylist([], schema=data.schema)]
                 context.register_record_batches(name, [data.to_batches() or empty])
             else:
@@ -1134,8 +1256,8 @@ class EngineAlone:
             if value is not None:
                 session.conf.set(key, value)
         for name, path in self.paths.items():
-            if self.specs[name].layout == "lance":
-                data = lance.dataset(str(path)).to_table()
+            if self.specs[name].layout != "parquet":
+                data = whole_table(self.specs[name], path)
                 frame = session.createDataFrame(data)
                 # Spark's Arrow conversion makes a timestamp without a zone a TIMESTAMP (of
                 # the session's zone); Spark's Parquet reader and pruner's data source make
@@ -1222,14 +1344,37 @@ def unpruned_may_be_wrong(engine: str, tables: Mapping[str, Written]) -> bool:
     pruned selection read ahead into Arrow keeps them. So a DataFusion + Parquet case whose
     answers differ is checked against :func:`in_memory`: ``known`` when the differing
     answers are DataFusion's in-memory one."""
-    return engine == "datafusion" and any(t.spec.layout == "parquet" for t in tables.values())
+    return engine == "datafusion" and any(t.spec.layout != "lance" for t in tables.values())
 
 
 def whole_table(spec: TableSpec, path: Path) -> pa.Table:
-    """Every live row of the written table, read with pyarrow / Lance (no partition
-    column: used only for DataFusion, which pruner and the oracle give none)."""
+    """Every live row of the written table, read with pyarrow / Lance / the table format's
+    own reader (no partition column: pruner and the oracle give DataFusion none)."""
     if spec.layout == "lance":
         return lance.dataset(str(path)).to_table()
+    if spec.layout == "delta":  # delta-rs's own reader (its DataFusion), views made plain
+        import deltalake
+
+        read = deltalake.QueryBuilder().register("t", deltalake.DeltaTable(str(path)))
+        data = pa.RecordBatchReader.from_stream(read.execute("SELECT * FROM t")).read_all()
+        plain = [
+            pa.field(f.name, pa.string()) if pa.types.is_string_view(f.type) else f
+            for f in data.schema
+        ]
+        data = data.cast(pa.schema(plain))
+        # Delta's protocol: "an empty string for any type translates to a null partition
+        # value" (Spark's Delta reads it so, and so does pruner); delta-rs's reader answers ''
+        for name in spec.partition_by:
+            column = data.column(name)
+            if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+                empty = pc.equal(column, pa.scalar("", column.type))
+                cleared = pc.if_else(empty, pa.scalar(None, column.type), column)
+                data = data.set_column(data.schema.get_field_index(name), name, cleared)
+        return data
+    if spec.layout == "iceberg":  # pyiceberg's own reader, of the metadata file at path
+        from pyiceberg.table import StaticTable
+
+        return StaticTable.from_metadata(str(path)).scan().to_arrow()
     files = sorted(path.glob("**/*.parquet"))
     return pa.concat_tables([pq.read_table(file, partitioning=None) for file in files])
 
