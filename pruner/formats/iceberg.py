@@ -158,6 +158,7 @@ def snapshot(
         ) from err
     files = []
     deleted: dict[str, Any] = {}
+    read: dict[str, Any] = {}  # each delete file read once, however many files it covers
     for task in tasks:
         data = task.file
         if str(data.file_format.value).upper() != "PARQUET":
@@ -168,7 +169,7 @@ def snapshot(
         relative = relative_file(root, data.file_path, "Iceberg")
         files.append(relative)
         if task.delete_files:
-            positions = _deleted_positions(what, root, data.file_path, task.delete_files)
+            positions = _deleted_positions(what, root, data.file_path, task.delete_files, read)
             if len(positions):
                 deleted[relative] = positions
     shape = tuple(_iceberg_shape(field) for field in scan.projection().fields)
@@ -186,9 +187,12 @@ def snapshot(
     )
 
 
-def _deleted_positions(what: str, root: storage.Location, data_file: str, deletes: Any) -> Any:
+def _deleted_positions(
+    what: str, root: storage.Location, data_file: str, deletes: Any, read: dict[str, Any]
+) -> Any:
     """The positions of the rows of ``data_file`` its positional delete files delete
     (sorted int64; pyiceberg's planning already chose the delete files that apply to it).
+    ``read``: the delete files read so far, by path (a file may cover many data files).
 
     Raises:
         InvalidParameterError: a delete file pruner does not read (a deletion vector in a
@@ -209,12 +213,14 @@ def _deleted_positions(what: str, root: storage.Location, data_file: str, delete
                 "(rewrite_data_files in Spark)"
             )
         where = delete.file_path
-        if isinstance(root, storage.ObjectPath):
-            location = storage.location(where, root.options)
-        else:
-            location = storage.location(where.removeprefix("file://").removeprefix("file:"))
-        with storage.arrow_input(location) as handle:
-            rows = pq.read_table(handle, columns=["file_path", "pos"])
+        rows = read.get(where)
+        if rows is None:
+            if isinstance(root, storage.ObjectPath):
+                location = storage.location(where, root.options)
+            else:
+                location = storage.location(where.removeprefix("file://").removeprefix("file:"))
+            with storage.arrow_input(location) as handle:
+                rows = read[where] = pq.read_table(handle, columns=["file_path", "pos"])
         mine = rows.filter(pc.equal(rows.column("file_path"), data_file))
         found.append(mine.column("pos").to_numpy().astype(np.int64))
     return np.unique(np.concatenate(found))
