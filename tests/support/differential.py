@@ -1068,9 +1068,15 @@ def queries(
 
 
 @st.composite
-def datasets(draw: st.DrawFn, engine: str, queries_per_dataset: int) -> Dataset:
-    """Two tables of one drawn schema and ``queries_per_dataset`` queries for ``engine``."""
-    layouts = {name: draw(st.sampled_from(LAYOUTS)) for name in ("a", "b")}
+def datasets(
+    draw: st.DrawFn,
+    engine: str,
+    queries_per_dataset: int,
+    layouts_drawn: Sequence[str] = LAYOUTS,
+) -> Dataset:
+    """Two tables of one drawn schema and ``queries_per_dataset`` queries for ``engine``,
+    each table of one of ``layouts_drawn``."""
+    layouts = {name: draw(st.sampled_from(layouts_drawn)) for name in ("a", "b")}
     excluded = frozenset().union(*(EXCLUDED.get((engine, x), ()) for x in layouts.values()))
     pool = [n for n in COLUMN_TYPES if n != "k" and n not in excluded]
     columns = draw(st.lists(st.sampled_from(pool), min_size=2, max_size=6, unique=True))
