@@ -68,10 +68,14 @@ def _oracle(path: Path, sql: str, version: int | None = None) -> Any:
 
 
 def _check(
-    path: Path, step: str, version: int | None = None, engines: tuple[str, ...] = ()
+    path: Path,
+    step: str,
+    version: int | None = None,
+    engines: tuple[str, ...] = (),
+    queries: tuple[str, ...] = tuple(SQL),
 ) -> None:
     source: Any = path if version is None else pruner.open_table(path, version=version)
-    for sql in SQL:
+    for sql in queries:
         expected = _oracle(path, sql, version)
         for engine in engines or ("duckdb", "datafusion"):
             for prune in (True, False):
@@ -134,7 +138,8 @@ def test_spark_reads_a_partitioned_delta_table(tmp_path: Path, spark: Any) -> No
     deltalake.write_deltalake(path, _rows(0, 300), partition_by=PARTITIONS)
     build_index(path, "id")
     deltalake.DeltaTable(str(path)).delete("id > 250")
-    _check(path, "spark", engines=("spark",))
+    # Spark plans a scan per partition's files (a union): about 3 s a query here, so four
+    _check(path, "spark", engines=("spark",), queries=(SQL[0], SQL[1], SQL[4], SQL[8]))
 
 
 def test_more_partition_types(tmp_path: Path) -> None:
