@@ -71,7 +71,6 @@ def snapshot(path: storage.Location, version: int | None = None) -> Snapshot:
         tuple(files),
         tuple(schema.names),
         partitions=partitions,
-        schema=schema,
         deleted=_deleted_rows(root, table, set(files)),
     )
 

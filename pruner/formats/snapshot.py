@@ -43,8 +43,6 @@ class Snapshot:
     name_mapping: dict[str, Any] | None = None
     # Delta: the partition columns, whose values the engines get from pruner, not the files
     partitions: Partitions | None = None
-    # The table's Arrow schema as the format states it (Delta: its columns' types)
-    schema: Any = None
     # Delta: the rows each file with a deletion vector still holds but the table deleted
     # (by the file's path relative to the folder: its sorted row positions, int64)
     deleted: dict[str, Any] | None = None
