@@ -25,12 +25,12 @@ from pruner.table import Table
 __all__ = [
     "PARQUET_READ_AHEAD_BYTES",
     "ParquetPart",
+    "as_table",
     "deleted_rows",
     "parquet_parts",
     "read_ahead_bytes",
     "read_ahead_on_store",
     "read_row_groups",
-    "with_partitions",
     "without_deleted",
 ]
 
@@ -176,8 +176,10 @@ def read_row_groups(table: Table, parts: list[ParquetPart]) -> pa.Table:
 
     ahead = list(_READERS.map(read, parts)) if pooled else [read(p) for p in parts]
     ahead = [
-        with_partitions(
-            table, part.file, without_deleted(table, part, rows).cast(table.file_schema)
+        as_table(
+            table,
+            part.file,
+            without_deleted(table, part, rows).cast(table.stored_schema(part.file)),
         )
         for part, rows in zip(parts, ahead, strict=True)
     ]
@@ -203,17 +205,27 @@ def without_deleted(table: Table, part: ParquetPart, rows: pa.Table) -> pa.Table
     return rows.filter(pa.array(~np.isin(positions, deleted)))
 
 
-def with_partitions(table: Table, file: ParquetFile, rows: pa.Table) -> pa.Table:
-    """``rows`` read from ``file`` of ``table`` (all its columns, or some) with the file's
-    partition values (a Delta table's, from its log) as columns, in the table's column
-    order; ``rows`` itself for a table without partition columns."""
-    partitions = table.partitions
-    if partitions is None:
+def as_table(table: Table, file: ParquetFile, rows: pa.Table) -> pa.Table:
+    """``rows`` read from ``file`` of ``table`` (all its columns or some, under the file's
+    names for them) as the table's columns: named as the table names them, with the values
+    the file holds in no column (a Delta table's partition values, from its log), in the
+    table's column order; ``rows`` itself when the file holds every column by its name."""
+    layout = table.layout(file)
+    if layout is None:
         return rows
-    values = partitions.values[file.relative]
-    for field, value in zip(partitions.fields, values, strict=True):
-        rows = rows.append_column(field, pa.repeat(pa.scalar(value, field.type), rows.num_rows))
-    return rows.select([name for name in table.schema.names if name in rows.column_names])
+    held = set(rows.column_names)
+    stored = {name: in_file for name, in_file in layout.stored if in_file in held}
+    constants = {field.name: (field, value) for field, value in layout.constants}
+    columns, fields = [], []
+    for name in table.schema.names:
+        if name in stored:
+            columns.append(rows.column(stored[name]))
+            fields.append(rows.schema.field(stored[name]).with_name(name))
+        elif name in constants:
+            field, value = constants[name]
+            columns.append(pa.repeat(pa.scalar(value, field.type), rows.num_rows))
+            fields.append(field)
+    return pa.Table.from_arrays(columns, schema=pa.schema(fields, rows.schema.metadata))
 
 
 _READERS = ThreadPoolExecutor(2, thread_name_prefix="pruner-parquet-read")

@@ -174,12 +174,17 @@ def parquet_frame(
     ]
     partial = [part for part in parts if part.row_groups is not None]
     schema = _read_schema(table.schema)
-    stored = _read_schema(table.file_schema)  # a Delta table's partition columns are added
     frames = [
-        _with_partitions(
+        _as_table(
             table,
             part,
-            context.read_parquet(part.file.path.as_uri(), schema=stored, file_extension=""),
+            context.read_parquet(
+                part.file.path.as_uri(),
+                schema=schema
+                if table.layouts is None
+                else _read_schema(table.stored_schema(part.file)),
+                file_extension="",
+            ),
         )
         for part in parts
         if part.row_groups is None
@@ -197,18 +202,23 @@ def parquet_frame(
     return functools.reduce(lambda left, right: left.union(right), frames).limit(_NO_LIMIT)
 
 
-def _with_partitions(
-    table: Table, part: ParquetPart, frame: datafusion.DataFrame
-) -> datafusion.DataFrame:
-    """``frame`` of ``part``'s file with the file's partition values (a Delta table's, from
-    its log) as columns, in the table's column order."""
-    partitions = table.partitions
-    if partitions is None:
+def _as_table(table: Table, part: ParquetPart, frame: datafusion.DataFrame) -> datafusion.DataFrame:
+    """``frame`` of ``part``'s file as the table's columns (reads.as_table): named as the
+    table names them, with the values the file holds in no column (a Delta table's
+    partition values, from its log), in the table's column order."""
+    layout = table.layout(part.file)
+    if layout is None:
         return frame
-    values = partitions.values[part.file.relative]
-    for field, value in zip(partitions.fields, values, strict=True):
-        frame = frame.with_column(field.name, datafusion.lit(pa.scalar(value, field.type)))
-    return frame.select(*(datafusion.col(name) for name in table.schema.names))
+    stored = dict(layout.stored)
+    constants = {field.name: (field, value) for field, value in layout.constants}
+    columns = []
+    for name in table.schema.names:
+        if name in stored:
+            columns.append(datafusion.col(stored[name]).alias(name))
+        else:
+            field, value = constants[name]
+            columns.append(datafusion.lit(pa.scalar(value, field.type)).alias(name))
+    return frame.select(*columns)
 
 
 def _read_schema(schema: pa.Schema) -> pa.Schema:

@@ -129,16 +129,7 @@ def parquet_view_sql(table: Table, selection: Selection | None) -> str:
     if not parts:
         first = files[min(files)]
         scan = f"read_parquet({quote_path(first.path)}, {options})"
-        select = f"SELECT *{_constants(table, first)} FROM {scan}"
-        return _in_order(table, select) + " LIMIT 0"
-    # Columns some files store narrower or wider: as DuckDB reads them over every file,
-    # at the first file's type (a subset of the files may not start with that file).
-    widened = ", ".join(
-        f"CAST({quote_identifier(c)} AS {_SQL_WIDTHS[table.schema.field(c).type]}) AS "
-        f"{quote_identifier(c)}"
-        for c in sorted(table.widened)
-    )
-    replace = f" REPLACE ({widened})" if widened else ""
+        return f"SELECT {_projection(table, first)} FROM {scan} LIMIT 0"
     if "file_row_number" in table.schema.names:  # the pseudo-column would clash: read whole
         if table.deleted is not None:
             raise EngineError(
@@ -159,10 +150,10 @@ def parquet_view_sql(table: Table, selection: Selection | None) -> str:
         whole: dict[str, list[ParquetPart]] = {}  # by the files' partition values
         for part in parts:
             if part.row_groups is None and (part.file.path in damaged) == unsafe:
-                whole.setdefault(_constants(table, part.file), []).append(part)
-        for constants, group in whole.items():
+                whole.setdefault(_projection(table, part.file), []).append(part)
+        for projection, group in whole.items():
             listing = ", ".join(quote_path(part.file.path) for part in group)
-            select = f"SELECT *{replace}{constants} FROM read_parquet([{listing}], {options})"
+            select = f"SELECT {projection} FROM read_parquet([{listing}], {options})"
             selects.append(_unfiltered(select, unsafe))
     for part in parts:
         if part.row_groups is None:
@@ -181,34 +172,43 @@ def parquet_view_sql(table: Table, selection: Selection | None) -> str:
                 listed = ", ".join(map(str, inside))
                 spans = f"({spans}) AND file_row_number NOT IN ({listed})"
         select = (
-            f"SELECT * EXCLUDE (file_row_number){replace}{_constants(table, part.file)} FROM "
+            f"SELECT {_projection(table, part.file, row_numbers=True)} FROM "
             f"read_parquet({quote_path(part.file.path)}, file_row_number = true, {options}) "
             f"WHERE {spans}"
         )
         selects.append(_unfiltered(select, part.file.path in damaged))
-    return _in_order(table, " UNION ALL BY NAME ".join(selects))
+    return " UNION ALL BY NAME ".join(selects)
 
 
-def _constants(table: Table, file: ParquetFile) -> str:
-    """``, <value> AS <column>`` for each partition column of a Delta table (its values
-    are in the log, not in ``file``), typed as the table's; '' for a table without."""
-    partitions = table.partitions
-    if partitions is None:
-        return ""
-    values = partitions.values[file.relative]
-    return "".join(
-        f", CAST({_literal(value)} AS {_sql_type(field.type)}) AS {quote_identifier(field.name)}"
-        for field, value in zip(partitions.fields, values, strict=True)
-    )
-
-
-def _in_order(table: Table, select: str) -> str:
-    """``select`` with the table's columns in the table's order (a Delta table's partition
-    columns are added after the files' columns)."""
-    if table.partitions is None:
-        return select
-    columns = ", ".join(quote_identifier(name) for name in table.schema.names)
-    return f"SELECT {columns} FROM ({select})"
+def _projection(table: Table, file: ParquetFile, *, row_numbers: bool = False) -> str:
+    """The select list reading ``file`` as the table's columns: ``*``, or each column by
+    the file's name for it and each value the file holds in no column (a Delta table's
+    partition values, from its log, typed as the table's), in the table's column order.
+    Columns some files store narrower (``table.widened``) are cast as DuckDB reads them over
+    every file, at the first file's type (a subset of the files may not start with that
+    file). ``row_numbers``: the scan reads ``file_row_number``, which is left out."""
+    layout = table.layout(file)
+    if layout is None:
+        widened = ", ".join(
+            f"CAST({quote_identifier(c)} AS {_SQL_WIDTHS[table.schema.field(c).type]}) AS "
+            f"{quote_identifier(c)}"
+            for c in sorted(table.widened)
+        )
+        star = "* EXCLUDE (file_row_number)" if row_numbers else "*"
+        return f"{star} REPLACE ({widened})" if widened else star
+    stored = dict(layout.stored)
+    constants = {field.name: (field, value) for field, value in layout.constants}
+    columns = []
+    for name in table.schema.names:
+        if name in stored:
+            text = quote_identifier(stored[name])
+            if name in table.widened:
+                text = f"CAST({text} AS {_SQL_WIDTHS[table.schema.field(name).type]})"
+        else:
+            field, value = constants[name]
+            text = f"CAST({_literal(value)} AS {_sql_type(field.type)})"
+        columns.append(f"{text} AS {quote_identifier(name)}")
+    return ", ".join(columns)
 
 
 def _literal(value: object) -> str:

@@ -9,9 +9,10 @@ import datetime as dt
 
 from pruner import storage
 from pruner.formats import delta, iceberg
-from pruner.formats.snapshot import Snapshot
+from pruner.formats.snapshot import Layout, Snapshot
 
 __all__ = [
+    "Layout",
     "Snapshot",
     "delta",
     "folder",

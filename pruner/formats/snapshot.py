@@ -8,7 +8,7 @@ from typing import Any
 from pruner import storage
 from pruner.errors import InvalidParameterError
 
-__all__ = ["Partitions", "Snapshot", "relative_file"]
+__all__ = ["Layout", "Partitions", "Snapshot", "relative_file"]
 
 
 @dataclass(frozen=True)
@@ -23,6 +23,23 @@ class Partitions:
     @property
     def names(self) -> tuple[str, ...]:
         return tuple(field.name for field in self.fields)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How one data file holds its table's columns: the file's name of each column it
+    stores (in the table's column order), and the value of each it does not (the same in
+    every row of the file: a Delta partition value, from the log)."""
+
+    stored: tuple[tuple[str, str], ...]  # (the table's column, the file's name of it)
+    constants: tuple[tuple[Any, Any], ...]  # (the table's Arrow field, the value)
+
+    def stored_name(self, column: str) -> str | None:
+        """The file's name of the table's ``column``, None when the file does not hold it."""
+        for name, in_file in self.stored:
+            if name == column:
+                return in_file
+        return None
 
 
 @dataclass(frozen=True)

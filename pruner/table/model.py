@@ -16,7 +16,7 @@ from pruner import discover, storage
 from pruner.discover import FileIdentity, ParquetFile, parquet_names
 from pruner.errors import PrunerError
 from pruner.formats import Snapshot
-from pruner.formats.snapshot import Partitions
+from pruner.formats.snapshot import Layout
 from pruner.hashing import plain_type
 from pruner.index import (
     DEFAULT_ITEMS,
@@ -132,9 +132,10 @@ class Table:
         # The version of a Delta table whose live files ``files`` are (None: not a Delta
         # table).
         self.pinned: Snapshot | None = None
-        # A Delta table's partition columns, in ``schema`` but not in its files: their
-        # values per file, which every read adds to the file's rows (None: none).
-        self.partitions: Partitions | None = None
+        # How each file (by its path relative to the folder) holds the table's columns,
+        # which every read of it follows: a Delta table's partition columns are in no file
+        # but its log, one value per file (None: every file holds every column by its name).
+        self.layouts: dict[str, Layout] | None = None
         # A Delta table's deletion vectors: per file (its path relative to the folder), the
         # rows it holds that the table deleted, which every read leaves out (None: none).
         self.deleted: dict[str, np.ndarray] | None = None
@@ -149,14 +150,17 @@ class Table:
         self._whole: Selection | None = None
         self._fragments: list[Any] | None = None
 
-    @property
-    def file_schema(self) -> pa.Schema:
-        """The columns the table's files hold: ``schema`` but a Delta table's partition
-        columns (whose values are in its log)."""
-        if self.partitions is None:
+    def layout(self, file: ParquetFile) -> Layout | None:
+        """How ``file`` holds the table's columns (None: all of them, by their names)."""
+        return None if self.layouts is None else self.layouts[file.relative]
+
+    def stored_schema(self, file: ParquetFile) -> pa.Schema:
+        """The columns ``file`` holds, under its names for them, typed as the table's."""
+        layout = self.layout(file)
+        if layout is None:
             return self.schema
-        stored = set(self.partitions.names)
-        return pa.schema([f for f in self.schema if f.name not in stored], self.schema.metadata)
+        fields = [self.schema.field(name).with_name(stored) for name, stored in layout.stored]
+        return pa.schema(fields, self.schema.metadata)
 
     @property
     def num_rows(self) -> int:

@@ -216,7 +216,11 @@ def _logged_table(snapshot: formats.Snapshot) -> Table:
         # the partition columns are the log's, handed to the engines per file (reads.py)
         fields = {field.name: field for field in (*table.schema, *partitions.fields)}
         table.schema = pa.schema([fields[name] for name in snapshot.columns])
-        table.partitions = partitions
+        held = tuple((name, name) for name in columns)
+        table.layouts = {
+            relative: formats.Layout(held, tuple(zip(partitions.fields, values, strict=True)))
+            for relative, values in partitions.values.items()
+        }
     return table
 
 

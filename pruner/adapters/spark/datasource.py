@@ -34,9 +34,9 @@ from pruner.errors import InvalidParameterError
 from pruner.explain import explain
 from pruner.reads import (
     ParquetPart,
+    as_table,
     deleted_rows,
     parquet_parts,
-    with_partitions,
     without_deleted,
 )
 from pruner.selection import Selection
@@ -253,11 +253,11 @@ def _parquet_batches(table: Table, partition: ZonePartition) -> Iterator[pa.Reco
         # positions in the file are known
         for group in range(len(file.row_group_rows)) if groups is None else groups:
             rows = without_deleted(table, ParquetPart(file, (group,)), opened.read_row_group(group))
-            yield from with_partitions(table, file, rows).to_batches()
+            yield from as_table(table, file, rows).to_batches()
         return
     for batch in opened.iter_batches(row_groups=groups):
-        if table.partitions is None:
+        if table.layouts is None:
             yield batch
             continue
         # a Delta table's partition values, from its log, as columns of the file's rows
-        yield from with_partitions(table, file, pa.Table.from_batches([batch])).to_batches()
+        yield from as_table(table, file, pa.Table.from_batches([batch])).to_batches()

@@ -88,15 +88,15 @@ def _frame(spark: SparkSession, table: Table, selection: Selection | None) -> Da
 
         def read(group: list[ParquetFile]) -> DataFrame:
             frame = reader.parquet(*(str(file.path.absolute()) for file in group))
-            return _with_partitions(table, group[0], frame)
+            return _as_table(table, group[0], frame)
 
         if not parts:
             return read([files[min(files)]]).limit(0)
-        if table.partitions is None:
+        if table.layouts is None:
             return read([part.file for part in parts])
-        groups: dict[tuple[Any, ...], list[ParquetFile]] = {}  # by partition values
+        groups: dict[Any, list[ParquetFile]] = {}  # by how the files hold the columns
         for part in parts:
-            groups.setdefault(table.partitions.values[part.file.relative], []).append(part.file)
+            groups.setdefault(table.layout(part.file), []).append(part.file)
         frames = [read(group) for group in groups.values()]
         return functools.reduce(lambda left, right: left.unionByName(right), frames)
     # Lance, Parquet under a path Hadoop cannot name, a Delta table with deletion vectors,
@@ -117,24 +117,31 @@ def _frame(spark: SparkSession, table: Table, selection: Selection | None) -> Da
     return reader.option("ranges", json.dumps(selection.ranges())).load()
 
 
-def _with_partitions(table: Table, file: ParquetFile, frame: DataFrame) -> DataFrame:
-    """``frame`` of ``file`` (or of files sharing its partition values) with those values
-    (a Delta table's, from its log) as columns, in the table's column order."""
-    partitions = table.partitions
-    if partitions is None:
+def _as_table(table: Table, file: ParquetFile, frame: DataFrame) -> DataFrame:
+    """``frame`` of ``file`` (or of files holding the table's columns as it does) as the
+    table's columns (reads.as_table): named as the table names them, with the values the
+    file holds in no column (a Delta table's partition values, from its log), in the
+    table's column order."""
+    layout = table.layout(file)
+    if layout is None:
         return frame
     from pyspark.sql import functions
     from pyspark.sql.pandas.types import from_arrow_type
 
-    values = partitions.values[file.relative]
-    for field, value in zip(partitions.fields, values, strict=True):
+    stored = dict(layout.stored)
+    constants = {field.name: (field, value) for field, value in layout.constants}
+    columns = []
+    for name in table.schema.names:
+        if name in stored:
+            columns.append(functions.col(quote_identifier(stored[name])).alias(name))
+            continue
+        field, value = constants[name]
         if isinstance(value, dt.datetime | dt.date):  # an instant or a day, not the zone's
             value = value.isoformat()
         elif value is not None and not isinstance(value, bool | int | str):
             value = str(value)  # floats (NaN, inf), decimals: Spark casts the text exactly
-        literal = functions.lit(value).cast(from_arrow_type(field.type))
-        frame = frame.withColumn(field.name, literal)
-    return frame.select(*(quote_identifier(name) for name in table.schema.names))
+        columns.append(functions.lit(value).cast(from_arrow_type(field.type)).alias(name))
+    return frame.select(*columns)
 
 
 def registered(spark: SparkSession, prepared: Plan) -> SparkSession:
