@@ -333,7 +333,7 @@ class _Evaluator(PredicateVisitor[Selection | None]):
             return None
         mask = np.asarray(index.index.has_null, dtype=bool)
         self.terms.append(TermReport(term, True, "", column, int((mask & index.valid).sum())))
-        return index.zones(mask)
+        return index.zones(mask, nulls=True)
 
 
 def _run(
@@ -548,8 +548,9 @@ def _select_scan(
     layout = evaluator.layout or table.any_index()
     if layout is not None:
         keep = layout.valid
-        starts = np.concatenate([layout.zone_starts[keep], layout.uncovered.starts])
-        ends = np.concatenate([layout.zone_ends[keep], layout.uncovered.ends])
+        others = layout.uncovered | layout.null_only
+        starts = np.concatenate([layout.zone_starts[keep], others.starts])
+        ends = np.concatenate([layout.zone_ends[keep], others.ends])
     else:
         starts, ends = table.default_zones()
     zones_selected = len(starts) if selected is None else _count_zones(starts, ends, selection)

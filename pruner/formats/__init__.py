@@ -6,6 +6,7 @@ files (:class:`Snapshot`)."""
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 from pruner import storage
 from pruner.formats import delta, iceberg
@@ -21,6 +22,7 @@ __all__ = [
     "log_entries",
     "partition_columns",
     "snapshot",
+    "stored_columns",
     "version_at",
 ]
 
@@ -43,6 +45,21 @@ def snapshot(
     if delta.is_delta_table(path):
         return delta.snapshot(path, version)
     return iceberg.snapshot(path, version, newest=newest)
+
+
+def stored_columns(snapshot: Snapshot, schema: Any) -> dict[str, str]:
+    """The table's columns a data file of Arrow ``schema`` holds, each by the file's name
+    for it, found as the format's readers find them (a Delta column by its physical name or
+    field id, an Iceberg column by its field id): a column added since the file was written
+    is not in it, nor a column the file holds under a name the table gave another since.
+
+    Raises:
+        InvalidParameterError: the file holds a column otherwise than the table's schema
+            says (its nested fields named or numbered otherwise).
+    """
+    if snapshot.kind == "delta":
+        return delta.stored_columns(snapshot, schema)
+    return iceberg.stored_columns(snapshot, schema)
 
 
 def version_at(path: storage.Location, when: dt.datetime) -> int:

@@ -8,8 +8,10 @@ reads them as a directory of Parquet files made of exactly those files (indexes 
 per data file, which Delta never rewrites in place, so a file no longer live only drops out).
 
 What pruner cannot read exactly is refused with an error, never answered from the raw
-files: column mapping (the files' column names are not the table's) and reader features
-pruner does not know. Deletion vectors (rows a file still holds but the table deleted) are
+files: nested columns under column mapping and reader features pruner does not know. The
+files' columns are found as Delta's readers find them (:func:`stored_columns`): by name, or
+under column mapping by physical name or field id; a column added since a file was written
+reads as NULL in its rows. Deletion vectors (rows a file still holds but the table deleted) are
 read through deltalake (each file's deleted row positions): every read leaves those rows
 out.
 Partition columns, whose values are in the log and not in the files, are read from the log
@@ -27,14 +29,21 @@ from pruner import storage
 from pruner.errors import InvalidParameterError
 from pruner.formats.snapshot import Partitions, Snapshot, relative_file
 
-__all__ = ["is_delta_table", "log_entries", "partition_columns", "snapshot", "version_at"]
+__all__ = [
+    "is_delta_table",
+    "log_entries",
+    "partition_columns",
+    "snapshot",
+    "stored_columns",
+    "version_at",
+]
 
 LOG = "_delta_log"
+FIELD_ID = b"PARQUET:field_id"
 
 KNOWN_READER_FEATURES = frozenset({"timestampNtz", "v2Checkpoint", "vacuumProtocolCheck"})
 """Reader features that change nothing of which rows a file's bytes hold. Also read:
-deletionVectors (applied: :func:`_deleted_rows`) and columnMapping when the table's mode is
-none (checked)."""
+deletionVectors (applied: :func:`_deleted_rows`) and columnMapping (:func:`stored_columns`)."""
 
 
 def is_delta_table(path: storage.Location) -> bool:
@@ -59,20 +68,56 @@ def snapshot(path: storage.Location, version: int | None = None) -> Snapshot:
     import pyarrow as pa
 
     table = _open(path, version)
-    _refuse_unreadable(path, table)
+    mode = _refuse_unreadable(path, table)
     root = path.absolute()
     files = sorted(relative_file(root, uri, "Delta") for uri in table.file_uris())
     schema = pa.schema(table.schema().to_arrow())
     partitions = _partitions(path, table, schema, set(files))
+    stored = set(partitions.names) if partitions is not None else set()
     return Snapshot(
         "delta",
         root,
         int(table.version()),
         tuple(files),
         tuple(schema.names),
+        shape=tuple(_stored_as(field, mode) for field in schema if field.name not in stored),
         partitions=partitions,
         deleted=_deleted_rows(root, table, set(files)),
+        schema=schema,
     )
+
+
+def _stored_as(field: Any, mode: str) -> tuple[str, int | None, tuple[Any, ...]]:
+    """How the data files hold a column (a :class:`Snapshot`'s shape): by its name, or
+    under column mapping by its physical name (mode ``name``) or its field id (mode
+    ``id``)."""
+    if mode == "none":
+        return (field.name, None, ())
+    metadata = field.metadata or {}
+    physical = metadata.get(b"delta.columnMapping.physicalName", field.name.encode()).decode()
+    found = metadata.get(b"delta.columnMapping.id")
+    return (physical, int(found) if mode == "id" and found is not None else None, ())
+
+
+def stored_columns(snapshot: Snapshot, schema: Any) -> dict[str, str]:
+    """The table's columns a data file of Arrow ``schema`` holds, each by the file's name
+    for it (:func:`pruner.formats.stored_columns`): by the column's name, or under column
+    mapping by its physical name or field id. A column added since the file was written is
+    not in it."""
+    names = set(schema.names)
+    ids = {
+        int(field.metadata[FIELD_ID]): field.name
+        for field in schema
+        if field.metadata and FIELD_ID in field.metadata
+    }
+    partitions = set(snapshot.partitions.names) if snapshot.partitions is not None else set()
+    columns = [name for name in snapshot.columns if name not in partitions]
+    found = {}
+    for column, (in_file, field_id, _) in zip(columns, snapshot.shape, strict=True):
+        held = ids.get(field_id) if field_id is not None else in_file
+        if held is not None and held in names:
+            found[column] = held
+    return found
 
 
 def _deleted_rows(root: storage.Location, table: Any, files: set[str]) -> dict[str, Any] | None:
@@ -197,16 +242,33 @@ def _open(path: storage.Location, version: int | None) -> Any:
         ) from err
 
 
-def _refuse_unreadable(path: storage.Location, table: Any) -> None:
+def _refuse_unreadable(path: storage.Location, table: Any) -> str:
+    """The table's column mapping mode (``none``, ``name`` or ``id``), once nothing in it is
+    what pruner cannot read exactly.
+
+    Raises:
+        InvalidParameterError: an unknown mode or reader feature, or a nested column under
+            column mapping (whose nested fields the files name by physical names too).
+    """
     metadata = table.metadata()
     what = f"Delta table {path} (version {table.version()})"
     mode = (metadata.configuration or {}).get("delta.columnMapping.mode", "none")
-    if mode != "none":
+    if mode not in ("none", "name", "id"):
         raise InvalidParameterError(
-            f"{what} uses column mapping (mode {mode}): its files name columns by physical "
-            "names, which pruner does not map yet; query it with deltalake or DataFusion's "
-            "DeltaTable provider"
+            f"{what} uses column mapping mode {mode!r}, which pruner does not know; query it "
+            "with deltalake or DataFusion's DeltaTable provider"
         )
+    if mode != "none":
+        import pyarrow as pa
+
+        for field in pa.schema(table.schema().to_arrow()):
+            if pa.types.is_nested(field.type):
+                raise InvalidParameterError(
+                    f"{what} uses column mapping (mode {mode}) and has a nested column "
+                    f"{field.name!r}, whose fields its files name by physical names, which "
+                    "pruner does not map yet; query it with deltalake or DataFusion's "
+                    "DeltaTable provider"
+                )
     features = set(table.protocol().reader_features or ())
     unknown = features - KNOWN_READER_FEATURES - {"deletionVectors", "columnMapping"}
     if unknown:
@@ -214,3 +276,4 @@ def _refuse_unreadable(path: storage.Location, table: Any) -> None:
             f"{what} needs reader features pruner does not know ({', '.join(sorted(unknown))}); "
             "query it with deltalake"
         )
+    return mode

@@ -17,9 +17,10 @@ do (:func:`snapshot`'s ``newest``).
 Positional delete files are applied: each data file's deleted row positions are read from
 them, and every read leaves those rows out (as a Delta deletion vector's). What pruner
 cannot read exactly is refused with an error, never answered from the raw files: equality
-delete files and deletion vectors (Puffin files), files that name
-the table's columns otherwise than its schema does (a rename, a column dropped and added
-again: checked by field id in :func:`shape_mismatch`), data files that are not Parquet or lie
+delete files and deletion vectors (Puffin files), files that hold a
+column's nested fields otherwise than its schema does (:func:`stored_columns`; columns are
+found by field id, so a column renamed, or dropped and added again under its old name, reads
+as Iceberg's readers read it), data files that are not Parquet or lie
 outside the table's folder, and tables on object stores other than S3 (not read yet).
 """
 
@@ -44,9 +45,9 @@ __all__ = [
     "is_table_object",
     "log_entries",
     "metadata_names",
-    "shape_mismatch",
     "snapshot",
     "storage_options",
+    "stored_columns",
     "version_at",
 ]
 
@@ -184,6 +185,7 @@ def snapshot(
         shape,
         _name_mapping(table),
         deleted=deleted or None,
+        schema=scan.projection().as_arrow(),
     )
 
 
@@ -408,11 +410,32 @@ def _arrow_shape(field: Any, mapping: NameMap, name: str | None = None) -> Shape
     return (None if name else field.name, field_id, children)
 
 
-def shape_mismatch(snapshot: Snapshot, schema: Any) -> bool:
-    """Whether a data file of Arrow ``schema`` names the table's columns otherwise than the
-    snapshot's schema: other names, or the same names with other field ids (a column
-    renamed, or dropped and added again under its old name, since the file was written).
-    A file written without field ids (added from elsewhere) has the ids the table's name
-    mapping gives its names; with no mapping for a name, none (a mismatch)."""
+def stored_columns(snapshot: Snapshot, schema: Any) -> dict[str, str]:
+    """The table's columns a data file of Arrow ``schema`` holds (by field id: a column
+    renamed since the file was written by its old name, a column dropped and added again
+    under its old name not at all), each by the file's name for it. A file written without
+    field ids (added from elsewhere) has the ids the table's name mapping gives its names.
+
+    Raises:
+        InvalidParameterError: a column's nested fields differ from the schema's (a nested
+            field renamed, added or dropped since the file was written).
+    """
     mapping = snapshot.name_mapping or {}
-    return tuple(_arrow_shape(field, mapping) for field in schema) != snapshot.shape
+    held: dict[int, tuple[str, Shape]] = {}
+    for field in schema:
+        shape = _arrow_shape(field, mapping)
+        if shape[1] is not None:
+            held[shape[1]] = (field.name, shape)
+    found = {}
+    for name, field_id, children in snapshot.shape:
+        if field_id not in held:
+            continue
+        in_file, shape = held[field_id]
+        if shape[2] != children:
+            raise InvalidParameterError(
+                f"a data file of Iceberg table {snapshot.root} holds column {name!r} with "
+                "other nested fields than the table's schema (a nested field renamed, added "
+                f"or dropped since it was written), which pruner does not read yet; {_QUERY_IT}"
+            )
+        found[name or ""] = in_file
+    return found

@@ -48,7 +48,9 @@ class Snapshot:
     relative to the table's folder ``root`` (``/``-separated, sorted), and its columns'
     names. For Iceberg, the metadata file read (which a table opened again reads again), the
     columns' shapes (names and field ids) its data files must have, and the table's name
-    mapping (the field ids of files written without them)."""
+    mapping (the field ids of files written without them). For Delta, the shape of each
+    column its files hold: its name in them (its physical name under column mapping) and
+    its field id where the files are read by id (column mapping's mode ``id``)."""
 
     kind: str
     root: storage.Location
@@ -63,6 +65,9 @@ class Snapshot:
     # Delta: the rows each file with a deletion vector still holds but the table deleted
     # (by the file's path relative to the folder: its sorted row positions, int64)
     deleted: dict[str, Any] | None = None
+    # The table's columns as the format's schema types them (Arrow): the type of a column
+    # no file holds yet
+    schema: Any = None
 
 
 def relative_file(root: storage.Location, uri: str, kind: str) -> str:

@@ -343,10 +343,12 @@ def read_parquet_fragment(
 
 def parquet_fragments(
     directory: storage.PathLike, column: str | Key
-) -> tuple[list[pq.ParquetFile], list[FragmentFile]]:
+) -> tuple[list[pq.ParquetFile], list[FragmentFile], list[str]]:
     """The Parquet files under ``directory``, open and as the index records them (paths
     relative to ``directory``), once ``column`` is known to be indexable and stored with one
-    type in all of them.
+    type in all of them; and each file's name for ``column`` ('' for a compound key). A
+    Delta or Iceberg table's files are its live ones that hold the column, each by its name
+    for it (a renamed column's, a Delta column's physical name).
 
     On a store, what the folder holds (its files, the table format's markers, the index
     already there) is answered from one LIST of it, and the footers are read side by side.
@@ -361,35 +363,40 @@ def parquet_fragments(
 
 def _parquet_fragments(
     directory: storage.PathLike, column: str | Key
-) -> tuple[list[pq.ParquetFile], list[FragmentFile]]:
+) -> tuple[list[pq.ParquetFile], list[FragmentFile], list[str]]:
     root = storage.location(directory)
     if not storage.is_dir(root):
         raise InvalidParameterError(
             f"{root} is not a directory; pass a directory of Parquet files or a Lance dataset"
         )
-    relative = parquet_names(root)
-    paths = [root / name for name in relative]
-    if not paths:
+    snapshot = formats.snapshot(root, newest=True) if formats.kind(root) is not None else None
+    relative = list(snapshot.files) if snapshot is not None else parquet_names(root)
+    if not relative:
         raise InvalidParameterError(f"no *.parquet files under {root}")
     # Identity first, content second: a file replaced in between then fails to match the
     # identity the index records, and is read whole instead of probed with stale zones.
     read = read_parquet_files(root, relative)
     identities = [file.identity for file in read]
     metas = [
-        open_parquet(p, file.metadata, columns=(), known=file.as_opened())
-        for p, file in zip(paths, read, strict=True)
+        open_parquet(root / name, file.metadata, columns=(), known=file.as_opened())
+        for name, file in zip(relative, read, strict=True)
     ]
+    names = [column if isinstance(column, str) else ""] * len(metas)
+    if snapshot is not None:
+        names, kept = _stored_names(snapshot, column, metas)
+        relative = [relative[i] for i in kept]
+        identities = [identities[i] for i in kept]
+        metas = [metas[i] for i in kept]
+    paths = [root / name for name in relative]
     for name in _columns(column):
-        if name not in metas[0].schema_arrow.names and name in formats.partition_columns(root):
-            raise InvalidParameterError(
-                f"{name!r} is a partition column of Delta table {root}: its values are in the "
-                "table's log, one per file, not in the files, so there is nothing to index; "
-                "index the columns its files hold"
-            )
+        if snapshot is not None and isinstance(column, str):
+            name = names[0]  # the files' name for it (each file's, checked below)
         arrow_type = _column_type(
             metas[0].schema_arrow, name, f"Parquet file {paths[0]}", lance=False
         )
-        for path, meta in zip(paths[1:], metas[1:], strict=True):
+        for path, meta, in_file in zip(paths[1:], metas[1:], names[1:], strict=True):
+            if isinstance(column, str):
+                name = in_file
             other = _column_type(meta.schema_arrow, name, f"Parquet file {path}", lance=False)
             if not hash_alike(other, arrow_type):
                 # Values are hashed at their column's width: a probe at one width would miss
@@ -411,7 +418,51 @@ def _parquet_fragments(
     for identity, rel, fid, meta in zip(identities, relative, ids, metas, strict=True):
         rows = meta.metadata.num_rows
         files.append(FragmentFile(fid, rel, identity, rows))
-    return metas, files
+    return metas, files, names
+
+
+def _stored_names(
+    snapshot: formats.Snapshot, column: str | Key, metas: list[pq.ParquetFile]
+) -> tuple[list[str], list[int]]:
+    """Each file's name for ``column`` of a Delta or Iceberg table, as its readers find it
+    (:func:`pruner.formats.stored_columns`), and which files (by position) hold it: a file
+    written before the column was added is left out of the index (read whole).
+
+    Raises:
+        InvalidParameterError: ``column`` is a partition column, or in no live file yet; or
+            a compound key's column is not held by its name in every file.
+    """
+    root = snapshot.root
+    partitions = snapshot.partitions.names if snapshot.partitions is not None else ()
+    for name in _columns(column):
+        if name in partitions:
+            raise InvalidParameterError(
+                f"{name!r} is a partition column of Delta table {root}: its values are in the "
+                "table's log, one per file, not in the files, so there is nothing to index; "
+                "index the columns its files hold"
+            )
+    held = [formats.stored_columns(snapshot, meta.schema_arrow) for meta in metas]
+    if isinstance(column, Key):
+        if all(held[i].get(c) == c for i in range(len(metas)) for c in column.columns):
+            return [""] * len(metas), list(range(len(metas)))
+        raise InvalidParameterError(
+            f"the live files of {root} do not all hold the key's columns "
+            f"({', '.join(column.columns)}) by their names (a column added or renamed since "
+            "some were written, or column mapping), which pruner's compound keys do not index "
+            "yet; index each column alone"
+        )
+    kept = [i for i in range(len(metas)) if column in held[i]]
+    if not kept:
+        if column in snapshot.columns:
+            raise InvalidParameterError(
+                f"no live file of {root} holds column {column!r} yet (it was added since "
+                "they were written): there is nothing to index; build the index once some do"
+            )
+        raise InvalidParameterError(
+            f"column {column!r} is not in the table at {root}; its columns are "
+            f"{', '.join(snapshot.columns)}"
+        )
+    return [held[i][column] for i in kept], kept
 
 
 def build_parquet_index(
@@ -430,7 +481,7 @@ def build_parquet_index(
     across rebuilds (a file keeps the id the previous index gave it). A compound ``Key``
     indexes its encoded tuples (:mod:`pruner.index.keys`).
     """
-    metas, files = parquet_fragments(directory, column)
+    metas, files, names = parquet_fragments(directory, column)
     sbbf.optimal_num_bytes(items, probability)
     total = sum(f.rows for f in files)
     root = storage.location(directory)
@@ -439,12 +490,12 @@ def build_parquet_index(
             read_parquet_fragment,
             root / file.path,
             file.fragment_id,
-            column,
+            name or column,
             items,
             meta.metadata,
             file.identity.as_stat(),
         )
-        for meta, file in zip(metas, files, strict=True)
+        for meta, file, name in zip(metas, files, names, strict=True)
     ]
     threads = reading_threads(threads, root)
     name = column if isinstance(column, str) else ""
@@ -455,7 +506,7 @@ def build_parquet_index(
     if isinstance(column, Key):
         index.value_encoding = KEY_ENCODING
     else:
-        index.value_type = parquet_index_value_type(metas[0], column)
+        index.value_type = parquet_index_value_type(metas[0], names[0])
     return index
 
 

@@ -130,6 +130,13 @@ class UpdatePlan:
     # On an object store, the index object as the plan read it: the update's PUT replaces
     # exactly that object (compare-and-swap on its ETag), or fails.
     location_stat: storage.Stat | None = None
+    # Parquet: each file's (by new fragment id) name for the column, where it differs (a
+    # Delta or Iceberg table's: build.parquet_fragments)
+    stored: dict[int, str] = field(default_factory=dict)
+
+    def target_in(self, fragment_id: int) -> str | Key:
+        """What the update reads of a fragment: :attr:`target`, by the file's name for it."""
+        return self.stored.get(fragment_id, self.target)
 
     @property
     def target(self) -> str | Key:
@@ -312,7 +319,7 @@ def _deletions_to_drop(fragment: Any, old: ZoneIndex, items: int, deleted_share:
 
 
 def _parquet_plan(root: storage.Location, column: str) -> UpdatePlan:
-    metas, files = parquet_fragments(root, column)
+    metas, files, names = parquet_fragments(root, column)
     location = parquet_index_path(root, column)
     if not storage.exists(location):
         raise IndexNotFoundError(
@@ -332,8 +339,11 @@ def _parquet_plan(root: storage.Location, column: str) -> UpdatePlan:
         location=location,
         location_stat=stat,
     )
-    plan.value_type = parquet_index_value_type(metas[0], column) if metas else None
+    plan.value_type = parquet_index_value_type(metas[0], names[0]) if metas else None
     plan.source = dict(zip([f.fragment_id for f in files], metas, strict=True))
+    plan.stored = {
+        f.fragment_id: name for f, name in zip(files, names, strict=True) if name != column
+    }
     _match_files(plan, files, old)
     return _whole_if_changed(plan)
 
@@ -355,7 +365,7 @@ def key_plan(
     fragments: list[Any] = []
     if isinstance(source, _PATHS) and not is_lance_dataset(storage.location(source)):
         root = storage.location(source)
-        metas, files = parquet_fragments(root, key)
+        metas, files, _ = parquet_fragments(root, key)
         types = key.types(metas[0].schema_arrow, f"Parquet file {root}")
         kind: str = "parquet"
         opened: Any = dict(zip([f.fragment_id for f in files], metas, strict=True))
@@ -506,7 +516,7 @@ def local_fragment_rows(
         ]
     else:
         readers = [
-            partial(read_parquet_fragment, plan.source[fid], fid, plan.target, plan.items)
+            partial(read_parquet_fragment, plan.source[fid], fid, plan.target_in(fid), plan.items)
             for fid in fragment_ids
         ]
     return index_in_threads(readers, plan.items, plan.probability, threads)

@@ -3,6 +3,7 @@ and each index fitted to the fragments it proves something about (:class:`TableI
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Sequence
@@ -56,11 +57,17 @@ class TableIndex:
     # A Parquet table's files and the column's Arrow type, for row-group statistics.
     files: dict[int, ParquetFile] | None = None
     arrow_type: pa.DataType | None = None
+    # each file's name for the column (None: it holds it by its name: Table.stored_names)
+    names: dict[int, str | None] | None = None
+    # The files of a Delta or Iceberg table that hold no such column (written before it was
+    # added): NULL in every row, so only a term matching NULL selects them.
+    null_only: Selection = dataclasses.field(default_factory=Selection.empty)
 
     def coverage(self, fragment_rows: dict[int, int]) -> dict[str, int]:
         """Fragments and rows the index proves something about, of the table's total."""
         covered = set(np.unique(self.zone_starts[self.valid] >> FRAGMENT_SHIFT).tolist())
         covered |= {f for f, rows in fragment_rows.items() if rows == 0}  # nothing to cover
+        covered |= set(self.null_only.fragment_ids())  # NULL in every row
         return {
             "fragments_indexed": len(covered),
             "fragments_total": len(fragment_rows),
@@ -88,13 +95,16 @@ class TableIndex:
             self.zone_starts[zones],
             self.zone_ends[zones],
             values,
+            self.names,
         )
         return out
 
-    def zones(self, mask: np.ndarray) -> Selection:
-        """The selected zones' rows, plus every uncovered fragment."""
+    def zones(self, mask: np.ndarray, nulls: bool = False) -> Selection:
+        """The selected zones' rows, plus every uncovered fragment (``nulls``: the term
+        matches NULL, and the fragments holding no such column too)."""
         keep = mask & self.valid
-        return Selection.normalize(self.zone_starts[keep], self.zone_ends[keep]) | self.uncovered
+        found = Selection.normalize(self.zone_starts[keep], self.zone_ends[keep]) | self.uncovered
+        return found | self.null_only if nulls else found
 
 
 class Table:
@@ -153,6 +163,14 @@ class Table:
     def layout(self, file: ParquetFile) -> Layout | None:
         """How ``file`` holds the table's columns (None: all of them, by their names)."""
         return None if self.layouts is None else self.layouts[file.relative]
+
+    def stored_names(self, column: str) -> dict[int, str | None] | None:
+        """Each file's (by id) name for ``column``, None in a file that does not hold it;
+        None when every file holds every column by its name (a table without layouts)."""
+        if self.layouts is None:
+            return None
+        files = self.files or {}
+        return {fid: self.layouts[f.relative].stored_name(column) for fid, f in files.items()}
 
     def stored_schema(self, file: ParquetFile) -> pa.Schema:
         """The columns ``file`` holds, under its names for them, typed as the table's."""
@@ -319,7 +337,7 @@ class Table:
         """The Parquet files' own bloom filters of ``column``, one zone per row group, when
         some file has them (a pruner index, whose zones never straddle a row group, is at
         least as fine and is used instead where it exists)."""
-        found = native_index(self.files or {}, self.schema, column)
+        found = native_index(self.files or {}, self.schema, column, self.stored_names(column))
         if found is None:
             return None
         (fragment_id, zone_start, zone_length, has_null, filters), value_type = found
@@ -340,9 +358,14 @@ class Table:
         )
         return self._fit(index, fragment_id.astype(np.int64))
 
-    def _fit(self, index: ZoneIndex, table_ids: np.ndarray) -> TableIndex:
+    def _fit(self, index: ZoneIndex, table_ids: np.ndarray, column: bool = True) -> TableIndex:
         """Bind zones to fragments (``table_ids``: the table's id per zone, -1 for a stale
-        zone), keeping only zones proven to describe their fragment's rows."""
+        zone), keeping only zones proven to describe their fragment's rows. ``column``: the
+        index is of the column ``index.column`` (not of a compound key)."""
+        names = self.stored_names(index.column) if column else None
+        absent = {fid for fid, name in (names or {}).items() if name is None}
+        if absent:  # a file holding no such column: no zone of it describes the column
+            table_ids = np.where(np.isin(table_ids, list(absent)), -1, table_ids)
         known = table_ids >= 0
         ids = np.where(known, table_ids, 0)
         limit = np.zeros(len(ids), np.uint64)
@@ -367,11 +390,12 @@ class Table:
         damaged |= self._unexplained_gaps(Selection.normalize(starts[valid], ends[valid]))
         if damaged:
             valid &= ~np.isin(ids, np.fromiter(damaged, np.int64, len(damaged)))
-        covered = set(np.unique(ids[valid]).tolist())
+        covered = set(np.unique(ids[valid]).tolist()) | absent
         uncovered = Selection.whole(
             {f: rows for f, rows in self.fragment_rows.items() if f not in covered}
         )
-        column = index.column
+        null_only = Selection.whole({f: self.fragment_rows[f] for f in absent})
+        name = index.column
         return TableIndex(
             index,
             valid,
@@ -381,7 +405,9 @@ class Table:
             int((~known).sum()),
             frozenset(damaged),
             self.files if self.kind == "parquet" else None,
-            self.schema.field(column).type if column in self.schema.names else None,
+            self.schema.field(name).type if column and name in self.schema.names else None,
+            names,
+            null_only,
         )
 
     def _unexplained_gaps(self, covered: Selection) -> set[int]:
@@ -411,9 +437,28 @@ class Table:
                 unexplained.add(fid)
         return unexplained
 
-    def _parquet_ids(self, index: ZoneIndex) -> np.ndarray:
-        """Index fragment id -> table fragment id, -1 where the file changed or is gone."""
-        current = {f.relative: (fid, f.rows, f.identity) for fid, f in (self.files or {}).items()}
+    def _parquet_ids(self, index: ZoneIndex, key: Key | None = None) -> np.ndarray:
+        """Index fragment id -> table fragment id, -1 where the file changed or is gone, or
+        does not hold the column (a Delta or Iceberg table's column added since the file
+        was written, or dropped and added again: the zones describe another column); for a
+        compound ``key``, where it does not hold each of its columns by its name (the build
+        read them by name)."""
+        files = self.files or {}
+        if self.layouts is not None:
+            layouts = {fid: self.layouts[f.relative] for fid, f in files.items()}
+            if key is None:
+                files = {
+                    fid: f
+                    for fid, f in files.items()
+                    if layouts[fid].stored_name(index.column) is not None
+                }
+            else:
+                files = {
+                    fid: f
+                    for fid, f in files.items()
+                    if all(layouts[fid].stored_name(c) == c for c in key.columns)
+                }
+        current = {f.relative: (fid, f.rows, f.identity) for fid, f in files.items()}
         return _file_ids(index, current)
 
     def compound_keys(self) -> list[Key]:
@@ -442,13 +487,13 @@ class Table:
         if stale is not None:
             return stale
         if self.kind != "lance":
-            return self._fit(index, self._parquet_ids(index))
+            return self._fit(index, self._parquet_ids(index, key), column=False)
         schema = self.dataset.lance_schema
         current = {}
         for fragment in self.lance_fragments():
             path, identity = lance_fragment_file(fragment, schema, key)
             current[path] = (fragment.fragment_id, fragment.metadata.physical_rows, identity)
-        return self._fit(index, _file_ids(index, current))
+        return self._fit(index, _file_ids(index, current), column=False)
 
     def default_zones(self) -> tuple[np.ndarray, np.ndarray]:
         """Zone boundaries (addresses) of ``DEFAULT_ITEMS`` rows, for tables without index."""

@@ -180,8 +180,8 @@ _READERS = {
 
 
 def _logged_table(snapshot: formats.Snapshot) -> Table:
-    """The table of a Delta or Iceberg ``snapshot``'s live files, once every file is seen to
-    hold the table's columns as its schema says."""
+    """The table of a Delta or Iceberg ``snapshot``'s live files, each file's columns found
+    as the format's readers find them."""
     name = "Delta" if snapshot.kind == "delta" else "Iceberg"
     what = f"{name} table {snapshot.root} at version {snapshot.version}"
     if not snapshot.files:
@@ -190,37 +190,84 @@ def _logged_table(snapshot: formats.Snapshot) -> Table:
             f"with {_READERS[snapshot.kind]}"
         )
     table = _parquet_table(snapshot.root, snapshot.root, list(snapshot.files))
-    shapes: list[Any] = []  # the files' distinct Parquet schemas (usually one)
-    for file in (table.files or {}).values():
-        if not any(file.metadata.schema.equals(shape) for shape in shapes):
-            shapes.append(file.metadata.schema)
+    table.pinned = snapshot
+    table.deleted = snapshot.deleted
     partitions = snapshot.partitions
     stored = set(partitions.names) if partitions is not None else set()
     columns = [name for name in snapshot.columns if name not in stored]  # in the files
-    for shape in shapes:
-        schema = shape.to_arrow_schema()
-        if schema.names != columns or (
-            snapshot.kind == "iceberg" and formats.iceberg.shape_mismatch(snapshot, schema)
-        ):
-            # A column added (Delta's schema_mode="merge") is NULL in the older files for
-            # the format's readers, a renamed one is found by its field id: the engines
-            # over the files would not find it, or not in them all.
-            raise InvalidParameterError(
-                f"the live files of {what} do not all hold the table's columns as its "
-                "schema says (a column added, renamed or changed since some were written), "
-                f"which pruner does not read yet; query it with {_READERS[snapshot.kind]}"
-            )
-    table.pinned = snapshot
-    table.deleted = snapshot.deleted
+    # the columns each distinct Parquet schema holds (files usually share one or two)
+    shapes: list[tuple[Any, Any, pa.Schema, dict[str, str]]] = []
+    held: dict[str, tuple[pa.Schema, dict[str, str]]] = {}  # per file
+    for file in (table.files or {}).values():
+        metadata = file.metadata
+        known = (metadata.schema, metadata.metadata)
+        found = next((s for s in shapes if s[0].equals(known[0]) and s[1] == known[1]), None)
+        if found is None:
+            schema = arrow_schema(metadata)
+            found = (*known, schema, formats.stored_columns(snapshot, schema))
+            shapes.append(found)
+        held[file.relative] = found[2:]
+    by_name = {name: name for name in columns}
+    if partitions is None and all(s[3] == by_name and s[2].names == columns for s in shapes):
+        return table  # every file holds every column by its name, and nothing else
+    return _laid_out(table, snapshot, held, what)
+
+
+def _laid_out(
+    table: Table,
+    snapshot: formats.Snapshot,
+    held: dict[str, tuple[pa.Schema, dict[str, str]]],
+    what: str,
+) -> Table:
+    """``table`` reading each file as its :class:`~pruner.formats.Layout` says: the table's
+    columns under the file's names for them (``held``: per file, its Arrow schema and those
+    names), a Delta table's partition values, and NULL for a column added since the file was
+    written. A column is typed as the files hold it (or as the format's schema says, when no
+    file holds it yet).
+
+    Raises:
+        InvalidParameterError: two files hold a column at types that do not read alike (an
+            integer of two widths, say).
+    """
+    fields: dict[str, pa.Field] = {}
+    uniform = True  # every file holds each column at one Arrow type
+    for schema, found in {id(found): (schema, found) for schema, found in held.values()}.values():
+        for name, in_file in found.items():
+            field = schema.field(in_file).with_name(name)
+            if name not in fields:
+                fields[name] = field
+                continue
+            uniform = uniform and fields[name].type.equals(field.type)
+            # string, large_string and string_view (and their dictionaries) read alike
+            if not hash_alike(fields[name].type, field.type):
+                raise InvalidParameterError(
+                    f"the live files of {what} hold column {name!r} at different types "
+                    f"({fields[name].type} and {field.type}: its type changed since some were "
+                    f"written), which pruner does not read yet; query it with "
+                    f"{_READERS[snapshot.kind]}"
+                )
+    partitions = snapshot.partitions
     if partitions is not None:
-        # the partition columns are the log's, handed to the engines per file (reads.py)
-        fields = {field.name: field for field in (*table.schema, *partitions.fields)}
-        table.schema = pa.schema([fields[name] for name in snapshot.columns])
-        held = tuple((name, name) for name in columns)
-        table.layouts = {
-            relative: formats.Layout(held, tuple(zip(partitions.fields, values, strict=True)))
-            for relative, values in partitions.values.items()
-        }
+        fields.update((field.name, field) for field in partitions.fields)
+    for name in snapshot.columns:
+        if name not in fields:  # in no file yet
+            fields[name] = snapshot.schema.field(name)
+    table.schema = pa.schema([fields[name] for name in snapshot.columns])
+    table.layouts = {}
+    for relative, (_, found) in held.items():
+        values = (
+            dict(zip(partitions.names, partitions.values[relative], strict=True))
+            if partitions
+            else {}
+        )
+        table.layouts[relative] = formats.Layout(
+            tuple((name, found[name]) for name in snapshot.columns if name in found),
+            tuple(
+                (fields[name], values.get(name)) for name in snapshot.columns if name not in found
+            ),
+        )
+    # every file is read as the table's schema says, at the type each column has
+    table.mixed_types, table.widened, table.uniform_schema = frozenset(), frozenset(), uniform
     return table
 
 

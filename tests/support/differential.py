@@ -215,6 +215,9 @@ class TableSpec:
     # Iceberg: deletes written as positional delete files (merge-on-read), not as data files
     # rewritten (pyiceberg's own copy-on-write)
     positional: bool = False
+    # Delta, Iceberg: a column added to the table after its first fragment was written
+    # (Delta's schema_mode="merge", Iceberg's union_by_name): NULL in that fragment's rows
+    added: str = ""
 
     def folder(self, number: int) -> str:
         """The folder of Parquet file ``number``: none (``flat``), plain folders
@@ -277,7 +280,9 @@ class TableSpec:
 
             def append(part: pa.Table) -> None:
                 partitions = list(self.partition_by) or None
-                deltalake.write_deltalake(path, part, mode="append", partition_by=partitions)
+                deltalake.write_deltalake(
+                    path, part, mode="append", partition_by=partitions, schema_mode="merge"
+                )
 
             def delete(condition: str) -> None:
                 deltalake.DeltaTable(str(path)).delete(condition)
@@ -290,9 +295,13 @@ class TableSpec:
                 "t", uri=f"sqlite:///{where}/catalog.db", warehouse=f"file://{where}"
             )
             catalog.create_namespace("ns")
-            table = catalog.create_table("ns.t", schema=parts[0].schema)
+            first = parts[0].drop_columns([self.added] if self.added else [])
+            table = catalog.create_table("ns.t", schema=first.schema)
 
             def append(part: pa.Table) -> None:
+                if part.schema.names != table.schema().as_arrow().names:
+                    with table.update_schema() as update:
+                        update.union_by_name(part.schema)
                 table.append(part)
 
             def delete(condition: str) -> None:
@@ -304,6 +313,8 @@ class TableSpec:
             def current() -> Path:
                 return Path(table.metadata_location.removeprefix("file://"))
 
+        if self.added:  # the first fragment written before the column was added
+            parts[0] = parts[0].drop_columns([self.added])
         for part in parts:
             append(part)
         condition = "k IN (" + ", ".join(str(k) for k in self.deleted) + ")"
@@ -472,6 +483,18 @@ def table_specs(draw: st.DrawFn, columns: Sequence[str], layout: str) -> TableSp
         # an indexed partition column is refused (nothing in the files to index)
         spec.items = {c: n for c, n in spec.items.items() if c not in spec.partition_by}
         spec.keys = tuple(k for k in spec.keys if not set(k) & set(spec.partition_by))
+    written = len(fragments) - late  # fragments written before the indexes are built
+    last = columns[-1] if columns else ""
+    evolvable = layout in ("delta", "iceberg") and written >= 2 and last not in spec.partition_by
+    if evolvable and draw(st.integers(0, 3)) == 0:
+        # the last column (the table's column order stays), added after the first
+        # fragment: NULL in its rows; a compound key over it is refused
+        spec.added = last
+        held = [None] * fragments[0] + spec.data.column(last).to_pylist()[fragments[0] :]
+        position = spec.data.schema.get_field_index(last)
+        field = spec.data.schema.field(last)
+        spec.data = spec.data.set_column(position, field, pa.array(held, field.type))
+        spec.keys = tuple(k for k in spec.keys if last not in k)
     return spec
 
 

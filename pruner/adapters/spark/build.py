@@ -100,6 +100,9 @@ class ZoneJob:
     # on a store, the location with its options (an ObjectPath pickles with them)
     fragments: list[tuple[int, str | storage.ObjectPath]]
     lance_version: int | None  # the Lance dataset version planned with; None: Parquet
+    # Parquet: each file's (by fragment id) name for the column, where it differs (a Delta
+    # or Iceberg table's)
+    stored: tuple[tuple[int, str], ...] = ()
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
@@ -107,7 +110,8 @@ class ZoneJob:
                 fragment_id, path = self.fragments[position]
                 part: FragmentColumn
                 if self.lance_version is None:
-                    part = read_parquet_fragment(path, fragment_id, self.column, self.items)
+                    column = dict(self.stored).get(fragment_id, self.column)
+                    part = read_parquet_fragment(path, fragment_id, column, self.items)
                 else:
                     part = read_lance_fragment(
                         path, fragment_id, self.column, self.items, self.lance_version
@@ -277,16 +281,22 @@ def build_zone_index_spark(
     """
     num_bytes = sbbf.optimal_num_bytes(items, probability)
     files, value_type = None, None
+    stored: tuple[tuple[int, str], ...] = ()
     local_types = str | os.PathLike | storage.ObjectPath
     if isinstance(source, local_types) and not is_lance_dataset(storage.location(source)):
         root = storage.location(source).resolve()
-        metas, files = parquet_fragments(root, column)
+        metas, files, names = parquet_fragments(root, column)
         fragments = [(f.fragment_id, _task_path(root / f.path)) for f in files]
         expected_rows = [f.rows for f in files]
         version = None
         schema, where = metas[0].schema_arrow, f"Parquet file {root}"
         if isinstance(column, str):
-            value_type = parquet_index_value_type(metas[0], column)
+            value_type = parquet_index_value_type(metas[0], names[0])
+            stored = tuple(
+                (f.fragment_id, name)
+                for f, name in zip(files, names, strict=True)
+                if name != column
+            )
     else:
         ds, planned = lance_fragments(source, column)
         uri = _task_path(storage.dataset_location(ds))
@@ -296,7 +306,7 @@ def build_zone_index_spark(
         schema, where = ds.schema, f"Lance dataset {ds.uri}"
         if isinstance(column, Key):
             files = lance_key_files(ds, planned, column)
-    job = ZoneJob(column, items, num_bytes, fragments, version)
+    job = ZoneJob(column, items, num_bytes, fragments, version, stored)
     table = run_job(spark or session(), job) if fragments else ZONE_ROWS_SCHEMA.empty_table()
     order = [fragment_id for fragment_id, _ in fragments]
     parts = fragment_rows(table, order, expected_rows, num_bytes)
@@ -338,6 +348,7 @@ def index_fragments_spark(
         version = ds.version
     if not fragments:
         return []
-    job = ZoneJob(plan.target, plan.items, num_bytes, fragments, version)
+    stored = tuple((fid, plan.stored[fid]) for fid in fragment_ids if fid in plan.stored)
+    job = ZoneJob(plan.target, plan.items, num_bytes, fragments, version, stored)
     table = run_job(spark or session(), job)
     return fragment_rows(table, list(fragment_ids), expected_rows, num_bytes)

@@ -3,7 +3,7 @@ located by its header at open and read by offset (:class:`NativeFilters`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -231,10 +231,15 @@ class NativeFilters:
 
 
 def native_index(
-    files: dict[int, ParquetFile], schema: pa.Schema, column: str
+    files: dict[int, ParquetFile],
+    schema: pa.Schema,
+    column: str,
+    names: Mapping[int, str | None] | None = None,
 ) -> tuple[Any, pa.DataType] | None:
     """The zones (one per row group) and filters of ``column`` in ``files``, or None when no
-    file has a filter for it (usable or damaged).
+    file has a filter for it (usable or damaged). ``names``: each file's name for the
+    column, None in a file that does not hold it (a Delta or Iceberg table's layouts; None:
+    every file holds it by its name).
 
     Returns ``(zones, value_type)``: ``zones`` as ``(fragment ids, zone starts, zone lengths,
     has_null, NativeFilters)``.
@@ -255,7 +260,8 @@ def native_index(
         metadata = file.metadata
         if metadata is None:
             return None
-        found = _column_index(metadata, column)
+        in_file = column if names is None else names[fid]
+        found = None if in_file is None else _column_index(metadata, in_file)
         file_type = None if found is None else parquet_value_type(arrow_type, found[1])
         if found is not None and file_type is None and arrow_type in _WIDTHS:
             file_type = _signed_width(found[1])  # a signed column stored wider or narrower

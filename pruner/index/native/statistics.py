@@ -27,6 +27,7 @@ def ruled_out_by_statistics(
     starts: np.ndarray,
     ends: np.ndarray,
     values: Sequence[object],
+    names: Mapping[int, str | None] | None = None,
 ) -> np.ndarray:
     """(len(starts),) bool: True for a zone (half-open row addresses ``starts`` to ``ends``)
     that lies in one row group whose min/max statistics of ``column`` hold none of
@@ -36,7 +37,9 @@ def ruled_out_by_statistics(
     signed integer column (``arrow_type``) stored as INT32 or INT64 with no unsigned
     logical type, and every value a Python int; and only in a file whose size and
     modification time are still those it had when the table was opened (the statistics
-    are read from its footer then). Anything else rules nothing out.
+    are read from its footer then). Anything else rules nothing out. ``names``: each
+    file's name for the column, None in a file that does not hold it (None: every file
+    holds it by its name).
     """
     out = np.zeros(len(starts), bool)
     if not pa.types.is_signed_integer(arrow_type) or not values:
@@ -53,7 +56,8 @@ def ruled_out_by_statistics(
         if file is None or file.metadata is None:
             continue
         if fid not in usable:
-            found = _column_index(file.metadata, column)
+            in_file = column if names is None else names[fid]
+            found = None if in_file is None else _column_index(file.metadata, in_file)
             usable[fid] = None
             if found is not None and _logical(found[1]).get("isSigned") is not False:
                 usable[fid] = (np.cumsum(file.row_group_rows), found[0])
