@@ -337,14 +337,19 @@ def test_positional_deletes_leave_their_rows_out_on_every_engine(
 ) -> None:
     """Positional delete files (pyiceberg applies them when it reads), naming rows of two of
     the table's data files, with row groups of 50: every engine, pruned or not, answers as
-    pyiceberg's reader."""
+    pyiceberg's reader. A large string column too: such a file's rows reach Spark at the
+    file's own types, which Spark takes only as its own (``string``)."""
     from pyiceberg.manifest import DataFileContent
 
-    table = _table(tmp_path)
+    def rows(start: int, count: int) -> pa.Table:
+        found = _rows(start, count)
+        return found.append_column("ls", found.column("s").cast(pa.large_string()))
+
+    table = _catalog(tmp_path).create_table("ns.events", schema=rows(0, 0).schema)
     with table.transaction() as transaction:
         transaction.set_properties({"write.parquet.row-group-limit": "50"})
-    table.append(_rows(0, 200))
-    table.append(_rows(200, 100))
+    table.append(rows(0, 200))
+    table.append(rows(200, 100))
     by_rows = {task.file.record_count: task.file.file_path for task in table.scan().plan_files()}
     assert pa.parquet.ParquetFile(by_rows[200].removeprefix("file://")).num_row_groups == 4
     positions = {by_rows[200]: [0, 3, 49, 50, 199], by_rows[100]: [10]}

@@ -187,15 +187,24 @@ class _Reader(DataSourceReader):
 
 
 def _as_spark(batch: pa.RecordBatch) -> pa.RecordBatch:
-    """``batch`` with its fixed-size binary columns as Arrow's binary: Spark reads the type as
-    BINARY and refuses a batch holding it otherwise (DATA_SOURCE_RETURN_SCHEMA_MISMATCH)."""
-    if not any(pa.types.is_fixed_size_binary(field.type) for field in batch.schema):
+    """``batch`` with its fixed-size binary and large binary columns as Arrow's binary, its
+    large strings as strings: the Arrow types of Spark's BINARY and STRING, which Spark
+    refuses a batch to hold otherwise (DATA_SOURCE_RETURN_SCHEMA_MISMATCH; a positional
+    delete's rows are read a row group at a time, at the file's own types)."""
+    if not any(_spark_type(field.type) is not None for field in batch.schema):
         return batch
     columns = [
-        column.cast(pa.binary()) if pa.types.is_fixed_size_binary(column.type) else column
+        column if _spark_type(column.type) is None else column.cast(_spark_type(column.type))
         for column in batch.columns
     ]
     return pa.RecordBatch.from_arrays(columns, names=batch.schema.names)
+
+
+def _spark_type(arrow_type: pa.DataType) -> pa.DataType | None:
+    """The Arrow type Spark reads a column of ``arrow_type`` as, where it differs."""
+    if pa.types.is_fixed_size_binary(arrow_type) or pa.types.is_large_binary(arrow_type):
+        return pa.binary()
+    return pa.string() if pa.types.is_large_string(arrow_type) else None
 
 
 def _term(condition: Filter) -> tuple[str, str, list[object]] | None:
