@@ -17,7 +17,7 @@ from pruner import discover, storage
 from pruner.discover import FileIdentity, ParquetFile, parquet_names
 from pruner.errors import PrunerError
 from pruner.formats import Snapshot
-from pruner.formats.snapshot import Layout
+from pruner.formats.snapshot import Layout, Partitions
 from pruner.hashing import plain_type
 from pruner.index import (
     DEFAULT_ITEMS,
@@ -27,6 +27,7 @@ from pruner.index import (
     open_index,
     parquet_index_path,
 )
+from pruner.index.constants import constant_index
 from pruner.index.keys import Key, key_index_path, lance_fragment_file, stored_keys
 from pruner.index.native import (
     STATISTICS_ZONES,
@@ -327,11 +328,27 @@ class Table:
         if self.kind == "lance":
             index = load_lance_index(self.dataset, column, open_part=open_index)
             return None if index is None else self._fit(index, self._lance_ids(index))
+        partitions = self.pinned.partitions if self.pinned is not None else None
+        if partitions is not None and column in partitions.names:
+            return self._partition_index(column, partitions)
         location = parquet_index_path(self.path, column)
         if not storage.exists(location):
             return self._native(column)
         index = open_index(location, column)
         return self._fit(index, self._parquet_ids(index))
+
+    def _partition_index(self, column: str, partitions: Partitions) -> TableIndex | None:
+        """A Delta table's partition column: each file one zone of its value in the log
+        (:func:`pruner.index.constants.constant_index`)."""
+        position = partitions.names.index(column)
+        files = self.files or {}
+        values = {fid: partitions.values[f.relative][position] for fid, f in files.items()}
+        index = constant_index(column, self.schema.field(column).type, values, self.fragment_rows)
+        return (
+            None
+            if index is None
+            else self._fit(index, index.fragment_id.astype(np.int64), column=False)
+        )
 
     def _native(self, column: str) -> TableIndex | None:
         """The Parquet files' own bloom filters of ``column``, one zone per row group, when

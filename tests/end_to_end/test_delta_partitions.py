@@ -176,6 +176,10 @@ def test_more_partition_types(tmp_path: Path) -> None:
         "SELECT id FROM t WHERE flag AND ratio IS NULL",
         "SELECT count(*) AS c FROM t WHERE price = 1.25 "
         "AND stamp > TIMESTAMP '2024-01-01 01:00:00'",
+        # each probed through the zones of the log's values (one per file)
+        "SELECT id FROM t WHERE stamp = TIMESTAMPTZ '2024-01-01 02:30:00+00'",
+        "SELECT id FROM t WHERE local = TIMESTAMP '2024-02-01 12:01:00' OR ratio = -1.25",
+        "SELECT id FROM t WHERE price IN (0.25, 7.5) AND flag",
     ]:
         expected = _oracle(path, sql)
         for engine in ("duckdb", "datafusion"):
@@ -188,6 +192,33 @@ def test_a_partition_column_is_not_indexed(tmp_path: Path) -> None:
     deltalake.write_deltalake(path, _rows(0, 50), partition_by=PARTITIONS)
     with pytest.raises(InvalidParameterError, match="'kind' is a partition column"):
         build_index(path, "kind")
+
+
+def test_a_filter_on_partition_columns_selects_the_files_the_log_names(tmp_path: Path) -> None:
+    """No index is built of a partition column, yet the log's value of each file serves as
+    its zone: ``kind = 'x'`` reads the files the log gives that value, and so on."""
+    path = tmp_path / "events"
+    deltalake.write_deltalake(path, _rows(0, 300), partition_by=PARTITIONS)
+    actions = pa.table(deltalake.DeltaTable(str(path)).get_add_actions(flatten=True))
+    kinds = actions.column("partition.kind").to_pylist()
+    days = actions.column("partition.day").to_pylist()
+    for sql, files in [
+        ("SELECT id FROM t WHERE kind = 'a b/c'", kinds.count("a b/c")),
+        ("SELECT id FROM t WHERE kind IS NULL", kinds.count(None)),
+        (
+            "SELECT id FROM t WHERE kind IN ('x', '%2F') AND day = DATE '2024-01-02'",
+            sum(
+                k in ("x", "%2F") and d == dt.date(2024, 1, 2)
+                for k, d in zip(kinds, days, strict=True)
+            ),
+        ),
+        ("SELECT id FROM t WHERE kind = 'absent'", 0),
+    ]:
+        scan = pruner.explain(sql, {"t": path}).scans[0]
+        assert len(scan.selection.fragment_ids()) == files < len(kinds), sql
+        expected = _oracle(path, sql)
+        for engine in ("duckdb", "datafusion"):
+            assert multiset(pruner.query(sql, {"t": path}, engine=engine)) == expected
 
 
 def test_an_empty_partition_value_reads_as_null(tmp_path: Path) -> None:
