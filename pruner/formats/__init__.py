@@ -18,6 +18,7 @@ __all__ = [
     "delta",
     "folder",
     "iceberg",
+    "index_name",
     "kind",
     "log_entries",
     "partition_columns",
@@ -45,6 +46,22 @@ def snapshot(
     if delta.is_delta_table(path):
         return delta.snapshot(path, version)
     return iceberg.snapshot(path, version, newest=newest)
+
+
+def index_name(snapshot: Snapshot, column: str) -> str:
+    """The name ``column``'s index is kept under in the table's ``_pruner/`` folder: the
+    column's identity, so that a rename keeps its index and a column dropped and added again
+    under its old name does not take the old one's. A Delta column's physical name under
+    column mapping (else its name), an Iceberg column's field id."""
+    if snapshot.kind == "iceberg":
+        found = [field_id for name, field_id, _ in snapshot.shape if name == column]
+        return f"iceberg-field-{found[0]}" if found and found[0] is not None else column
+    partitions = set(snapshot.partitions.names) if snapshot.partitions is not None else set()
+    columns = [name for name in snapshot.columns if name not in partitions]
+    for name, (in_file, _, _) in zip(columns, snapshot.shape, strict=True):
+        if name == column:
+            return in_file
+    return column
 
 
 def stored_columns(snapshot: Snapshot, schema: Any) -> dict[str, str]:

@@ -14,10 +14,10 @@ catalog loaded, or as its folder when the folder says which file is current
 index build only picks which files get zones, so there the folder's newest metadata file will
 do (:func:`snapshot`'s ``newest``).
 
-Positional delete files are applied: each data file's deleted row positions are read from
-them, and every read leaves those rows out (as a Delta deletion vector's). What pruner
-cannot read exactly is refused with an error, never answered from the raw files: equality
-delete files and deletion vectors (Puffin files), files that hold a
+Positional delete files and deletion vectors (Puffin files, format version 3) are applied:
+each data file's deleted row positions are read from them, and every read leaves those rows
+out (as a Delta deletion vector's). What pruner cannot read exactly is refused with an
+error, never answered from the raw files: equality delete files, files that hold a
 column's nested fields otherwise than its schema does (:func:`stored_columns`; columns are
 found by field id, so a column renamed, or dropped and added again under its old name, reads
 as Iceberg's readers read it), data files that are not Parquet or lie
@@ -192,13 +192,16 @@ def snapshot(
 def _deleted_positions(
     what: str, root: storage.Location, data_file: str, deletes: Any, read: dict[str, Any]
 ) -> Any:
-    """The positions of the rows of ``data_file`` its positional delete files delete
-    (sorted int64; pyiceberg's planning already chose the delete files that apply to it).
-    ``read``: the delete files read so far, by path (a file may cover many data files).
+    """The positions of the rows of ``data_file`` its positional delete files and deletion
+    vectors delete (sorted int64; pyiceberg's planning already chose the delete files that
+    apply to it). ``read``: the delete files read so far, by path (a file may cover many
+    data files): a Parquet file's ``(file_path, pos)`` rows, or a Puffin file's deletion
+    vectors by the data file each names (its ``referenced-data-file``, as pyiceberg's reader
+    matches them).
 
     Raises:
-        InvalidParameterError: a delete file pruner does not read (a deletion vector in a
-            Puffin file, an equality delete).
+        InvalidParameterError: a delete file pruner does not read (an equality delete, a
+            format other than Parquet and Puffin).
     """
     import numpy as np
     import pyarrow.compute as pc
@@ -208,24 +211,54 @@ def _deleted_positions(
     for delete in deletes:
         kind = str(getattr(delete.content, "name", delete.content)).upper()
         fmt = str(delete.file_format.value).upper()
-        if "POSITION" not in kind or fmt != "PARQUET":
+        if "POSITION" not in kind or fmt not in ("PARQUET", "PUFFIN"):
             raise InvalidParameterError(
                 f"{what} has a {fmt} {kind.lower()} delete file ({delete.file_path}), which "
                 f"pruner does not apply yet; {_QUERY_IT}, or rewrite its data files "
                 "(rewrite_data_files in Spark)"
             )
         where = delete.file_path
-        rows = read.get(where)
+        rows: Any = read.get(where)
         if rows is None:
             if isinstance(root, storage.ObjectPath):
                 location = storage.location(where, root.options)
             else:
                 location = storage.location(where.removeprefix("file://").removeprefix("file:"))
             with storage.arrow_input(location) as handle:
-                rows = read[where] = pq.read_table(handle, columns=["file_path", "pos"])
+                if fmt == "PUFFIN":
+                    rows = read[where] = _deletion_vectors(what, where, handle.read())
+                else:
+                    rows = read[where] = pq.read_table(handle, columns=["file_path", "pos"])
+        if fmt == "PUFFIN":
+            found.append(rows.get(data_file, np.zeros(0, np.int64)))
+            continue
         mine = rows.filter(pc.equal(rows.column("file_path"), data_file))
         found.append(mine.column("pos").to_numpy().astype(np.int64))
     return np.unique(np.concatenate(found))
+
+
+def _deletion_vectors(what: str, where: str, content: bytes) -> dict[str, Any]:
+    """The deletion vectors of a Puffin file (format version 3 deletes): per data file its
+    deleted positions (int64), read by pyiceberg (``deletion-vector-v1`` blobs).
+
+    Raises:
+        InvalidParameterError: pyiceberg cannot read the file (damaged, or a blob it does not
+            know).
+    """
+    import numpy as np
+    from pyiceberg.table.deletion_vector import deletion_vectors_from_puffin_file
+    from pyiceberg.table.puffin import PuffinFile
+
+    try:
+        vectors = deletion_vectors_from_puffin_file(PuffinFile(content))
+        return {
+            vector.referenced_data_file: vector.to_vector().to_numpy().astype(np.int64)
+            for vector in vectors
+        }
+    except Exception as err:  # pyiceberg's and pyroaring's own errors
+        raise InvalidParameterError(
+            f"{what}: its deletion vector file {where} cannot be read ({err}); {_QUERY_IT}"
+        ) from err
 
 
 def version_at(path: storage.Location, when: dt.datetime) -> int:

@@ -75,7 +75,12 @@ from pruner.index.lance import (
 )
 from pruner.index.model import FragmentFile, ZoneIndex
 from pruner.index.native import index_from_filters
-from pruner.index.store import PARQUET_INDEX_DIR, load_index, parquet_index_path
+from pruner.index.store import (
+    PARQUET_INDEX_DIR,
+    column_index_path,
+    load_index,
+    parquet_index_path,
+)
 from pruner.index.update import (
     DEFAULT_DELETED_SHARE,
     UpdatePlan,
@@ -219,7 +224,7 @@ def build_index(
         _write_companion(lance_index_path(ds, index_uuid), index)
         commit_index_file(ds, index, index_uuid, size, None)
         return index
-    location = parquet_index_path(path, column)
+    location = column_index_path(path, column)
     with IndexFileWriter(location) as sink:
         index = build(
             path, column, items=items, probability=probability, progress=progress, sink=sink
@@ -391,7 +396,7 @@ def _build_from_parquet_filters(path: storage.Location, column: str, engine: str
             "an index made from Parquet bloom filters reads no data: build it with the local engine"
         )
     index = index_from_filters(path, column)
-    location = parquet_index_path(path, column)
+    location = column_index_path(path, column)
     storage.make_dirs(location.parent)
     write_index_file(index, location)
     _write_companion(location, index)

@@ -11,22 +11,39 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
-from pruner import storage
+from pruner import formats, storage
 from pruner.discover import is_lance_dataset
 from pruner.errors import IndexNotFoundError
 from pruner.index.fileformat import INDEX_FILE_NAME, read_index_file
 from pruner.index.lance import load_lance_index
 from pruner.index.model import FragmentFile, ZoneIndex
 
-__all__ = ["PARQUET_INDEX_DIR", "assign_fragment_ids", "load_index", "parquet_index_path"]
+__all__ = [
+    "PARQUET_INDEX_DIR",
+    "assign_fragment_ids",
+    "column_index_path",
+    "load_index",
+    "parquet_index_path",
+]
 
 PARQUET_INDEX_DIR = "_pruner"
 
 
-def parquet_index_path(directory: storage.PathLike, column: str) -> storage.Location:
-    """Where the index of ``column`` over a Parquet directory lives."""
+def parquet_index_path(directory: storage.PathLike, name: str) -> storage.Location:
+    """Where the index named ``name`` over a Parquet directory lives (a column's: its name,
+    or a Delta or Iceberg table's :func:`pruner.formats.index_name`)."""
     folder = storage.location(directory) / PARQUET_INDEX_DIR
-    return folder / quote(column, safe="") / INDEX_FILE_NAME
+    return folder / quote(name, safe="") / INDEX_FILE_NAME
+
+
+def column_index_path(directory: storage.PathLike, column: str) -> storage.Location:
+    """Where the index of ``column`` over a Parquet directory lives: under its name, or in
+    a Delta or Iceberg table under the column's identity at the table's latest version
+    (:func:`pruner.formats.index_name`)."""
+    root = storage.location(directory)
+    if formats.kind(root) is None:
+        return parquet_index_path(root, column)
+    return parquet_index_path(root, formats.index_name(formats.snapshot(root, newest=True), column))
 
 
 def assign_fragment_ids(relative_paths: list[str], previous: list[FragmentFile]) -> list[int]:
@@ -57,7 +74,7 @@ def load_index(source: storage.PathLike, column: str) -> ZoneIndex:
             return index
         location = f"Lance dataset {path}"
     else:
-        index_path = parquet_index_path(path, column)
+        index_path = column_index_path(path, column)
         if storage.exists(index_path):
             return read_index_file(index_path, column)
         location = f"Parquet directory {path}"

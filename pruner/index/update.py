@@ -53,7 +53,7 @@ from pruner.index.fileformat import read_index_file, read_index_zones
 from pruner.index.keys import Key, key_index_path
 from pruner.index.lance import list_bloom_indexes, load_lance_index, open_lance
 from pruner.index.model import FragmentFile, ZoneIndex
-from pruner.index.store import parquet_index_path
+from pruner.index.store import column_index_path
 from pruner.zones import lance_fragment_zones
 
 __all__ = [
@@ -320,7 +320,7 @@ def _deletions_to_drop(fragment: Any, old: ZoneIndex, items: int, deleted_share:
 
 def _parquet_plan(root: storage.Location, column: str) -> UpdatePlan:
     metas, files, names = parquet_fragments(root, column)
-    location = parquet_index_path(root, column)
+    location = column_index_path(root, column)
     if not storage.exists(location):
         raise IndexNotFoundError(
             f"no bloom index on column {column!r} in Parquet directory {root} to update; "

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from pruner import discover, storage
+from pruner import discover, formats, storage
 from pruner.discover import FileIdentity, ParquetFile, parquet_names
 from pruner.errors import PrunerError
 from pruner.formats import Snapshot
@@ -288,11 +288,15 @@ class Table:
             if self.kind == "lance":
                 found = sorted({info.column for info in list_bloom_indexes(self.dataset)})
             else:
-                found = [
-                    n for n in self.schema.names if storage.exists(parquet_index_path(self.path, n))
-                ]
+                found = [n for n in self.schema.names if storage.exists(self._index_path(n))]
             self._indexed_columns = found
         return self._indexed_columns
+
+    def _index_path(self, column: str) -> storage.Location:
+        """Where a Parquet table's index of ``column`` lives (a Delta or Iceberg table's:
+        under the column's identity at the version opened, formats.index_name)."""
+        name = column if self.pinned is None else formats.index_name(self.pinned, column)
+        return parquet_index_path(self.path, name)
 
     def hash_type(self, column: str) -> pa.DataType | None:
         """The type whose bytes ``column``'s index hashed, or None when evaluating a term on
@@ -331,7 +335,7 @@ class Table:
         partitions = self.pinned.partitions if self.pinned is not None else None
         if partitions is not None and column in partitions.names:
             return self._partition_index(column, partitions)
-        location = parquet_index_path(self.path, column)
+        location = self._index_path(column)
         if not storage.exists(location):
             return self._native(column)
         index = open_index(location, column)

@@ -8,9 +8,10 @@ find them, not by the name the table gives them today.
   under its old name in older files, and a column dropped and added again under its old name
   is NULL in the files written before (they hold the dropped column's values under that
   name: the engines alone over the files would answer from them).
-- An index is read and built by each file's name for the column; a file that does not hold
-  it has no zones (read whole), and zones built when the name meant another column are
-  never used.
+- An index is read and built by each file's name for the column, and kept under the
+  column's identity (a Delta column's physical name, an Iceberg column's field id), so a
+  rename keeps it; a file that does not hold the column has no zones, and being NULL in
+  every row, is selected only by IS NULL.
 
 The judges: DataFusion over deltalake's ``DeltaTable`` provider (deltalake's own
 ``to_pyarrow_table`` reads a column-mapped table as NULLs) and pyiceberg's ``scan()``.
@@ -119,7 +120,8 @@ def test_a_delta_table_with_column_mapping_reads_its_physical_names(tmp_path: Pa
     assert deltalake.DeltaTable(str(path)).to_pyarrow_table().column("id").null_count == 200
     oracle = lambda sql: _delta_oracle(path, sql)  # noqa: E731
     _check(path, oracle, DELTA_SQL, "mapped")
-    build_index(path, "id")  # read by the physical name
+    build_index(path, "id")  # read by the physical name, and kept under it
+    assert [p.name[:4] for p in (path / "_pruner").iterdir()] == ["col-"]
     _check(path, oracle, DELTA_SQL, "indexed")
     assert _pruned_rows("SELECT * FROM t WHERE id = 120", path) == (100, 200)
     deltalake.write_deltalake(path, _rows(200, 50), mode="append")
@@ -201,6 +203,8 @@ def test_iceberg_columns_are_found_by_field_id(tmp_path: Path) -> None:
     table.append(_rows(100, 50, "name"))
     renamed = ["SELECT * FROM t WHERE name = 's5' OR name = 's120'", "SELECT * FROM t WHERE id = 5"]
     _check(table, oracle, renamed, "renamed")
+    # the index of s, kept under its field id, is name's: the first file is ruled out
+    assert _pruned_rows("SELECT * FROM t WHERE name = 's120'", table) == (50, 150)
     with table.update_schema() as update:
         update.add_column("s", StringType())
     news = pa.array(["s5"] * 25 + [None] * 25, pa.string())

@@ -97,7 +97,7 @@ def test_an_iceberg_table_on_the_store_answers_as_its_own_reader(
     explained = pruner.explain(SQL[1], {"t": table})
     scan = explained.scans[0]
     assert scan.unindexed_fragments == () and scan.selection.num_rows < scan.rows_total
-    assert any(key.startswith("_pruner/id/") for key in s3.keys(table.location()))
+    assert any(key.startswith("_pruner/iceberg-field-1/") for key in s3.keys(table.location()))
 
 
 def test_a_folder_on_the_store_without_a_version_hint_is_refused(
