@@ -66,7 +66,8 @@ def located(source: Any, storage_options: Mapping[str, str] | None = None) -> An
     """``source`` where the layers below read it: a path or URI (``str``, ``os.PathLike``
     or an :class:`~pruner.storage.ObjectPath`) as :func:`pruner.storage.location` places it
     (an ObjectPath with ``storage_options`` for an object store URI, a local ``Path``
-    otherwise); a pyiceberg ``Table`` as the metadata file it read; anything else (a
+    otherwise); a pyiceberg ``Table`` as the metadata file it read, and so a table of the
+    user's configured Iceberg catalogs (``iceberg:CATALOG.NAMESPACE.TABLE``); anything else (a
     :class:`~pruner.table.Table`, a dataset object) unchanged.
 
     The entry points (:func:`pruner.query`, :func:`pruner.explain`, :func:`pruner.lookup`,
@@ -79,6 +80,8 @@ def located(source: Any, storage_options: Mapping[str, str] | None = None) -> An
     Raises:
         InvalidParameterError: a URI of a scheme pruner does not read (``http://``...).
     """
+    if isinstance(source, str) and source.startswith(formats.iceberg.CATALOG_PREFIX):
+        source = formats.iceberg.catalog_table(source)  # a table of the user's catalogs
     if formats.iceberg.is_table_object(source):
         # the metadata file it read (pinned to it), reached as its own FileIO reaches it
         # where no storage_options are given

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pruner import storage
+from pruner import formats, storage
 from pruner.cli.printing import _print_index_list, _print_result, _row_groups_read, console
 from pruner.errors import EngineError, InvalidParameterError, PrunerError
 from pruner.index import build_index, update_index
@@ -32,7 +32,10 @@ def _missing(text: str) -> str | None:
     """Why the table at ``text`` (a path or URI) cannot be there, as far as can be told
     without reading it: a local path that does not exist, or a URI of a scheme pruner does
     not read. A URI on an object store is not looked up here (that would need its
-    options); the layers below say clearly when its objects are missing."""
+    options), nor a table of an Iceberg catalog (``iceberg:CATALOG.NAMESPACE.TABLE``); the
+    layers below say clearly when either is missing."""
+    if text.startswith(formats.iceberg.CATALOG_PREFIX):
+        return None
     try:
         where = storage.location(text)
     except ValueError as err:

@@ -38,6 +38,8 @@ from pruner.errors import InvalidParameterError
 from pruner.formats.snapshot import Snapshot, relative_file
 
 __all__ = [
+    "CATALOG_PREFIX",
+    "catalog_table",
     "file_io_properties",
     "folder",
     "is_iceberg_table",
@@ -70,6 +72,62 @@ def is_iceberg_table(path: storage.Location) -> bool:
     if is_metadata_file(path):
         return storage.is_file(path)
     return any(name.endswith(SUFFIX) for name in metadata_names(path))
+
+
+CATALOG_PREFIX = "iceberg:"
+"""How a table of the user's configured Iceberg catalogs is named where a path could be:
+``iceberg:CATALOG.NAMESPACE.TABLE`` (a nested namespace's parts joined by dots)."""
+
+
+def catalog_table(source: str) -> Any:
+    """The pyiceberg ``Table`` that ``source`` (``iceberg:CATALOG.NAMESPACE.TABLE``) names,
+    loaded from the catalog ``CATALOG`` as pyiceberg's ``load_catalog`` configures it
+    (``~/.pyiceberg.yaml``, or ``PYICEBERG_CATALOG__CATALOG__*`` environment variables).
+
+    Raises:
+        InvalidParameterError: the name is not of that form, pyiceberg is not installed, or
+            the catalog or table cannot be loaded (the message without credentials).
+    """
+    name = source[len(CATALOG_PREFIX) :]
+    parts = name.split(".")
+    if len(parts) < 3 or not all(parts):
+        raise InvalidParameterError(
+            f"{source!r} names no Iceberg table: give {CATALOG_PREFIX}CATALOG.NAMESPACE.TABLE, "
+            "a catalog pyiceberg is configured with (~/.pyiceberg.yaml or PYICEBERG_CATALOG__* "
+            "variables), or the table's metadata file"
+        )
+    try:
+        from pyiceberg.catalog import load_catalog
+    except ImportError as err:
+        raise InvalidParameterError(
+            f"{source} is an Iceberg table; pruner reads those with pyiceberg: "
+            "pip install 'pruner-index[iceberg]'"
+        ) from err
+    from pyiceberg.utils.config import Config
+
+    try:
+        # the configuration as it is now (pyiceberg reads it once, when first imported)
+        configured: dict[str, Any] = dict(Config().get_catalog_config(parts[0]) or {})
+        catalog = load_catalog(parts[0], **configured)
+    except Exception as err:  # pyiceberg's own errors (no URI configured, ...)
+        raise InvalidParameterError(
+            f"cannot load the Iceberg catalog {parts[0]!r} ({_without_credentials(err)}); "
+            f"configure it in ~/.pyiceberg.yaml or PYICEBERG_CATALOG__{parts[0].upper()}__* "
+            "variables, as pyiceberg's load_catalog reads them"
+        ) from None
+    try:
+        return catalog.load_table(".".join(parts[1:]))
+    except Exception as err:  # NoSuchTableError, NoSuchNamespaceError, ...
+        raise InvalidParameterError(
+            f"the Iceberg catalog {parts[0]!r} has no table {'.'.join(parts[1:])!r} "
+            f"({_without_credentials(err)})"
+        ) from None
+
+
+def _without_credentials(err: Exception) -> str:
+    """A catalog's error, its first line, without a URL's user and password."""
+    text = storage.scrub(f"{type(err).__name__}: {err}")
+    return re.sub(r"://[^/@\s]*@", "://***@", text)
 
 
 def is_table_object(source: object) -> bool:

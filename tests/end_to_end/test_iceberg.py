@@ -238,6 +238,50 @@ def test_the_cli_reads_an_iceberg_table_by_its_metadata_file(tmp_path: Path) -> 
     assert "Traceback" not in refused.stderr and refused.stdout == ""
 
 
+def test_a_table_of_a_configured_catalog_is_named_by_its_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``iceberg:CATALOG.NAMESPACE.TABLE`` loads the table from a catalog configured as
+    pyiceberg's ``load_catalog`` reads it (here: PYICEBERG_CATALOG__LAKE__* variables), on
+    every entry point; a wrong name, catalog or table says which, with no credential."""
+    monkeypatch.setenv("PYICEBERG_CATALOG__LAKE__TYPE", "sql")
+    monkeypatch.setenv("PYICEBERG_CATALOG__LAKE__URI", f"sqlite:///{tmp_path}/catalog.db")
+    monkeypatch.setenv("PYICEBERG_CATALOG__LAKE__WAREHOUSE", f"file://{tmp_path}")
+    catalog = SqlCatalog(
+        "lake", uri=f"sqlite:///{tmp_path}/catalog.db", warehouse=f"file://{tmp_path}"
+    )
+    catalog.create_namespace("ns")
+    table = catalog.create_table("ns.events", schema=_rows(0, 0).schema)
+    table.append(_rows(0, 100))
+    name = "iceberg:lake.ns.events"
+    build_index(name, "id")
+    sql = "SELECT s FROM t WHERE id = 42"
+    expected = _oracle(table, sql)
+    for engine in ("duckdb", "datafusion"):
+        assert multiset(pruner.query(sql, {"t": name}, engine=engine)) == expected
+    scan = pruner.explain(sql, {"t": name}).scans[0]
+    assert scan.unindexed_fragments == () and scan.table is not None
+    assert pruner.open_table(name).pinned is not None
+    answered = subprocess.run(
+        [*PRUNER, "query", sql, "--table", f"t={name}", "--format", "json"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert answered.returncode == 0 and '"s": "s42"' in answered.stdout, answered.stderr
+    monkeypatch.setenv("PYICEBERG_CATALOG__LOCKED__TYPE", "rest")
+    monkeypatch.setenv("PYICEBERG_CATALOG__LOCKED__URI", "http://me:hunter2secret@127.0.0.1:9/")
+    for wrong, said in [
+        ("iceberg:lake.events", "CATALOG.NAMESPACE.TABLE"),
+        ("iceberg:lake.ns.absent", "has no table 'ns.absent'"),
+        ("iceberg:absent.ns.events", "cannot load the Iceberg catalog 'absent'"),
+        ("iceberg:locked.ns.events", "cannot load the Iceberg catalog 'locked'"),
+    ]:
+        with pytest.raises(InvalidParameterError, match=said) as err:
+            pruner.query(sql, {"t": wrong})
+        assert "hunter2secret" not in str(err.value)
+
+
 @pytest.mark.slow
 def test_spark_reads_an_iceberg_table_as_its_own_reader(tmp_path: Path, spark: Any) -> None:
     """Spark cannot load Iceberg's runtime offline; under pruner it reads the live files."""
