@@ -134,12 +134,26 @@ def test_duckdb_alone_over_deltas_own_read_agrees(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_spark_reads_a_partitioned_delta_table(tmp_path: Path, spark: Any) -> None:
+    """Where the folders say the log's values as Spark unescapes them, Spark reads every
+    file in one scan and takes the values from the folders; where they do not (``ü=1``,
+    which Spark unescapes byte by byte), a scan per partition's files, each given the log's
+    values."""
+    from pruner.adapters.spark.queries import _folders_name_partitions
+
     path = tmp_path / "events"
     deltalake.write_deltalake(path, _rows(0, 300), partition_by=PARTITIONS)
     build_index(path, "id")
     deltalake.DeltaTable(str(path)).delete("id > 250")
-    # Spark plans a scan per partition's files (a union): about 3 s a query here, so four
+    assert not _folders_name_partitions(pruner.open_table(path))
+    # a scan per partition's files (a union) costs seconds of planning a query: four here
     _check(path, "spark", engines=("spark",), queries=(SQL[0], SQL[1], SQL[4], SQL[8]))
+    plain = tmp_path / "plain"
+    rows = _rows(0, 300)
+    kinds = pa.array([("a b/c", "x", None, "%2F", "007")[i % 5] for i in range(300)])
+    deltalake.write_deltalake(plain, rows.set_column(1, "kind", kinds), partition_by=PARTITIONS)
+    assert _folders_name_partitions(pruner.open_table(plain))
+    queries = (*SQL[:5], "SELECT id FROM t WHERE kind = '007' AND n = 1 AND id < 30")
+    _check(plain, "spark, one scan", engines=("spark",), queries=queries)
 
 
 def test_more_partition_types(tmp_path: Path) -> None:

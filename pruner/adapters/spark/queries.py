@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -94,6 +95,18 @@ def _frame(spark: SparkSession, table: Table, selection: Selection | None) -> Da
             return read([files[min(files)]]).limit(0)
         if table.layouts is None:
             return read([part.file for part in parts])
+        if _folders_name_partitions(table):
+            # one scan, its partition values from the folders (each seen to be the log's)
+            from pyspark.sql.pandas.types import from_arrow_schema
+
+            first = parts[0].file
+            stored = table.stored_schema(first)
+            constants = [field for field, _ in table.layouts[first.relative].constants]
+            schema = from_arrow_schema(pa.schema([*stored, *constants]))
+            hived = spark.read.option("basePath", str(table.path.absolute())).schema(schema)
+            hived = hived.option("parquet.filter.bloom.enabled", "false")
+            frame = hived.parquet(*(str(part.file.path.absolute()) for part in parts))
+            return frame.select(*(quote_identifier(name) for name in table.schema.names))
         groups: dict[Any, list[ParquetFile]] = {}  # by how the files hold the columns
         for part in parts:
             groups.setdefault(table.layout(part.file), []).append(part.file)
@@ -115,6 +128,61 @@ def _frame(spark: SparkSession, table: Table, selection: Selection | None) -> Da
     if selection is None:
         return reader.option("prune", "false").load()
     return reader.option("ranges", json.dumps(selection.ranges())).load()
+
+
+def _folders_name_partitions(table: Table) -> bool:
+    """Whether Spark's own partition discovery reads a Delta table's partition values
+    exactly as its log says them: every file holds the other columns by their names, and
+    sits in ``name=value`` folders, one per partition column in order, whose values Spark
+    unescapes to the log's (strings, integers and dates; NULL as Hive's default partition).
+    Then one scan reads every file, where a scan per group of files costs seconds of
+    planning. Delta writes such folders, but need not (Spark's Delta writer may add a random
+    prefix), and Spark unescapes a non-ASCII character byte by byte: those are read a group
+    at a time."""
+    partitions = table.pinned.partitions if table.pinned is not None else None
+    if partitions is None or table.layouts is None:
+        return False
+    kinds = (pa.types.is_string, pa.types.is_large_string, pa.types.is_integer, pa.types.is_date32)
+    if not all(any(kind(field.type) for kind in kinds) for field in partitions.fields):
+        return False
+    if not all(_HIVE_NAME.fullmatch(name) for name in partitions.names):
+        return False
+    layouts = iter(table.layouts.values())
+    held = next(layouts).stored
+    if any(layout.stored != held for layout in layouts) or any(a != b for a, b in held):
+        return False
+    for relative, values in partitions.values.items():
+        folders = relative.split("/")[:-1]
+        if len(folders) != len(values):
+            return False
+        for folder, name, value in zip(folders, partitions.names, values, strict=True):
+            said, equals, raw = folder.partition("=")
+            if not equals or said != name or _spark_unescape(raw) != _folder_text(value):
+                return False
+    return True
+
+
+_HIVE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+
+
+def _folder_text(value: object) -> str | None:
+    """The text Spark must find in a folder for a partition ``value`` (None: none will do)."""
+    if value is None:
+        return _DEFAULT_PARTITION
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        return None
+    text = str(value)
+    return text if text and text != _DEFAULT_PARTITION else None
+
+
+def _spark_unescape(text: str) -> str:
+    """A folder's value as Spark unescapes it (``ExternalCatalogUtils.unescapePathName``):
+    each ``%XX`` the character of that code, byte by byte (``XX`` as Java's
+    ``Integer.parseInt(XX, 16)`` reads it, a leading ``+`` included)."""
+    return re.sub(r"%([0-9A-Fa-f]{2}|\+[0-9A-Fa-f])", lambda m: chr(int(m.group(1), 16)), text)
 
 
 def _as_table(table: Table, file: ParquetFile, frame: DataFrame) -> DataFrame:
