@@ -246,6 +246,21 @@ def test_a_column_whose_type_changed_is_refused(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_spark_reads_mapped_and_evolved_columns(tmp_path: Path, spark: Any) -> None:
+    from pyiceberg.types import StringType
+
+    table = _catalog(tmp_path / "iceberg").create_table("ns.events", schema=_rows(0, 0).schema)
+    table.append(_rows(0, 100))
+    build_index(table, "s")
+    with table.update_schema() as update:
+        update.rename_column("s", "name")
+    with table.update_schema() as update:
+        update.add_column("s", StringType())
+    table.append(_rows(100, 50, "name").append_column("s", pa.array(["x"] * 50)))
+    queries = [
+        "SELECT count(*) AS n FROM t WHERE s IS NULL",
+        "SELECT id, s FROM t WHERE name = 's120'",
+    ]
+    _check(table, lambda sql: _iceberg_oracle(table, sql), queries, "iceberg", ["spark"])
     evolved = _evolved(tmp_path / "evolved")
     build_index(evolved, "extra")
     _check(evolved, lambda sql: _delta_oracle(evolved, sql), EVOLVED_SQL[3:], "evolved", ["spark"])
