@@ -109,9 +109,13 @@ def test_a_column_added_to_a_delta_table_is_null_in_older_files(tmp_path: Path) 
     assert _pruned_rows("SELECT * FROM t WHERE extra IS NULL", path) == (150, 150)
 
 
-def test_a_delta_table_with_column_mapping_reads_its_physical_names(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", ["name", "id"])
+def test_a_delta_table_with_column_mapping_reads_its_physical_names(
+    tmp_path: Path, mode: str
+) -> None:
+    """Mode name: each column found by its physical name; mode id: by its field id."""
     path = tmp_path / "mapped"
-    mapping = {"delta.columnMapping.mode": "name"}
+    mapping = {"delta.columnMapping.mode": mode}
     deltalake.write_deltalake(path, _rows(0, 100), configuration=mapping)
     deltalake.write_deltalake(path, _rows(100, 100), mode="append")
     files = deltalake.DeltaTable(str(path)).file_uris()
