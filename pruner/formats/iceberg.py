@@ -349,16 +349,17 @@ def _static_table(path: storage.Location, newest: bool) -> tuple[Any, Any, Any]:
     root = folder(path).absolute()
     metadata = path.absolute()
     if not is_metadata_file(path):
-        if storage.is_file(root / METADATA / HINT):
-            metadata = _hinted(root)
+        hinted = _hinted(root) if storage.is_file(root / METADATA / HINT) else None
+        if hinted is not None:
+            metadata = hinted
         elif newest:
             metadata = _newest(root)
         else:
             raise InvalidParameterError(
                 f"{root} is an Iceberg table whose folder does not say which metadata file is "
-                f"current (it has no {METADATA}/{HINT}; the table's catalog knows): give its "
-                "current metadata file (table.metadata_location) or the pyiceberg Table "
-                "a catalog loaded"
+                f"current (it has no {METADATA}/{HINT}, or an empty one; the table's catalog "
+                "knows): give its current metadata file (table.metadata_location) or the "
+                "pyiceberg Table a catalog loaded"
             )
     try:
         table = StaticTable.from_metadata(str(metadata), properties)
@@ -367,10 +368,13 @@ def _static_table(path: storage.Location, newest: bool) -> tuple[Any, Any, Any]:
     return root, metadata, table
 
 
-def _hinted(root: storage.Location) -> storage.Location:
+def _hinted(root: storage.Location) -> storage.Location | None:
     """The metadata file ``version-hint.text`` names (a version number ``N`` for
-    ``vN.metadata.json``, or a file name), as pyiceberg and DuckDB read it."""
+    ``vN.metadata.json``, or a file name), as pyiceberg and DuckDB read it; None for an
+    empty hint (Impala's tables have one), which names none."""
     content = storage.read_tail(root / METADATA / HINT, 4096)[0].decode().strip()
+    if not content:
+        return None
     if content.endswith(SUFFIX):
         return root / METADATA / content
     name = f"v{content}" if content.isdecimal() else content

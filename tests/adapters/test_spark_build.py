@@ -6,6 +6,7 @@ first job of a run also pays for starting Spark's Python workers.
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,8 @@ from pruner.index import (
     load_index,
     parquet_index_path,
 )
+from pruner.index.hierarchy import companion_path
+from pruner.status import index_status
 from tests.support.index_check import assert_same_index
 from tests.support.lance_data import write_random_dataset
 
@@ -120,6 +123,10 @@ def test_stored_lance_index_is_the_same_and_lance_uses_it(
         assert raw_metadata(committed_file(spark_path, column)) == raw_metadata(
             committed_file(local_path, column)
         ), column
+        companions = [
+            _companion(companion_path(committed_file(p, column))) for p in (local_path, spark_path)
+        ]
+        assert companions[0] == companions[1], column
     ds = lance.dataset(str(spark_path))
     live = ds.to_table(columns=["i64", "utf8"])
     ids = live.column("i64").drop_null().to_pylist()
@@ -155,6 +162,39 @@ def test_stored_parquet_index_is_the_same(spark: Any, parquet_path: Path, tmp_pa
         # The file list records each file's mtime, which copytree keeps.
         assert stored_spark == stored_local, column
         assert_same_index(load_index(spark_path, column), load_index(local_path, column), column)
+        # the hierarchy companion too: each task made its fragment's share
+        companions = [
+            _companion(companion_path(parquet_index_path(p, column)))
+            for p in (local_path, spark_path)
+        ]
+        assert companions[0] == companions[1], column
+
+
+def _companion(path: Path) -> tuple[dict[str, Any], bytes]:
+    """A companion's header and body, but the fingerprint of the index file it names (the
+    tail of its bytes, which differ from write to write: see below)."""
+    data = path.read_bytes()
+    size = int.from_bytes(data[8:12], "little")
+    header = json.loads(data[20 : 20 + size])
+    header.pop("index_file_tail")
+    assert len(data) > 20 + size
+    return header, data[20 + size :]
+
+
+def test_the_spark_build_writes_the_local_builds_companion(
+    spark: Any, parquet_path: Path, tmp_path: Path
+) -> None:
+    """Built over the same files, the companion is the local build's, byte for byte but the
+    fingerprint of the index file it names: Lance's writer orders an index file's metadata
+    map anew on each write, so no two builds (two local ones neither) write the same index
+    file bytes."""
+    path = copy_of(parquet_path, tmp_path / "t")
+    for column in COLUMNS:
+        build_index(path, column, items=ITEMS, probability=PROBABILITY)
+        local = _companion(companion_path(parquet_index_path(path, column)))
+        build_index(path, column, items=ITEMS, probability=PROBABILITY, engine="spark", spark=spark)
+        assert _companion(companion_path(parquet_index_path(path, column))) == local, column
+    assert {row["hierarchy"] for row in index_status(path)} == {"in use"}
 
 
 def test_cli_engine_spark(

@@ -22,7 +22,7 @@ import pruner
 from pruner.errors import InvalidParameterError
 from pruner.index import build_index, update_index
 from tests.support.engine_check import multiset
-from tests.support.iceberg import commit_file
+from tests.support.iceberg import commit_file, relocated
 
 pytest.importorskip("pyiceberg")
 
@@ -446,6 +446,58 @@ def test_deletion_vectors_leave_their_rows_out(tmp_path: Path) -> None:
             for prune in (True, False):
                 got = multiset(pruner.query(sql, {"t": table}, engine=engine, prune=prune))
                 assert got == expected, (sql, engine, prune)
+
+
+ICEBERG_TABLES = Path(__file__).resolve().parents[1] / "data" / "iceberg"
+
+
+@pytest.mark.slow
+def test_a_table_spark_wrote_with_deletion_vectors(tmp_path: Path, spark: Any) -> None:
+    """Format version 3, written by Spark and Iceberg 1.10 (tests/data/iceberg/README.md):
+    five rows, two deleted by deletion vectors in a Puffin file."""
+    from pyiceberg.table import StaticTable
+
+    metadata = relocated(
+        ICEBERG_TABLES / "iceberg_v3_deletion_vectors",
+        tmp_path / "t",
+        "hdfs://localhost:20500/test-warehouse/iceberg_v3_deletion_vectors",
+    )
+    table = StaticTable.from_metadata(str(metadata))
+    assert table.metadata.format_version == 3
+    assert sorted(table.scan().to_arrow().column("i").to_pylist()) == [1, 3, 5]
+    build_index(metadata, "i", items=1)
+    for sql in [
+        "SELECT count(*) AS n FROM t",
+        "SELECT i FROM t WHERE i IN (2, 3, 4)",
+        "SELECT i FROM t WHERE i = 4",
+    ]:
+        expected = _oracle(table, sql)
+        for engine in ("duckdb", "datafusion", "spark"):
+            for prune in (True, False):
+                got = multiset(pruner.query(sql, {"t": metadata}, engine=engine, prune=prune))
+                assert got == expected, (sql, engine, prune)
+    scan = pruner.explain("SELECT i FROM t WHERE i = 3", {"t": metadata}).scans[0]
+    assert len(scan.selection.fragment_ids()) == 1
+    # its folder's version-hint.text is empty: it names no current metadata file
+    with pytest.raises(InvalidParameterError, match="or an empty one"):
+        pruner.query("SELECT count(*) AS n FROM t", {"t": metadata.parent.parent})
+
+
+def test_a_table_flink_wrote_with_equality_deletes_is_refused(tmp_path: Path) -> None:
+    """Equality deletes (tests/data/iceberg/README.md), which pyiceberg does not apply
+    either: refused with what to do, never answered from the data files."""
+    metadata = relocated(
+        ICEBERG_TABLES / "iceberg_v2_delete_equality",
+        tmp_path / "t",
+        "/test-warehouse/iceberg_test/hadoop_catalog/ice/iceberg_v2_delete_equality",
+    )
+    for call in (
+        lambda: pruner.query("SELECT count(*) AS n FROM t", {"t": metadata}),
+        lambda: pruner.open_table(metadata),
+    ):
+        with pytest.raises(InvalidParameterError, match="equality deletes") as err:
+            call()
+        assert "rewrite_data_files" in str(err.value)
 
 
 def test_equality_deletes_and_foreign_files_are_refused(tmp_path: Path) -> None:

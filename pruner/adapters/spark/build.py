@@ -57,6 +57,7 @@ from pruner.index.build import (
     read_lance_fragment,
     read_parquet_fragment,
 )
+from pruner.index.hierarchy import FragmentCoarse
 from pruner.index.keys import KEY_ENCODING, Key
 
 __all__ = [
@@ -78,6 +79,12 @@ ZONE_ROWS_SCHEMA = pa.schema(
         # The zone's null rows: physical offsets in its fragment, uint32 little-endian.
         pa.field("null_offsets", pa.binary(), nullable=False),
         pa.field("rows", pa.int64(), nullable=False),  # live rows in the zone
+        # The fragment's share of the hierarchy companion (hierarchy.FragmentCoarse), in its
+        # first zone's row (empty, and a count of -1, in the others): its non-null values'
+        # hashes in order (uint64 little-endian), its coarse filter, and the distinct count
+        pa.field("coarse_hashes", pa.binary(), nullable=False),
+        pa.field("coarse_filter", pa.binary(), nullable=False),
+        pa.field("coarse_count", pa.int64(), nullable=False),
     ]
 )
 """What a task yields per zone (Spark has no unsigned types: ids and offsets as int64)."""
@@ -103,6 +110,9 @@ class ZoneJob:
     # Parquet: each file's (by fragment id) name for the column, where it differs (a Delta
     # or Iceberg table's)
     stored: tuple[tuple[int, str], ...] = ()
+    # the index's false positive probability: each task makes its fragment's share of the
+    # hierarchy companion, as the local build does (None: no companion)
+    probability: float | None = None
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
@@ -116,7 +126,7 @@ class ZoneJob:
                     part = read_lance_fragment(
                         path, fragment_id, self.column, self.items, self.lance_version
                     )
-                indexed = index_fragment(part, self.num_bytes)
+                indexed = index_fragment(part, self.num_bytes, self.probability)
                 yield from _zone_batches(part, indexed)
 
 
@@ -130,8 +140,11 @@ def _zone_batches(part: FragmentColumn, rows: FragmentZoneRows) -> Iterator[pa.R
     live_rows = np.diff(part.zones.first_row)
     width = rows.filters.shape[1]
     per_batch = max(1, _BATCH_BYTES // width)
+    coarse = rows.coarse
     for start in range(0, zones, per_batch):
         stop = min(start + per_batch, zones)
+        first = start == 0 and coarse is not None  # this batch carries the coarse share
+        empty = [b""] * (stop - start - 1)
         cuts = null_cuts[start : stop + 1]
         filters = np.ascontiguousarray(rows.filters[start:stop]).reshape(-1)
         filter_offsets = np.arange(0, (stop - start + 1) * width, width, dtype=np.int32)
@@ -156,6 +169,22 @@ def _zone_batches(part: FragmentColumn, rows: FragmentZoneRows) -> Iterator[pa.R
                     ],
                 ),
                 pa.array(live_rows[start:stop].astype(np.int64)),
+                pa.array(
+                    [coarse.hashes.astype("<u8").tobytes(), *empty]
+                    if first and coarse
+                    else [b""] * (stop - start),
+                    pa.binary(),
+                ),
+                pa.array(
+                    [coarse.filter.tobytes(), *empty]
+                    if first and coarse
+                    else [b""] * (stop - start),
+                    pa.binary(),
+                ),
+                pa.array(
+                    [coarse.count if first and coarse else -1] + [-1] * (stop - start - 1),
+                    pa.int64(),
+                ),
             ],
             schema=ZONE_ROWS_SCHEMA,
         )
@@ -195,12 +224,22 @@ def fragment_rows(
         raise EngineError(f"Spark returned bloom filters that are not {num_bytes} bytes each")
     filters = filter_data.reshape(-1, num_bytes)
     null_offsets, null_data = _binary_parts(table.column("null_offsets"))
+    hash_offsets, hash_data = _binary_parts(table.column("coarse_hashes"))
+    coarse_offsets, coarse_data = _binary_parts(table.column("coarse_filter"))
+    coarse_count = table.column("coarse_count").to_numpy()
     change = np.flatnonzero(fragment_id[1:] != fragment_id[:-1]) + 1
     bounds = [0, *change.tolist(), len(fragment_id)] if len(fragment_id) else [0]
     built = {}
     for a, b in pairwise(bounds):
         nulls = null_data[null_offsets[a] : null_offsets[b]].view("<u4").astype(np.uint32)
         fragment = int(fragment_id[a])
+        coarse = None
+        if coarse_count[a] >= 0:  # the fragment's first zone carries its coarse share
+            coarse = FragmentCoarse(
+                hash_data[hash_offsets[a] : hash_offsets[a + 1]].view("<u8").astype(np.uint64),
+                coarse_data[coarse_offsets[a] : coarse_offsets[a + 1]].copy(),
+                int(coarse_count[a]),
+            )
         built[fragment] = FragmentZoneRows(
             fragment,
             fragment_id[a:b],
@@ -210,6 +249,7 @@ def fragment_rows(
             filters[a:b],
             nulls if len(nulls) else None,
             int(live_rows[a:b].sum()),
+            coarse,
         )
     for fragment, rows in zip(order, expected_rows, strict=True):
         got = built[fragment].rows if fragment in built else 0
@@ -306,7 +346,7 @@ def build_zone_index_spark(
         schema, where = ds.schema, f"Lance dataset {ds.uri}"
         if isinstance(column, Key):
             files = lance_key_files(ds, planned, column)
-    job = ZoneJob(column, items, num_bytes, fragments, version, stored)
+    job = ZoneJob(column, items, num_bytes, fragments, version, stored, probability)
     table = run_job(spark or session(), job) if fragments else ZONE_ROWS_SCHEMA.empty_table()
     order = [fragment_id for fragment_id, _ in fragments]
     parts = fragment_rows(table, order, expected_rows, num_bytes)
@@ -349,6 +389,6 @@ def index_fragments_spark(
     if not fragments:
         return []
     stored = tuple((fid, plan.stored[fid]) for fid in fragment_ids if fid in plan.stored)
-    job = ZoneJob(plan.target, plan.items, num_bytes, fragments, version, stored)
+    job = ZoneJob(plan.target, plan.items, num_bytes, fragments, version, stored, plan.probability)
     table = run_job(spark or session(), job)
     return fragment_rows(table, list(fragment_ids), expected_rows, num_bytes)
