@@ -48,7 +48,7 @@ from pruner.expressions import (
 from pruner.hashing import plain_type
 from pruner.index.keys import KEY_TUPLE_LIMIT, Key, hash_tuples, key_tuples
 from pruner.lookup import lookup
-from pruner.reads import as_table
+from pruner.reads import as_table, file_columns
 from pruner.selection import Selection
 from pruner.table import Table, TableIndex
 
@@ -440,7 +440,7 @@ def _other_keys(other: Table, edge: JoinEdge, dialect: str) -> list[Any] | None:
         data = other.dataset.to_table(columns=columns)
     else:
         parts = [
-            as_table(other, f, _read_columns(f, _stored_names(other, f, columns)))
+            as_table(other, f, _read_columns(f, file_columns(other, f, columns)))
             for _, f in sorted((other.files or {}).items())
         ]
         data = pa.concat_tables(parts, promote_options="permissive")
@@ -449,16 +449,6 @@ def _other_keys(other: Table, edge: JoinEdge, dialect: str) -> list[Any] | None:
     if len(keys) > JOIN_KEYS:
         return None
     return keys.to_pylist()
-
-
-def _stored_names(table: Table, file: ParquetFile, columns: list[str]) -> list[str]:
-    """The names ``file`` of ``table`` holds ``columns`` under (leaving out those it holds
-    in no column: a Delta table's partition columns)."""
-    layout = table.layout(file)
-    if layout is None:
-        return columns
-    found = (layout.stored_name(column) for column in columns)
-    return [name for name in found if name is not None]
 
 
 def _read_columns(file: ParquetFile, columns: list[str]) -> pa.Table:

@@ -27,6 +27,7 @@ __all__ = [
     "ParquetPart",
     "as_table",
     "deleted_rows",
+    "file_columns",
     "parquet_parts",
     "read_ahead_bytes",
     "read_ahead_on_store",
@@ -203,6 +204,16 @@ def without_deleted(table: Table, part: ParquetPart, rows: pa.Table) -> pa.Table
         or [np.zeros(0, np.int64)]
     )
     return rows.filter(pa.array(~np.isin(positions, deleted)))
+
+
+def file_columns(table: Table, file: ParquetFile, columns: list[str]) -> list[str]:
+    """The names ``file`` of ``table`` holds ``columns`` under (leaving out those it holds
+    in no column: a Delta table's partition columns, a column added since it was written)."""
+    layout = table.layout(file)
+    if layout is None:
+        return columns
+    found = (layout.stored_name(column) for column in columns)
+    return [name for name in found if name is not None]
 
 
 def as_table(table: Table, file: ParquetFile, rows: pa.Table) -> pa.Table:
