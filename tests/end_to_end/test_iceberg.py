@@ -349,6 +349,26 @@ def test_files_added_without_field_ids_read_by_the_name_mapping(tmp_path: Path) 
             assert multiset(pruner.query(sql, {"t": table}, engine=engine)) == expected
 
 
+def test_the_files_own_bloom_filters_serve_as_zones(tmp_path: Path) -> None:
+    """Iceberg writers may write Parquet's own bloom filters (pyiceberg does not; these files,
+    added by add_files, were written by pyarrow with them): with no pruner index they rule
+    out the files that cannot hold a key, and the answers are still pyiceberg's."""
+    table = _table(tmp_path)
+    folder = Path(table.location().removeprefix("file://"))
+    (folder / "data").mkdir(parents=True)
+    added = []
+    for number in range(3):
+        path = folder / "data" / f"added-{number}.parquet"
+        options = {"id": {"ndv": 100, "fpp": 0.01}}
+        pa.parquet.write_table(_rows(number * 100, 100), path, bloom_filter_options=options)
+        added.append(str(path))
+    table.add_files(added)
+    (scan,) = pruner.explain("SELECT s FROM t WHERE id = 177", {"t": table}).scans
+    assert "parquet bloom filter" in scan.terms[0].reason
+    assert len(scan.selection.fragment_ids()) == 1
+    _check(table, "own filters")
+
+
 def test_a_table_opens_as_it_was_at_a_time(tmp_path: Path) -> None:
     """``asof`` opens the snapshot current at a time, as pyiceberg's
     snapshot_as_of_timestamp finds it; before the first snapshot it is refused."""
