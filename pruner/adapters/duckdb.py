@@ -32,6 +32,7 @@ import weakref
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from pruner import storage
@@ -158,26 +159,38 @@ def parquet_view_sql(table: Table, selection: Selection | None) -> str:
     for part in parts:
         if part.row_groups is None:
             continue
-        spans = " OR ".join(
-            f"file_row_number BETWEEN {start} AND {end - 1}" for start, end in part.row_spans()
-        )
-        deleted = deleted_rows(table, part.file)
-        if deleted is not None:  # the rows the table deleted, of those spans
-            inside = [
-                int(row)
-                for start, end in part.row_spans()
-                for row in deleted[(deleted >= start) & (deleted < end)]
-            ]
-            if inside:
-                listed = ", ".join(map(str, inside))
-                spans = f"({spans}) AND file_row_number NOT IN ({listed})"
         select = (
             f"SELECT {_projection(table, part.file, row_numbers=True)} FROM "
             f"read_parquet({quote_path(part.file.path)}, file_row_number = true, {options}) "
-            f"WHERE {spans}"
+            f"WHERE {_rows_kept(part, deleted_rows(table, part.file))}"
         )
         selects.append(_unfiltered(select, part.file.path in damaged))
     return " UNION ALL BY NAME ".join(selects)
+
+
+def _rows_kept(part: ParquetPart, deleted: np.ndarray | None) -> str:
+    """The condition on ``file_row_number`` that keeps the rows of ``part``'s row groups,
+    but those its table deleted (``deleted``: a Delta deletion vector's or an Iceberg
+    delete's sorted positions): the spans of rows kept, where they are fewer than the rows
+    deleted in them (a deleted range: Delta's DELETE of a date range, say), else the spans
+    and a list of the deleted rows (scattered ones)."""
+    spans = list(part.row_spans())
+    between = " OR ".join(f"file_row_number BETWEEN {a} AND {b - 1}" for a, b in spans)
+    if deleted is None:
+        return between
+    gone = [deleted[(deleted >= start) & (deleted < end)] for start, end in spans]
+    if not sum(len(rows) for rows in gone):
+        return between
+    kept: list[tuple[int, int]] = []
+    for (start, end), rows in zip(spans, gone, strict=True):
+        starts = np.concatenate(([start], rows + 1))  # a run of kept rows after each deleted
+        ends = np.concatenate((rows, [end]))
+        kept.extend((a, b) for a, b in zip(starts.tolist(), ends.tolist(), strict=True) if b > a)
+    if len(kept) <= sum(len(rows) for rows in gone):
+        runs = " OR ".join(f"file_row_number BETWEEN {a} AND {b - 1}" for a, b in kept)
+        return runs or "FALSE"
+    listed = ", ".join(str(int(row)) for rows in gone for row in rows)
+    return f"({between}) AND file_row_number NOT IN ({listed})"
 
 
 def _projection(table: Table, file: ParquetFile, *, row_numbers: bool = False) -> str:

@@ -30,6 +30,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import pruner
+from pruner.adapters.duckdb import parquet_view_sql
 from pruner.discover import table_format
 from pruner.errors import InvalidParameterError
 from pruner.index import build_index, update_index
@@ -407,10 +408,16 @@ def test_deleted_rows_are_left_out_across_row_groups_and_files(tmp_path: Path) -
     """The mechanism a deletion vector drives, on a table of several files of several row
     groups: rows set as deleted (as deltalake's vectors give them: positions in a file) are
     left out of the view DuckDB reads, of the rows read ahead, of DataFusion's reads,
-    pruned or not; judged by DuckDB alone over the files with those rows removed."""
+    pruned or not; judged by DuckDB alone over the files with those rows removed. A range
+    of deleted rows (three row groups' worth, two of them whole) reaches DuckDB as the spans
+    of rows kept, not as a list of every deleted row."""
     root = tmp_path / "t"
     root.mkdir()
-    gone = {"a.parquet": [0, 99, 100, 250, 499], "c.parquet": [7]}
+    gone = {
+        "a.parquet": [0, 99, 100, 250, 499],
+        "b.parquet": list(range(120, 400)),
+        "c.parquet": [7],
+    }
     kept = []
     for number, name in enumerate(("a.parquet", "b.parquet", "c.parquet")):
         ids = pa.array(range(number * 500, number * 500 + 500), pa.int64())
@@ -430,6 +437,7 @@ def test_deleted_rows_are_left_out_across_row_groups_and_files(tmp_path: Path) -
         "SELECT count(*) AS n FROM t",
         "SELECT s FROM t WHERE id IN (0, 1, 99, 100, 101, 250, 499, 500, 1007, 1008)",
         "SELECT id FROM t WHERE id = 250 OR id = 251",
+        "SELECT id FROM t WHERE id IN (619, 620, 700, 899, 900)",
     ]:
         expected = multiset(truth.sql(sql.replace("FROM t", "FROM rows")).arrow().read_all())
         for engine in ("duckdb", "datafusion"):
@@ -438,3 +446,7 @@ def test_deleted_rows_are_left_out_across_row_groups_and_files(tmp_path: Path) -
                 table.deleted = {n: np.array(rows, np.int64) for n, rows in gone.items()}
                 got = multiset(pruner.query(sql, {"t": table}, engine=engine, prune=prune))
                 assert got == expected, (sql, engine, prune)
+    table = pruner.open_table(root)
+    table.deleted = {n: np.array(rows, np.int64) for n, rows in gone.items()}
+    view = parquet_view_sql(table, table.whole())
+    assert "BETWEEN 400 AND 499" in view and "399" not in view and len(view) < 3000
