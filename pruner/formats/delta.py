@@ -237,8 +237,11 @@ def _open(path: storage.Location, version: int | None) -> Any:
     try:
         return DeltaTable(str(path), version=version, storage_options=storage.lance_options(path))
     except Exception as err:  # deltalake's own errors (TableNotFoundError, DeltaError...)
+        at = "its latest version" if version is None else f"version {version}"
         raise InvalidParameterError(
-            f"cannot open Delta table {path} at version {version}: {err}"
+            f"cannot open Delta table {path} at {at}: {err}; pruner reads Delta tables "
+            "through deltalake, which cannot open this one (a newer deltalake may, or "
+            "Spark's own Delta reader)"
         ) from err
 
 

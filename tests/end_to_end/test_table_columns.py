@@ -279,3 +279,34 @@ def test_spark_reads_mapped_and_evolved_columns(tmp_path: Path, spark: Any) -> N
         "mapped",
         ["spark"],
     )
+
+
+def test_more_of_what_pruner_cannot_read_exactly_is_refused(tmp_path: Path) -> None:
+    """A reader feature neither deltalake nor pruner knows, a binary partition column, and
+    an Iceberg column whose nested field was renamed since a file was written: each refused
+    with what to do, never answered from the files."""
+    import json
+
+    featured = tmp_path / "featured"
+    deltalake.write_deltalake(featured, _rows(0, 5))
+    protocol = {"minReaderVersion": 3, "minWriterVersion": 7}
+    protocol |= {"readerFeatures": ["madeUpFeature"], "writerFeatures": ["madeUpFeature"]}
+    commit = featured / "_delta_log" / "00000000000000000001.json"
+    commit.write_text(json.dumps({"protocol": protocol}) + "\n")
+    binary = tmp_path / "binary"
+    rows = _rows(0, 5).append_column("k", pa.array([b"a", b"b"] * 2 + [b"c"]))
+    deltalake.write_deltalake(binary, rows, partition_by=["k"])
+    point = pa.struct([("x", pa.int64())])
+    schema = pa.schema([("id", pa.int64()), ("pt", point)])
+    nested = _catalog(tmp_path / "iceberg").create_table("ns.nested", schema=schema)
+    nested.append(pa.table({"id": [1], "pt": [{"x": 1}]}, schema=schema))
+    with nested.update_schema() as update:
+        update.rename_column("pt.x", "y")
+    for source, said in [
+        (featured, "madeUpFeature"),
+        (binary, "of type binary"),
+        (nested, "other nested fields"),
+    ]:
+        with pytest.raises(InvalidParameterError, match=said) as err:
+            pruner.query("SELECT count(*) AS n FROM t", {"t": source})
+        assert "deltalake" in str(err.value) or "pyiceberg" in str(err.value)
