@@ -224,12 +224,18 @@ def build_index(
         _write_companion(lance_index_path(ds, index_uuid), index)
         commit_index_file(ds, index, index_uuid, size, None)
         return index
-    location = column_index_path(path, column)
-    with IndexFileWriter(location) as sink:
-        index = build(
-            path, column, items=items, probability=probability, progress=progress, sink=sink
-        )
-        sink.finish(index)
+    # On a store, one LIST of the folder answers where the index goes (a Delta or Iceberg
+    # table's, by the column's identity) and which files the build reads
+    found = None
+    if isinstance(path, storage.ObjectPath) and storage.current_listing(path) is None:
+        found = storage.listing(path)
+    with storage.listed(found):
+        location = column_index_path(path, column)
+        with IndexFileWriter(location) as sink:
+            index = build(
+                path, column, items=items, probability=probability, progress=progress, sink=sink
+            )
+            sink.finish(index)
     _write_companion(location, index)
     return index
 

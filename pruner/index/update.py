@@ -319,8 +319,13 @@ def _deletions_to_drop(fragment: Any, old: ZoneIndex, items: int, deleted_share:
 
 
 def _parquet_plan(root: storage.Location, column: str) -> UpdatePlan:
-    metas, files, names = parquet_fragments(root, column)
-    location = column_index_path(root, column)
+    # on a store, one LIST answers which files there are and where the index is
+    found = None
+    if isinstance(root, storage.ObjectPath) and storage.current_listing(root) is None:
+        found = storage.listing(root)
+    with storage.listed(found):
+        metas, files, names = parquet_fragments(root, column)
+        location = column_index_path(root, column)
     if not storage.exists(location):
         raise IndexNotFoundError(
             f"no bloom index on column {column!r} in Parquet directory {root} to update; "

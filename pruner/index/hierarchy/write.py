@@ -106,7 +106,7 @@ def _coarse_counts(
     ids = [int(f) for f in fragments]
     carried = [f for f in ids if f not in fresh]
     if any(f not in kept for f in carried):
-        return "fragments were indexed without their values' hashes (a Spark build)"
+        return "fragments were indexed without their values' hashes"
     if carried and (previous is None or any(kept[f] not in previous.counts for f in carried)):
         return "the index it updated had no usable hierarchy companion"
     assert previous is not None or not carried
