@@ -41,6 +41,11 @@ class Layout:
                 return in_file
         return None
 
+    def null_in(self, column: str) -> bool:
+        """Whether ``column`` is NULL in every row of the file (a column added since it was
+        written, a NULL partition value)."""
+        return any(field.name == column and value is None for field, value in self.constants)
+
 
 @dataclass(frozen=True)
 class Snapshot:

@@ -60,8 +60,8 @@ class TableIndex:
     arrow_type: pa.DataType | None = None
     # each file's name for the column (None: it holds it by its name: Table.stored_names)
     names: dict[int, str | None] | None = None
-    # The files of a Delta or Iceberg table that hold no such column (written before it was
-    # added): NULL in every row, so only a term matching NULL selects them.
+    # The files of a Delta or Iceberg table whose column is NULL in every row (written
+    # before it was added): only a term matching NULL selects them.
     null_only: Selection = dataclasses.field(default_factory=Selection.empty)
 
     def coverage(self, fragment_rows: dict[int, int]) -> dict[str, int]:
@@ -387,6 +387,9 @@ class Table:
         absent = {fid for fid, name in (names or {}).items() if name is None}
         if absent:  # a file holding no such column: no zone of it describes the column
             table_ids = np.where(np.isin(table_ids, list(absent)), -1, table_ids)
+        files = self.files or {}
+        layouts = self.layouts or {}
+        nulls = {f for f in absent if layouts[files[f].relative].null_in(index.column)}
         known = table_ids >= 0
         ids = np.where(known, table_ids, 0)
         limit = np.zeros(len(ids), np.uint64)
@@ -411,11 +414,11 @@ class Table:
         damaged |= self._unexplained_gaps(Selection.normalize(starts[valid], ends[valid]))
         if damaged:
             valid &= ~np.isin(ids, np.fromiter(damaged, np.int64, len(damaged)))
-        covered = set(np.unique(ids[valid]).tolist()) | absent
+        covered = set(np.unique(ids[valid]).tolist()) | nulls
         uncovered = Selection.whole(
             {f: rows for f, rows in self.fragment_rows.items() if f not in covered}
         )
-        null_only = Selection.whole({f: self.fragment_rows[f] for f in absent})
+        null_only = Selection.whole({f: self.fragment_rows[f] for f in nulls})
         name = index.column
         return TableIndex(
             index,
