@@ -177,14 +177,19 @@ def read_row_groups(table: Table, parts: list[ParquetPart]) -> pa.Table:
 
     ahead = list(_READERS.map(read, parts)) if pooled else [read(p) for p in parts]
     ahead = [
-        as_table(
-            table,
-            part.file,
-            without_deleted(table, part, rows).cast(table.stored_schema(part.file)),
-        )
+        as_table(table, part.file, _stored(table, part, without_deleted(table, part, rows)))
         for part, rows in zip(parts, ahead, strict=True)
     ]
     return pa.concat_tables(ahead) if ahead else table.schema.empty_table()
+
+
+def _stored(table: Table, part: ParquetPart, rows: pa.Table) -> pa.Table:
+    """``rows`` of ``part``'s file as the table's types, under the file's names: only the
+    columns it holds for the table (an Iceberg file may hold a column dropped since)."""
+    schema = table.stored_schema(part.file)
+    if table.layouts is not None:
+        rows = rows.select(schema.names)
+    return rows.cast(schema)
 
 
 def deleted_rows(table: Table, file: ParquetFile) -> np.ndarray | None:

@@ -197,7 +197,9 @@ def test_iceberg_columns_are_found_by_field_id(tmp_path: Path) -> None:
     each file read as pyiceberg reads it, indexes built before each change included."""
     from pyiceberg.types import StringType
 
-    table = _catalog(tmp_path).create_table("ns.events", schema=_rows(0, 0).schema)
+    groups = {"write.parquet.row-group-limit": "10"}  # rows of one row group read ahead
+    schema = _rows(0, 0).schema
+    table = _catalog(tmp_path).create_table("ns.events", schema=schema, properties=groups)
     table.append(_rows(0, 100))  # s has no NULL here: an index of it says so
     build_index(table, "s")
     build_index(table, "id")
@@ -221,7 +223,9 @@ def test_iceberg_columns_are_found_by_field_id(tmp_path: Path) -> None:
         update.delete_column("s")
     with table.update_schema() as update:
         update.add_column("s", StringType())
-    _check(table, oracle, ICEBERG_SQL, "dropped and added again")
+    update_index(table, "id")  # the rows of a file holding the dropped s are read ahead
+    dropped = ["SELECT id, name, s FROM t WHERE id = 160"]
+    _check(table, oracle, [*ICEBERG_SQL, *dropped], "dropped and added again")
     table.append(_rows(200, 20, "name").append_column("s", pa.array(["x"] * 20)))
     build_index(table, "s")  # only the last file holds this s
     _check(table, oracle, [*ICEBERG_SQL, "SELECT id FROM t WHERE s = 'x'"], "indexed")
