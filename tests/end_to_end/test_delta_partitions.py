@@ -145,14 +145,14 @@ def test_spark_reads_a_partitioned_delta_table(tmp_path: Path, spark: Any) -> No
     build_index(path, "id")
     deltalake.DeltaTable(str(path)).delete("id > 250")
     assert not _folders_name_partitions(pruner.open_table(path))
-    # a scan per partition's files (a union) costs seconds of planning a query: four here
-    _check(path, "spark", engines=("spark",), queries=(SQL[0], SQL[1], SQL[4], SQL[8]))
+    # a scan per partition's files (a union) costs seconds of planning a query: two here
+    _check(path, "spark", engines=("spark",), queries=(SQL[1], SQL[8]))
     plain = tmp_path / "plain"
     rows = _rows(0, 300)
     kinds = pa.array([("a b/c", "x", None, "%2F", "007")[i % 5] for i in range(300)])
     deltalake.write_deltalake(plain, rows.set_column(1, "kind", kinds), partition_by=PARTITIONS)
     assert _folders_name_partitions(pruner.open_table(plain))
-    queries = (*SQL[:5], "SELECT id FROM t WHERE kind = '007' AND n = 1 AND id < 30")
+    queries = (SQL[0], SQL[3], SQL[4], "SELECT id FROM t WHERE kind = '007' AND n = 1 AND id < 30")
     _check(plain, "spark, one scan", engines=("spark",), queries=queries)
 
 
