@@ -4,11 +4,12 @@ tests/support/differential.py for what is generated, what a case is and how each
 reads the files alone).
 
 CI runs ``CI_CASES`` cases per engine (``CI_CASES_SPARK`` on Spark), derandomized (the
-same cases every run). ``make fuzz`` sets ``PRUNER_FUZZ_CASES`` (split across the engines by ``FUZZ_SHARE``, Spark being
-~20x slower per query) and draws new cases each run. Either way the per-engine counts of
-cases, mismatches, refused cases (the oracle and both pruner runs raised) and known-bug
-cases (an engine failure listed in tests/support/differential.py, checked against the
-engine on in-memory copies) are printed at the end. Spark's oracle runs on a
+same cases every run). ``make fuzz`` sets ``PRUNER_FUZZ_CASES`` (split across the engines
+by ``FUZZ_SHARE``, Spark being ~20x slower per query) and draws new cases each run. Either
+way the per-engine counts of cases, mismatches, refused cases (the oracle and both pruner
+runs raised) and known-bug cases (an engine failure listed in
+tests/support/differential.py, checked against the engine on in-memory copies) are printed
+at the end. Spark's oracle runs on a
 ``newSession()`` of the run's one session, one per dataset.
 
 A mismatch fails the test with Hypothesis's shrunk example: the assertion message holds
