@@ -230,17 +230,14 @@ def as_table(table: Table, file: ParquetFile, rows: pa.Table) -> pa.Table:
     if layout is None:
         return rows
     held = set(rows.column_names)
-    stored = {name: in_file for name, in_file in layout.stored if in_file in held}
-    constants = {field.name: (field, value) for field, value in layout.constants}
     columns, fields = [], []
-    for name in table.schema.names:
-        if name in stored:
-            columns.append(rows.column(stored[name]))
-            fields.append(rows.schema.field(stored[name]).with_name(name))
-        elif name in constants:
-            field, value = constants[name]
+    for name, in_file, field, value in layout.columns(table.schema.names):
+        if in_file is None:
             columns.append(pa.repeat(pa.scalar(value, field.type), rows.num_rows))
             fields.append(field)
+        elif in_file in held:
+            columns.append(rows.column(in_file))
+            fields.append(rows.schema.field(in_file).with_name(name))
     return pa.Table.from_arrays(columns, schema=pa.schema(fields, rows.schema.metadata))
 
 

@@ -209,15 +209,12 @@ def _as_table(table: Table, part: ParquetPart, frame: datafusion.DataFrame) -> d
     layout = table.layout(part.file)
     if layout is None:
         return frame
-    stored = dict(layout.stored)
-    constants = {field.name: (field, value) for field, value in layout.constants}
-    columns = []
-    for name in table.schema.names:
-        if name in stored:
-            columns.append(datafusion.col(stored[name]).alias(name))
-        else:
-            field, value = constants[name]
-            columns.append(datafusion.lit(pa.scalar(value, field.type)).alias(name))
+    columns = [
+        datafusion.col(in_file).alias(name)
+        if in_file is not None
+        else datafusion.lit(pa.scalar(value, field.type)).alias(name)
+        for name, in_file, field, value in layout.columns(table.schema.names)
+    ]
     return frame.select(*columns)
 
 

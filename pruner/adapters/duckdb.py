@@ -209,16 +209,13 @@ def _projection(table: Table, file: ParquetFile, *, row_numbers: bool = False) -
         )
         star = "* EXCLUDE (file_row_number)" if row_numbers else "*"
         return f"{star} REPLACE ({widened})" if widened else star
-    stored = dict(layout.stored)
-    constants = {field.name: (field, value) for field, value in layout.constants}
     columns = []
-    for name in table.schema.names:
-        if name in stored:
-            text = quote_identifier(stored[name])
+    for name, in_file, field, value in layout.columns(table.schema.names):
+        if in_file is not None:
+            text = quote_identifier(in_file)
             if name in table.widened:
                 text = f"CAST({text} AS {_SQL_WIDTHS[table.schema.field(name).type]})"
         else:
-            field, value = constants[name]
             text = f"CAST({_literal(value)} AS {_sql_type(field.type)})"
         columns.append(f"{text} AS {quote_identifier(name)}")
     return ", ".join(columns)

@@ -56,9 +56,7 @@ def index_name(snapshot: Snapshot, column: str) -> str:
     if snapshot.kind == "iceberg":
         found = [field_id for name, field_id, _ in snapshot.shape if name == column]
         return f"iceberg-field-{found[0]}" if found and found[0] is not None else column
-    partitions = set(snapshot.partitions.names) if snapshot.partitions is not None else set()
-    columns = [name for name in snapshot.columns if name not in partitions]
-    for name, (in_file, _, _) in zip(columns, snapshot.shape, strict=True):
+    for name, (in_file, _, _) in zip(snapshot.in_files, snapshot.shape, strict=True):
         if name == column:
             return in_file
     return column

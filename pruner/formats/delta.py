@@ -110,10 +110,8 @@ def stored_columns(snapshot: Snapshot, schema: Any) -> dict[str, str]:
         for field in schema
         if field.metadata and FIELD_ID in field.metadata
     }
-    partitions = set(snapshot.partitions.names) if snapshot.partitions is not None else set()
-    columns = [name for name in snapshot.columns if name not in partitions]
     found = {}
-    for column, (in_file, field_id, _) in zip(columns, snapshot.shape, strict=True):
+    for column, (in_file, field_id, _) in zip(snapshot.in_files, snapshot.shape, strict=True):
         held = ids.get(field_id) if field_id is not None else in_file
         if held is not None and held in names:
             found[column] = held

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +42,18 @@ class Layout:
                 return in_file
         return None
 
+    def columns(self, names: Iterable[str]) -> Iterator[tuple[str, str | None, Any, Any]]:
+        """Per table column of ``names`` (in that order) the file holds or holds a value
+        of: the column, the file's name of it, or None and the column's Arrow field and the
+        value the file holds in every row."""
+        stored = dict(self.stored)
+        constants = {field.name: (field, value) for field, value in self.constants}
+        for name in names:
+            if name in stored:
+                yield name, stored[name], None, None
+            elif name in constants:
+                yield name, None, *constants[name]
+
     def null_in(self, column: str) -> bool:
         """Whether ``column`` is NULL in every row of the file (a column added since it was
         written, a NULL partition value)."""
@@ -73,6 +86,13 @@ class Snapshot:
     # The table's columns as the format's schema types them (Arrow): the type of a column
     # no file holds yet
     schema: Any = None
+
+    @property
+    def in_files(self) -> list[str]:
+        """The columns its data files hold: all but a Delta table's partition columns (in
+        the order of a Delta table's ``shape``)."""
+        partitions = set(self.partitions.names) if self.partitions is not None else set()
+        return [name for name in self.columns if name not in partitions]
 
 
 def relative_file(root: storage.Location, uri: str, kind: str) -> str:

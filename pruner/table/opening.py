@@ -192,9 +192,7 @@ def _logged_table(snapshot: formats.Snapshot) -> Table:
     table = _parquet_table(snapshot.root, snapshot.root, list(snapshot.files))
     table.pinned = snapshot
     table.deleted = snapshot.deleted
-    partitions = snapshot.partitions
-    stored = set(partitions.names) if partitions is not None else set()
-    columns = [name for name in snapshot.columns if name not in stored]  # in the files
+    columns = snapshot.in_files
     # the columns each distinct Parquet schema holds (files usually share one or two)
     shapes: list[tuple[Any, Any, pa.Schema, dict[str, str]]] = []
     held: dict[str, tuple[pa.Schema, dict[str, str]]] = {}  # per file
@@ -208,7 +206,9 @@ def _logged_table(snapshot: formats.Snapshot) -> Table:
             shapes.append(found)
         held[file.relative] = found[2:]
     by_name = {name: name for name in columns}
-    if partitions is None and all(s[3] == by_name and s[2].names == columns for s in shapes):
+    if snapshot.partitions is None and all(
+        s[3] == by_name and s[2].names == columns for s in shapes
+    ):
         return table  # every file holds every column by its name, and nothing else
     return _laid_out(table, snapshot, held, what)
 

@@ -196,14 +196,11 @@ def _as_table(table: Table, file: ParquetFile, frame: DataFrame) -> DataFrame:
     from pyspark.sql import functions
     from pyspark.sql.pandas.types import from_arrow_type
 
-    stored = dict(layout.stored)
-    constants = {field.name: (field, value) for field, value in layout.constants}
     columns = []
-    for name in table.schema.names:
-        if name in stored:
-            columns.append(functions.col(quote_identifier(stored[name])).alias(name))
+    for name, in_file, field, value in layout.columns(table.schema.names):
+        if in_file is not None:
+            columns.append(functions.col(quote_identifier(in_file)).alias(name))
             continue
-        field, value = constants[name]
         if isinstance(value, dt.datetime | dt.date):  # an instant or a day, not the zone's
             value = value.isoformat()
         elif value is not None and not isinstance(value, bool | int | str):
