@@ -1,4 +1,5 @@
-"""The SBBF insert loops, compiled by Numba (imported only by a build, never by a query).
+"""The SBBF insert loops and xxHash64 of whole fragments, compiled by Numba (imported only
+by a build, never by a query).
 
 Inserting a value sets one bit in each of the 8 words of one 32-byte block
 (:mod:`pruner.sbbf`). NumPy cannot OR scattered bits with repeats in place without
@@ -24,7 +25,16 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["insert_words", "order_and_insert"]
+__all__ = ["insert_pieces", "insert_words", "order_and_insert", "xxh64_bytes", "xxh64_fixed"]
+
+# xxHash64's primes (as :mod:`pruner.hashing` has them): the loops below are xxHash64 as
+# its specification gives it, one value at a time, for a build's whole fragment.
+_P1 = np.uint64(0x9E3779B185EBCA87)
+_P2 = np.uint64(0xC2B2AE3D27D4EB4F)
+_P3 = np.uint64(0x165667B19E3779F9)
+_P4 = np.uint64(0x85EBCA77C2B2AE63)
+_P5 = np.uint64(0x27D4EB2F165667C5)
+_LOW32 = np.uint64(0xFFFFFFFF)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -45,6 +55,25 @@ def insert_words(
             for word in range(8):
                 bit = ((low * salt[word]) & low32) >> np.uint64(27)
                 words[zone, first + word] |= np.uint32(1) << np.uint32(bit)
+
+
+@numba.njit(cache=True, nogil=True)
+def insert_pieces(
+    hashes: np.ndarray, starts: np.ndarray, stops: np.ndarray, words: np.ndarray, salt: np.ndarray
+) -> None:
+    """Set, in the one filter ``words`` ((1, 8 x blocks) uint32), the bits of
+    ``hashes[starts[i]:stops[i]]`` for every ``i``, in that order: pieces of many runs
+    inserted together without first copying them into one array."""
+    num_blocks = np.uint64(words.shape[1] // 8)
+    low32 = np.uint64(0xFFFFFFFF)
+    for piece in range(len(starts)):
+        for i in range(starts[piece], stops[piece]):
+            h = hashes[i]
+            first = np.int64(((h >> np.uint64(32)) * num_blocks) >> np.uint64(32)) * 8
+            low = h & low32
+            for word in range(8):
+                bit = ((low * salt[word]) & low32) >> np.uint64(27)
+                words[0, first + word] |= np.uint32(1) << np.uint32(bit)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -86,3 +115,87 @@ def order_and_insert(
         x = (x + (x >> np.uint32(4))) & np.uint32(0x0F0F0F0F)
         set_bits += int(((x * np.uint32(0x01010101)) >> np.uint32(24)) & np.uint32(0xFF))
     return ordered, set_bits
+
+
+@numba.njit(inline="always")
+def _rotl(x: np.uint64, r: int) -> np.uint64:
+    return (x << np.uint64(r)) | (x >> np.uint64(64 - r))
+
+
+@numba.njit(inline="always")
+def _round(acc: np.uint64, lane: np.uint64) -> np.uint64:
+    return _rotl(acc + lane * _P2, 31) * _P1
+
+
+@numba.njit(inline="always")
+def _avalanche(h: np.uint64) -> np.uint64:
+    h = (h ^ (h >> np.uint64(33))) * _P2
+    h = (h ^ (h >> np.uint64(29))) * _P3
+    return h ^ (h >> np.uint64(32))
+
+
+@numba.njit(inline="always")
+def _read(data: np.ndarray, at: int | np.int64, count: int) -> np.uint64:
+    """``count`` bytes of ``data`` from ``at`` as a little-endian integer."""
+    x = np.uint64(0)
+    for k in range(count):
+        x |= np.uint64(data[at + k]) << np.uint64(8 * k)
+    return x
+
+
+@numba.njit(cache=True, nogil=True)
+def xxh64_fixed(values: np.ndarray, width: int, out: np.ndarray) -> None:
+    """``out[i]`` = xxHash64 (seed 0) of the ``width`` (1, 2, 4 or 8) little-endian bytes
+    of ``values[i]`` (an unsigned integer of that width)."""
+    for i in range(len(values)):
+        v = np.uint64(values[i])
+        h = _P5 + np.uint64(width)
+        if width == 8:
+            h ^= _round(np.uint64(0), v)
+            h = _rotl(h, 27) * _P1 + _P4
+        elif width == 4:
+            h ^= (v & _LOW32) * _P1
+            h = _rotl(h, 23) * _P2 + _P3
+        else:
+            for k in range(width):
+                h ^= ((v >> np.uint64(8 * k)) & np.uint64(0xFF)) * _P5
+                h = _rotl(h, 11) * _P1
+        out[i] = _avalanche(h)
+
+
+@numba.njit(cache=True, nogil=True)
+def xxh64_bytes(offsets: np.ndarray, data: np.ndarray, out: np.ndarray) -> None:
+    """``out[i]`` = xxHash64 (seed 0) of ``data[offsets[i]:offsets[i + 1]]`` (uint8)."""
+    for i in range(len(offsets) - 1):
+        at = np.int64(offsets[i])
+        end = np.int64(offsets[i + 1])
+        if end - at >= 32:
+            v1 = _P1 + _P2
+            v2 = _P2
+            v3 = np.uint64(0)
+            v4 = np.uint64(0) - _P1
+            while at + 32 <= end:
+                v1 = _round(v1, _read(data, at, 8))
+                v2 = _round(v2, _read(data, at + 8, 8))
+                v3 = _round(v3, _read(data, at + 16, 8))
+                v4 = _round(v4, _read(data, at + 24, 8))
+                at += 32
+            h = _rotl(v1, 1) + _rotl(v2, 7) + _rotl(v3, 12) + _rotl(v4, 18)
+            for v in (v1, v2, v3, v4):
+                h = (h ^ _round(np.uint64(0), v)) * _P1 + _P4
+        else:
+            h = _P5
+        h += np.uint64(np.int64(offsets[i + 1]) - np.int64(offsets[i]))
+        while at + 8 <= end:
+            h ^= _round(np.uint64(0), _read(data, at, 8))
+            h = _rotl(h, 27) * _P1 + _P4
+            at += 8
+        if at + 4 <= end:
+            h ^= _read(data, at, 4) * _P1
+            h = _rotl(h, 23) * _P2 + _P3
+            at += 4
+        while at < end:
+            h ^= np.uint64(data[at]) * _P5
+            h = _rotl(h, 11) * _P1
+            at += 1
+        out[i] = _avalanche(h)

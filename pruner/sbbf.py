@@ -292,6 +292,23 @@ def insert_into(
     insert_words(np.ascontiguousarray(hashes, dtype=np.uint64), bounds, words, _SALT64)
 
 
+def insert_pieces(
+    words: np.ndarray, hashes: np.ndarray, starts: np.ndarray, stops: np.ndarray
+) -> None:
+    """Add to the one filter ``words`` ((1, bytes / 4) little-endian uint32) the hashes
+    ``hashes[starts[i]:stops[i]]`` of every piece ``i``, in the pieces' order. Releases the
+    GIL, as :func:`insert_into`."""
+    from pruner.kernels import insert_pieces as kernel  # compiled: a query never imports it
+
+    kernel(
+        np.ascontiguousarray(hashes, dtype=np.uint64),
+        np.asarray(starts, np.int64),
+        np.asarray(stops, np.int64),
+        words,
+        _SALT64,
+    )
+
+
 def ordered_insert(
     hashes: np.ndarray, num_bytes: int, order_bits: int
 ) -> tuple[np.ndarray, np.ndarray, int]:

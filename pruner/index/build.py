@@ -93,7 +93,9 @@ def index_fragment(
     """The zones of one fragment; given the index's ``probability``, also its share of the
     hierarchy companion's coarse filters (a Spark build makes none)."""
     zones = part.zones
-    hashes, valid = hash_array(part.values, scratch("fragment-hashes", len(part.values), np.uint64))
+    hashes, valid = hash_array(
+        part.values, scratch("fragment-hashes", len(part.values), np.uint64), compiled=True
+    )
     null_offsets = None
     present = hashes if valid is None else hashes[valid]  # the non-null values' hashes
     coarse = None if probability is None else FragmentCoarse.of(present, probability)

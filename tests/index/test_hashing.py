@@ -133,13 +133,14 @@ def _vector_array(entry: dict) -> pa.Array:
     return pa.array([value], pa.type_for_alias(type_name))
 
 
-def test_lance_hash_vectors(vectors: Path) -> None:
+@pytest.mark.parametrize("compiled", [False, True], ids=["numpy", "compiled"])
+def test_lance_hash_vectors(vectors: Path, compiled: bool) -> None:
     entries = json.loads((vectors / "hash_vectors.json").read_text())
     assert len(entries) > 100
     for entry in entries:
-        hashes, _ = hash_array(_vector_array(entry))
+        hashes, _ = hash_array(_vector_array(entry), compiled=compiled)
         assert int(hashes[0]) == entry["xxh64_seed0"], entry
-    empty, _ = hash_array(pa.array([""]))
+    empty, _ = hash_array(pa.array([""]), compiled=compiled)
     assert int(empty[0]) == 17241709254077376921, "xxh64 of the empty string"
 
 
@@ -176,3 +177,42 @@ def test_a_few_values_hash_as_many_do(array: pa.Array) -> None:
         few, _ = hash_array(part)
         valid = np.asarray(part.is_valid())
         assert np.array_equal(few[valid], every[start : start + 5][valid])
+
+
+@pytest.mark.parametrize(
+    "array",
+    [
+        pa.array(np.random.default_rng(5).integers(-(2**63), 2**63 - 1, 3000), pa.int64()),
+        pa.array(np.random.default_rng(6).integers(-(2**31), 2**31 - 1, 3000), pa.int32()),
+        pa.array(np.random.default_rng(7).integers(0, 2**16 - 1, 3000), pa.uint16()),
+        pa.array(np.random.default_rng(8).integers(-128, 127, 3000), pa.int8()),
+        pa.array(np.random.default_rng(9).random(3000), pa.float64()),
+        pa.array(range(3000), pa.date32()),
+        pa.array([None if i % 7 == 0 else i for i in range(3000)], pa.uint64()),
+        pa.array([b"v" * (i % 90) + bytes([i % 251]) for i in range(3000)], pa.binary()),
+        pa.array([f"{i}" * (i % 13) for i in range(3000)], pa.large_string()),
+        pa.array([None if i % 5 == 0 else f"k{i}" for i in range(3000)], pa.string()),
+        pa.chunked_array([pa.array(["a", "bb"]), pa.array([], pa.string()), pa.array(["c"])]),
+        pa.array([f"d{i % 4}" for i in range(3000)]).dictionary_encode(),
+    ],
+    ids=lambda array: str(array.type),
+)
+def test_the_compiled_loops_hash_as_xxhash_does(array: pa.Array | pa.ChunkedArray) -> None:
+    """A build hashes whole fragments with the compiled loops (pruner.kernels): the hash of
+    every value equals the xxhash package's and the NumPy path's, at any slice offset."""
+    for part in (array, array.slice(3), array.slice(17, 1000)):
+        plain, valid = hash_array(part)
+        compiled, compiled_valid = hash_array(part, compiled=True)
+        assert (valid is None) == (compiled_valid is None)
+        keep = np.ones(len(part), bool) if valid is None else valid
+        assert np.array_equal(plain[keep], compiled[keep])
+    values = array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
+    if pa.types.is_binary(values.type) or pa.types.is_large_string(values.type):
+        hashes, _ = hash_array(values, compiled=True)
+        expect = [
+            xxhash.xxh64_intdigest(
+                v.as_py() if isinstance(v.as_py(), bytes) else v.as_py().encode()
+            )
+            for v in values
+        ]
+        assert hashes.tolist() == expect
