@@ -78,14 +78,21 @@ def insert_pieces(
 
 @numba.njit(cache=True, nogil=True)
 def order_and_insert(
-    hashes: np.ndarray, order_bits: int, words: np.ndarray, salt: np.ndarray
+    hashes: np.ndarray,
+    order_bits: int,
+    words: np.ndarray,
+    salt: np.ndarray,
+    bounds: np.ndarray,
+    zone_words: np.ndarray,
 ) -> tuple[np.ndarray, int]:
     """``hashes`` in the order of their top ``order_bits`` bits (a stable counting sort),
-    each also set in the one filter ``words`` ((1, 8 x blocks) uint32, zeroed); and how
-    many of the filter's bits are set.
+    each also set in the one filter ``words`` ((1, 8 x blocks) uint32, zeroed) and, when
+    ``zone_words`` has rows, in zone ``z``'s filter for ``hashes[bounds[z]:bounds[z + 1]]``
+    (as :func:`insert_words`); and how many of ``words``' bits are set.
 
-    One pass counts the keys, one places the hashes and sets their bits, one counts the
-    filter's bits: a fragment's share of the hierarchy
+    One pass counts the keys, one places the hashes and sets their bits in both filters
+    (a value's bits within a block are the same at any filter size: computed once), one
+    counts the filter's bits: a fragment's zones and its share of the hierarchy
     (:class:`pruner.index.hierarchy.FragmentCoarse`) in one compiled call, where NumPy
     took an argsort, a gather, an insert and a popcount."""
     shift = np.uint64(64 - order_bits)
@@ -96,7 +103,10 @@ def order_and_insert(
         counts[k] += counts[k - 1]
     ordered = np.empty_like(hashes)
     num_blocks = np.uint64(words.shape[1] // 8)
+    zones = zone_words.shape[0]
+    zone_blocks = np.uint64(zone_words.shape[1] // 8)
     low32 = np.uint64(0xFFFFFFFF)
+    zone = 0
     for i in range(len(hashes)):
         h = hashes[i]
         key = h >> shift
@@ -104,9 +114,18 @@ def order_and_insert(
         counts[key] += 1
         first = np.int64(((h >> np.uint64(32)) * num_blocks) >> np.uint64(32)) * 8
         low = h & low32
-        for word in range(8):
-            bit = ((low * salt[word]) & low32) >> np.uint64(27)
-            words[0, first + word] |= np.uint32(1) << np.uint32(bit)
+        if zones:
+            while i >= bounds[zone + 1]:
+                zone += 1
+            zone_first = np.int64(((h >> np.uint64(32)) * zone_blocks) >> np.uint64(32)) * 8
+            for word in range(8):
+                mask = np.uint32(1) << np.uint32(((low * salt[word]) & low32) >> np.uint64(27))
+                words[0, first + word] |= mask
+                zone_words[zone, zone_first + word] |= mask
+        else:
+            for word in range(8):
+                bit = ((low * salt[word]) & low32) >> np.uint64(27)
+                words[0, first + word] |= np.uint32(1) << np.uint32(bit)
     set_bits = 0
     for w in range(words.shape[1]):
         x = words[0, w]

@@ -310,19 +310,37 @@ def insert_pieces(
 
 
 def ordered_insert(
-    hashes: np.ndarray, num_bytes: int, order_bits: int
-) -> tuple[np.ndarray, np.ndarray, int]:
+    hashes: np.ndarray,
+    num_bytes: int,
+    order_bits: int,
+    zone_bounds: np.ndarray | None = None,
+    zone_bytes: int = 0,
+) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
     """``hashes`` ordered by their top ``order_bits`` bits (stably), the one filter of
-    ``num_bytes`` holding them (as :func:`insert` builds it) and how many of its bits are
-    set, from one compiled pass (:func:`pruner.kernels.order_and_insert`)."""
+    ``num_bytes`` holding them (as :func:`insert` builds it), how many of its bits are set,
+    and, given ``zone_bounds`` and ``zone_bytes``, the zones' filters of them (what
+    :func:`insert` returns: (zones, ``zone_bytes``) uint8; else none), from one compiled
+    pass (:func:`pruner.kernels.order_and_insert`)."""
     from pruner.kernels import order_and_insert  # compiled: a query never imports it
 
     validate_filter_length(num_bytes)
     words = np.zeros((1, num_bytes // 4), dtype="<u4")
+    if zone_bounds is None:
+        bounds = np.zeros(1, np.int64)
+        zone_words = np.zeros((0, 8), dtype="<u4")
+    else:
+        validate_filter_length(zone_bytes)
+        bounds = np.asarray(zone_bounds, dtype=np.int64)
+        zone_words = np.zeros((len(bounds) - 1, zone_bytes // 4), dtype="<u4")
     ordered, ones = order_and_insert(
-        np.ascontiguousarray(hashes, dtype=np.uint64), order_bits, words, _SALT64
+        np.ascontiguousarray(hashes, dtype=np.uint64),
+        order_bits,
+        words,
+        _SALT64,
+        bounds,
+        zone_words,
     )
-    return ordered, words.view(np.uint8)[0], int(ones)
+    return ordered, words.view(np.uint8)[0], int(ones), zone_words.view(np.uint8)
 
 
 def check(filters: np.ndarray, hashes: np.ndarray) -> np.ndarray:

@@ -98,20 +98,23 @@ def index_fragment(
     )
     null_offsets = None
     present = hashes if valid is None else hashes[valid]  # the non-null values' hashes
-    coarse = None if probability is None else FragmentCoarse.of(present, probability)
     if valid is None:
-        filters = sbbf.insert(present, zones.first_row, num_bytes)
+        bounds = zones.first_row
         has_null = np.zeros(zones.num_zones, dtype=bool)
     else:
         # Zone bounds among the non-null values: count the valid rows of each zone.
         valid_per_zone = np.add.reduceat(valid, zones.first_row[:-1], dtype=np.int64)
-        valid_bounds = np.concatenate(([0], np.cumsum(valid_per_zone)))
-        filters = sbbf.insert(present, valid_bounds, num_bytes)
+        bounds = np.concatenate(([0], np.cumsum(valid_per_zone)))
         has_null = valid_per_zone < np.diff(zones.first_row)
         null_rows = np.flatnonzero(~valid)
         if len(null_rows):
             offsets = null_rows if part.live_offsets is None else part.live_offsets[null_rows]
             null_offsets = offsets.astype(np.uint32)
+    coarse = None
+    if probability is None:
+        filters = sbbf.insert(present, bounds, num_bytes)
+    else:
+        coarse, filters = FragmentCoarse.with_zones(present, probability, bounds, num_bytes)
     return FragmentZoneRows(
         part.fragment_id,
         np.full(zones.num_zones, part.fragment_id, dtype=np.uint64),

@@ -331,8 +331,18 @@ def test_ordered_insert_orders_stably_and_counts_the_filters_bits(
     rng = np.random.default_rng(count + order_bits)
     hashes = rng.integers(0, 2**64 - 1, size=count, dtype=np.uint64, endpoint=True)
     hashes = np.concatenate([hashes, hashes[: count // 3]])
-    ordered, bits, ones = sbbf.ordered_insert(hashes, 1 << 16, order_bits)
+    ordered, bits, ones, none = sbbf.ordered_insert(hashes, 1 << 16, order_bits)
     top = hashes >> np.uint64(64 - order_bits)
     assert np.array_equal(ordered, hashes[np.argsort(top, kind="stable")])
     assert np.array_equal(bits, sbbf.insert(hashes, np.array([0, len(hashes)]), 1 << 16)[0])
     assert ones == int(np.bitwise_count(bits).sum())
+    assert none.shape[0] == 0
+    # The same pass fills the zones' filters too: as insert builds them, empty zones included.
+    cuts = np.sort(rng.integers(0, len(hashes), size=6, endpoint=True))
+    bounds = np.concatenate([[0], cuts, [len(hashes)], [len(hashes)]])
+    again, bits_again, ones_again, zones = sbbf.ordered_insert(
+        hashes, 1 << 16, order_bits, bounds, 1024
+    )
+    assert np.array_equal(again, ordered) and np.array_equal(bits_again, bits)
+    assert ones_again == ones
+    assert np.array_equal(zones, sbbf.insert(hashes, bounds, 1024))
