@@ -389,7 +389,7 @@ def _hash_chunk(array: pa.Array, out: np.ndarray, compiled: bool) -> np.ndarray:
         else np.zeros(0, dtype=np.uint8)
     )
     if compiled:
-        kernels.xxh64_bytes(offsets, data, out)
+        kernels.xxh64_bytes(offsets, _padded_words(data), out)
         return out
     if len(array) <= _FEW:
         bounds = offsets.tolist()

@@ -154,12 +154,13 @@ def _avalanche(h: np.uint64) -> np.uint64:
 
 
 @numba.njit(inline="always")
-def _read(data: np.ndarray, at: int | np.int64, count: int) -> np.uint64:
-    """``count`` bytes of ``data`` from ``at`` as a little-endian integer."""
-    x = np.uint64(0)
-    for k in range(count):
-        x |= np.uint64(data[at + k]) << np.uint64(8 * k)
-    return x
+def _lane(words: np.ndarray, at: int | np.int64) -> np.uint64:
+    """The 8 bytes from byte ``at`` of ``words`` (the bytes as little-endian uint64, padded
+    by one word) as a little-endian integer: from the two words they straddle."""
+    shift = np.uint64((at & 7) * 8)
+    low = words[at >> 3] >> shift
+    # (w << 1) << (63 - s) is w << (64 - s) without the undefined shift by 64
+    return low | ((words[(at >> 3) + 1] << np.uint64(1)) << (np.uint64(63) - shift))
 
 
 @numba.njit(cache=True, nogil=True)
@@ -183,8 +184,9 @@ def xxh64_fixed(values: np.ndarray, width: int, out: np.ndarray) -> None:
 
 
 @numba.njit(cache=True, nogil=True)
-def xxh64_bytes(offsets: np.ndarray, data: np.ndarray, out: np.ndarray) -> None:
-    """``out[i]`` = xxHash64 (seed 0) of ``data[offsets[i]:offsets[i + 1]]`` (uint8)."""
+def xxh64_bytes(offsets: np.ndarray, words: np.ndarray, out: np.ndarray) -> None:
+    """``out[i]`` = xxHash64 (seed 0) of bytes ``offsets[i]`` to ``offsets[i + 1]`` of
+    ``words`` (the data buffer as little-endian uint64, zero-padded by a word at least)."""
     for i in range(len(offsets) - 1):
         at = np.int64(offsets[i])
         end = np.int64(offsets[i + 1])
@@ -194,27 +196,31 @@ def xxh64_bytes(offsets: np.ndarray, data: np.ndarray, out: np.ndarray) -> None:
             v3 = np.uint64(0)
             v4 = np.uint64(0) - _P1
             while at + 32 <= end:
-                v1 = _round(v1, _read(data, at, 8))
-                v2 = _round(v2, _read(data, at + 8, 8))
-                v3 = _round(v3, _read(data, at + 16, 8))
-                v4 = _round(v4, _read(data, at + 24, 8))
+                v1 = _round(v1, _lane(words, at))
+                v2 = _round(v2, _lane(words, at + 8))
+                v3 = _round(v3, _lane(words, at + 16))
+                v4 = _round(v4, _lane(words, at + 24))
                 at += 32
             h = _rotl(v1, 1) + _rotl(v2, 7) + _rotl(v3, 12) + _rotl(v4, 18)
             for v in (v1, v2, v3, v4):
                 h = (h ^ _round(np.uint64(0), v)) * _P1 + _P4
         else:
             h = _P5
-        h += np.uint64(np.int64(offsets[i + 1]) - np.int64(offsets[i]))
+        h += np.uint64(end - np.int64(offsets[i]))
         while at + 8 <= end:
-            h ^= _round(np.uint64(0), _read(data, at, 8))
+            h ^= _round(np.uint64(0), _lane(words, at))
             h = _rotl(h, 27) * _P1 + _P4
             at += 8
-        if at + 4 <= end:
-            h ^= _read(data, at, 4) * _P1
-            h = _rotl(h, 23) * _P2 + _P3
-            at += 4
-        while at < end:
-            h ^= np.uint64(data[at]) * _P5
-            h = _rotl(h, 11) * _P1
-            at += 1
+        if at < end:
+            tail = _lane(words, at)
+            if at + 4 <= end:
+                h ^= (tail & _LOW32) * _P1
+                h = _rotl(h, 23) * _P2 + _P3
+                tail >>= np.uint64(32)
+                at += 4
+            while at < end:
+                h ^= (tail & np.uint64(0xFF)) * _P5
+                h = _rotl(h, 11) * _P1
+                tail >>= np.uint64(8)
+                at += 1
         out[i] = _avalanche(h)
