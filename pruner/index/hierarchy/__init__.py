@@ -39,7 +39,9 @@ also records each fragment's distinct count (``fragment_distinct``): an update
 fragments' filters over (:meth:`Hierarchy.coarse`); a companion without it is used for
 probes but not carried over.
 
-    zones      u64 fragment_id[Z] | u64 zone_start[Z] | u64 zone_length[Z] | u8 has_null[Z]
+    zones      zstd of: u64 fragment_id[Z] | u64 zone_start[Z] | u64 zone_length[Z] |
+               u8 has_null[Z] (the header gives its stored length and checksum; an open
+               reads it whole: 6 KB for 12,000 regular zones, 305 KB before version 6)
     dataset    the dataset filter                          checksums: one per KiB
     fragments  row r = block r of every fragment filter    checksums: one per row
     zone rows  row r = block r of every zone filter        checksums: one per (row, fragment)

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow as pa
 import xxhash
 
 from pruner import sbbf, storage
@@ -28,6 +29,7 @@ from pruner.index.hierarchy.layout import (
     Section,
     _row_checksums,
     companion_path,
+    zones_codec,
 )
 from pruner.index.hierarchy.store import (
     _AHEAD_BYTES,
@@ -163,6 +165,7 @@ class Hierarchy:
             self.dataset_bytes = int(header["dataset_bytes"])
             fingerprint = (int(header["index_file_size"]), str(header["index_file_tail"]))
             zones_checksum = int(header["zones_checksum"])
+            zones_stored = int(header["zones_stored"])
             files_text = header.get("files")
             counts = header.get("fragment_distinct")
             self._counts = None if counts is None else [int(c) for c in counts]
@@ -183,9 +186,13 @@ class Hierarchy:
             raise HierarchyUnusable(f"its index file is unreadable ({now.strerror})") from now
         if now != fingerprint:
             raise HierarchyUnusable("stale: the index file changed since it was written")
-        meta = self._read(offsets["zones"], 25 * zones)
-        if xxhash.xxh64_intdigest(meta) != zones_checksum:
+        stored_zones = self._read(offsets["zones"], zones_stored)
+        if xxhash.xxh64_intdigest(stored_zones) != zones_checksum:
             raise HierarchyUnusable(f"{self.path}: its zones fail their checksum")
+        try:
+            meta = zones_codec().decompress(stored_zones, 25 * zones, asbytes=True)
+        except (pa.ArrowException, ValueError) as err:
+            raise HierarchyUnusable(f"{self.path}: its zones do not decompress ({err})") from err
         view = np.frombuffer(meta, np.uint8)
         self.fragment_id = view[: 8 * zones].view("<u8").astype(np.uint64)
         self.zone_start = view[8 * zones : 16 * zones].view("<u8").astype(np.uint64)

@@ -26,6 +26,7 @@ from pruner.index.hierarchy.layout import (
     _block_major,
     _row_checksums,
     companion_path,
+    zones_codec,
 )
 from pruner.index.model import FragmentFile, ZoneIndex
 
@@ -242,13 +243,19 @@ def write_hierarchy(
     dataset_bytes = sbbf.optimal_num_bytes(sum(counts) or 1, probability)
     zone_bytes = int(filters.shape[1]) if filters.ndim == 2 else 0
     chunk = min(dataset_bytes, _DATASET_CHUNK)
-    meta = np.concatenate(
-        [
-            fragment_id.astype("<u8").view(np.uint8),
-            np.asarray(zone_start, "<u8").view(np.uint8),
-            np.asarray(zone_length, "<u8").view(np.uint8),
-            np.asarray(has_null, np.uint8),
-        ]
+    meta = np.frombuffer(
+        zones_codec().compress(
+            np.concatenate(
+                [
+                    fragment_id.astype("<u8").view(np.uint8),
+                    np.asarray(zone_start, "<u8").view(np.uint8),
+                    np.asarray(zone_length, "<u8").view(np.uint8),
+                    np.asarray(has_null, np.uint8),
+                ]
+            ),
+            asbytes=True,
+        ),
+        np.uint8,
     )
     # Each section's size, in file order, is known before any of it is made.
     sizes = {
@@ -275,6 +282,7 @@ def write_hierarchy(
         "fragment_bytes": fragment_bytes,
         "dataset_bytes": dataset_bytes,
         "fragment_distinct": counts,
+        "zones_stored": meta.nbytes,
         "zones_checksum": xxhash.xxh64_intdigest(meta.tobytes()),
         "files": None if files is None else encode_files(files),
         "value_type": None if value_type is None else str(value_type),
