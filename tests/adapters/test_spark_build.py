@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 from lance.file import LanceFileReader
 
+from pruner.adapters.spark import build as spark_build
 from pruner.adapters.spark.build import ZONE_ROWS_SCHEMA, ZoneJob, fragment_rows, run_job
 from pruner.cli import main
 from pruner.errors import EngineError, InvalidParameterError
@@ -181,13 +182,17 @@ def _companion(path: Path) -> tuple[dict[str, Any], bytes]:
     return header, data[20 + size :]
 
 
+@pytest.mark.parametrize("jobs", ["one job", "a job per fragment"])
 def test_the_spark_build_writes_the_local_builds_companion(
-    spark: Any, parquet_path: Path, tmp_path: Path
+    spark: Any, parquet_path: Path, tmp_path: Path, jobs: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Built over the same files, the companion is the local build's, byte for byte but the
     fingerprint of the index file it names: Lance's writer orders an index file's metadata
     map anew on each write, so no two builds (two local ones neither) write the same index
-    file bytes."""
+    file bytes. A build whose results would pass what one job returns runs a job per group
+    of fragments (here: per fragment), with the same result."""
+    if jobs != "one job":
+        monkeypatch.setattr(spark_build, "JOB_RESULT_BYTES", 1)
     path = copy_of(parquet_path, tmp_path / "t")
     for column in COLUMNS:
         build_index(path, column, items=ITEMS, probability=PROBABILITY)
