@@ -419,7 +419,8 @@ def _write_companion(
     share of it (or an update can carry the kept fragments' over from ``previous``); else
     any old one is removed (it would be stale, and unused) and the reason returned."""
     fresh, index.build_coarse = index.build_coarse, None
-    written = write_hierarchy_of(index_file, index, fresh or {}, previous, kept)
+    fill, index.build_fill = index.build_fill, None
+    written = write_hierarchy_of(index_file, index, fresh or {}, previous, kept, fill)
     if isinstance(written, str):
         storage.remove(companion_path(index_file))
         return written

@@ -9,6 +9,7 @@ another engine runs the same steps elsewhere and assembles with the same last st
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -26,7 +27,7 @@ from pruner.discover import open_parquet, parquet_names, read_parquet_files
 from pruner.errors import IndexFormatError, IndexNotFoundError, InvalidParameterError
 from pruner.hashing import hash_alike, hash_array, hash_input_width, plain_type
 from pruner.index.fileformat import IndexFileWriter, read_index_file
-from pruner.index.hierarchy import FragmentCoarse
+from pruner.index.hierarchy import DatasetFill, FragmentCoarse
 from pruner.index.keys import KEY_ENCODING, Key, key_index_path, lance_fragment_file
 from pruner.index.lance import open_lance
 from pruner.index.model import FragmentFile, ZoneIndex
@@ -56,6 +57,8 @@ __all__ = [
     "read_lance_fragment",
     "read_parquet_fragment",
 ]
+
+_NO_HASHES = np.zeros(0, np.uint64)
 
 DEFAULT_ITEMS = 8192
 DEFAULT_PROBABILITY = 0.00057
@@ -189,10 +192,17 @@ def assemble(
     """
     num_bytes = sbbf.optimal_num_bytes(items, probability)
     results: list[FragmentZoneRows] = []
+    fill = DatasetFill()
     done = 0
     for rows in fragments:
         done += rows.rows
         if rows.zone_start.size:
+            if rows.coarse is not None and len(rows.coarse.hashes):
+                # the dataset filter takes the hashes now: a build no longer holds them all
+                fill.add(rows.coarse.hashes)
+                rows = dataclasses.replace(
+                    rows, coarse=dataclasses.replace(rows.coarse, hashes=_NO_HASHES)
+                )
             results.append(rows)
             if sink is not None:
                 sink.write_zones(
@@ -221,6 +231,7 @@ def assemble(
         else np.zeros((0, num_bytes), dtype=np.uint8),
         null_rows={r.fragment_id: r.null_offsets for r in results if r.null_offsets is not None},
         build_coarse={r.fragment_id: r.coarse for r in results if r.coarse is not None},
+        build_fill=fill,
     )
 
 

@@ -68,6 +68,9 @@ class ZoneIndex:
     # Set by a build that hashed the values here: per fragment id, its share of the hierarchy
     # companion's coarse filters (a pruner.index.hierarchy.FragmentCoarse); never stored.
     build_coarse: dict[int, Any] | None = field(default=None, repr=False)
+    # and the dataset filter of their values as it filled it (a
+    # pruner.index.hierarchy.DatasetFill: the shares no longer hold their hashes)
+    build_fill: Any = field(default=None, repr=False)
     # (size, tail hash) of the index file as this build wrote it (before it was published):
     # what its companion names, so that a companion never names another writer's file.
     written_fingerprint: tuple[int, str] | None = field(default=None, repr=False)

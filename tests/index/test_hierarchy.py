@@ -779,3 +779,43 @@ def test_the_zones_table_is_read_compressed(tmp_path: Path) -> None:
     assert opened.bytes_read < 25 * opened.num_zones // 4, opened.bytes_read
     for name in ("fragment_id", "zone_start", "zone_length", "has_null"):
         assert np.array_equal(getattr(opened, name), getattr(flat, name)), name
+
+
+@pytest.mark.parametrize("size", [1 << 10, 1 << 16, 1 << 20])
+def test_the_dataset_filter_filled_as_fragments_come_is_the_filter_of_every_value(
+    size: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A build fills the dataset filter whenever enough hashes wait, at the largest size,
+    and folds it to its size at the end: bit for bit the filter of all the values at once."""
+    monkeypatch.setattr(hierarchy_write, "_FLUSH_VALUES", 5_000)
+    rng = np.random.default_rng(size)
+    runs = [
+        FragmentCoarse.of(rng.integers(0, 2**64 - 1, n, dtype=np.uint64, endpoint=True), 0.01)
+        for n in (3_000, 0, 1, 7_777, 20_000, 4_000)
+    ]
+    fill = hierarchy_write.DatasetFill()
+    for run in runs:
+        fill.add(run.hashes)
+    everything = np.concatenate([r.hashes for r in runs])
+    direct = sbbf.insert(everything, np.array([0, len(everything)]), size)[0]
+    assert np.array_equal(fill.result(size), direct)
+
+
+def test_a_build_that_fills_its_dataset_filter_as_it_goes_writes_the_same_companion(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Filled at the end or flushed along the way, the companion's bytes are the same."""
+    rows = 30_000
+    data = pa.table({"id": np.random.default_rng(9).permutation(rows), "pos": np.arange(rows)})
+    path = _write("parquet", data, tmp_path, 3_000)
+    build_index(path, "id", items=256)
+    once = companion_path(_index_file(path)).read_bytes()
+    monkeypatch.setattr(hierarchy_write, "_FLUSH_VALUES", 4_000)
+    build_index(path, "id", items=256)
+    flushed = companion_path(_index_file(path)).read_bytes()
+    size = int.from_bytes(once[8:12], "little")
+    headers = [json.loads(data[20 : 20 + size]) for data in (once, flushed)]
+    for header in headers:  # the index file's own bytes differ from write to write
+        header.pop("index_file_tail")
+    assert headers[0] == headers[1]
+    assert once[20 + size :] == flushed[20 + size :]

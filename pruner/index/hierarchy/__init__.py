@@ -54,6 +54,7 @@ from pruner.index.hierarchy.read import Hierarchy, HierarchyUnusable, Probe
 from pruner.index.hierarchy.store import read_heads_ahead
 from pruner.index.hierarchy.write import (
     Coarse,
+    DatasetFill,
     FragmentCoarse,
     write_hierarchy,
     write_hierarchy_of,
@@ -63,6 +64,7 @@ from pruner.index.model import ZoneIndex
 __all__ = [
     "COMPANION_NAME",
     "Coarse",
+    "DatasetFill",
     "FragmentCoarse",
     "Hierarchy",
     "HierarchyUnusable",

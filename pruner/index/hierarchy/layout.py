@@ -5,6 +5,7 @@ of its pieces, the block-major order of its filters, and a section's image as pr
 from __future__ import annotations
 
 import functools
+import itertools
 
 import numpy as np
 import pyarrow as pa
@@ -65,13 +66,33 @@ def _row_checksums(rows: np.ndarray) -> np.ndarray:
     return np.einsum("ij,j->i", words, _weights(words.shape[1])) + _SUM_START
 
 
-def _block_major(filters: np.ndarray) -> np.ndarray:
-    """(n, B*32) filters -> (B, n*32): row b holds block b of every filter, in order."""
+def _block_major(filters: np.ndarray, first: int = 0, stop: int | None = None) -> np.ndarray:
+    """(n, B*32) filters -> (B, n*32): row b holds block b of every filter, in order; or
+    only its rows ``first`` to ``stop``."""
     count, num_bytes = filters.shape
     blocks = num_bytes // _BLOCK
-    return np.ascontiguousarray(
-        filters.reshape(count, blocks, _BLOCK).transpose(1, 0, 2).reshape(blocks, count * _BLOCK)
+    stop = blocks if stop is None else stop
+    picked = filters.reshape(count, blocks, _BLOCK)[:, first:stop]
+    return np.ascontiguousarray(picked.transpose(1, 0, 2).reshape(stop - first, count * _BLOCK))
+
+
+def _part_checksums(rows: np.ndarray, edges: list[int]) -> np.ndarray:
+    """(rows, parts): :func:`_row_checksums` of each row's bytes ``edges[p]`` to
+    ``edges[p + 1]`` (multiples of 8), for every part ``p`` at once: each word weighted by
+    its position in its part, summed part by part (one pass; a call per part cost 10 us
+    each, 13,000 a companion at 100M rows)."""
+    words = np.ascontiguousarray(rows).view("<u8")
+    if len(edges) < 2:
+        return np.zeros((len(words), 0), np.uint64)
+    starts = [edge // 8 for edge in edges]
+    weights = np.concatenate(
+        [_weights(b - a) for a, b in itertools.pairwise(starts)] or [np.zeros(0, np.uint64)]
     )
+    sums = np.zeros((len(words), len(edges) - 1), np.uint64)
+    full = [p for p, (a, b) in enumerate(itertools.pairwise(starts)) if b > a]
+    if full:  # reduceat gives an empty part the word at its start: empty parts sum to 0
+        sums[:, full] = np.add.reduceat(words * weights, [starts[p] for p in full], axis=1)
+    return sums + _SUM_START
 
 
 class Section:

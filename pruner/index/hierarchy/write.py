@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 import json
+from collections import deque
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,12 +25,18 @@ from pruner.index.hierarchy.layout import (
     MAGIC,
     VERSION,
     _block_major,
+    _part_checksums,
     _row_checksums,
     companion_path,
     zones_codec,
 )
 from pruner.index.model import FragmentFile, ZoneIndex
 
+_PIECE_BYTES = 32 << 20
+"""A companion's block-major sections are made and written this many bytes at a time."""
+_FLUSH_VALUES = 1 << 24
+"""A build's :class:`DatasetFill` fills the dataset filter whenever this many values' hashes
+(128 MB) wait."""
 _REGION_BYTES = 1 << 20
 """The dataset filter is filled a region of this many bytes at a time: one core's L2 cache
 here (lscpu: 2 MiB in 2 instances)."""
@@ -136,6 +143,7 @@ def _coarse_filters(
     kept: Mapping[int, int],
     fragment_bytes: int,
     dataset_bytes: int,
+    fill: DatasetFill | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The fragment filters (one row per fragment) and the dataset filter of a companion,
     of the sizes :func:`_coarse_counts`' counts give: the fragment filters' from the
@@ -147,7 +155,8 @@ def _coarse_filters(
     blocks, which is inserting at that size; doubling keeps the filter's own rate); the
     dataset filter gets every fresh value. When the sizes are unchanged and no fragment was
     dropped or re-indexed, the result is a full build's, bit for bit; else a superset of it
-    (values of dropped fragments stay in the dataset filter).
+    (values of dropped fragments stay in the dataset filter). ``fill``: the fresh values'
+    dataset filter as the build filled it, when their shares no longer hold their hashes.
     """
     ids = [int(f) for f in fragments]
     fragment_filters = np.empty((len(ids), fragment_bytes), np.uint8)
@@ -158,7 +167,12 @@ def _coarse_filters(
             assert previous is not None
             own = previous.fragment_filters[kept[f]]
         fragment_filters[position] = sbbf.resize(own[None, :], fragment_bytes)[0]
-    dataset_filter = _dataset_filter([fresh[f].hashes for f in ids if f in fresh], dataset_bytes)
+    if fill is None:  # the fresh shares hold their hashes
+        fill = DatasetFill()
+        for f in ids:
+            if f in fresh:
+                fill.add(fresh[f].hashes)
+    dataset_filter = fill.result(dataset_bytes)
     if previous is not None and any(f not in fresh for f in ids):
         dataset_filter |= sbbf.resize(previous.dataset_filter[None, :], dataset_bytes)[0]
     return fragment_filters, dataset_filter
@@ -166,12 +180,22 @@ def _coarse_filters(
 
 def _dataset_filter(runs: list[np.ndarray], num_bytes: int) -> np.ndarray:
     """A filter of ``num_bytes`` holding every hash of ``runs`` (each in the order of its
-    top bits, :class:`FragmentCoarse`), filled a region of :data:`_REGION_BYTES` at a time:
-    the hashes of one region, from every run, go in together while it is in cache, the
-    first half of the regions and the second side by side in two threads (their blocks
-    are disjoint). Filled run after run, each run swept the whole filter: 5M values into
-    16 MiB took 0.12-0.14 s. The compiled loop takes each region's pieces of every run where
-    they lie (copying them together first cost 0.15 s of 0.35 at 20M values)."""
+    top bits, :class:`FragmentCoarse`): :func:`_fill_regions` of a zeroed one."""
+    words = np.zeros((1, num_bytes // 4), "<u4")
+    _fill_regions(runs, words)
+    return words.view(np.uint8)[0]
+
+
+def _fill_regions(runs: list[np.ndarray], words: np.ndarray) -> None:
+    """Add every hash of ``runs`` (each in the order of its top bits) to the one filter
+    ``words`` ((1, bytes / 4) uint32), a region of :data:`_REGION_BYTES` at a time: the
+    hashes of one region, from every run, go in together while it is in cache, the first
+    half of the regions and the second side by side in two threads (their blocks are
+    disjoint). Filled run after run, each run swept the whole filter: 5M values into 16 MiB
+    took 0.12-0.14 s. The compiled loop takes each region's pieces of every run where they
+    lie in one array of the runs (copying them together region by region first cost 0.15 s
+    of 0.35 at 20M values)."""
+    num_bytes = words.shape[1] * 4
     log2_regions = min(max(num_bytes // _REGION_BYTES, 1).bit_length() - 1, _ORDER_BITS)
     regions = 1 << log2_regions
     hashes = np.concatenate(runs) if runs else np.zeros(0, np.uint64)
@@ -189,7 +213,6 @@ def _dataset_filter(runs: list[np.ndarray], num_bytes: int) -> np.ndarray:
     ).reshape(len(runs), regions + 1)
     starts, stops = edges[:, :-1].T.ravel(), edges[:, 1:].T.ravel()  # region by region
     half = (regions // 2 or 1) * len(runs)
-    words = np.zeros((1, num_bytes // 4), "<u4")
     with ThreadPoolExecutor(max_workers=2) as pool:
         done = [
             pool.submit(sbbf.insert_pieces, words, hashes, starts[part], stops[part])
@@ -197,7 +220,44 @@ def _dataset_filter(runs: list[np.ndarray], num_bytes: int) -> np.ndarray:
         ]
         for future in done:
             future.result()
-    return words.view(np.uint8)[0]
+
+
+class DatasetFill:
+    """The dataset filter of a build's fresh fragments, filled as the fragments come: a
+    fragment's hashes wait (:meth:`add`) until :data:`_FLUSH_VALUES` of them do, and then go
+    into a filter of the largest size (:data:`pruner.sbbf.MAX_BYTES`), which :meth:`result`
+    folds to the size the counts give (halving ORs pairs of blocks, which is inserting at
+    half the size: the same bits). A build held every hash to the end: 800 MB at 100M rows,
+    twice that while they were copied together. A build of fewer values fills the filter at
+    its size once, at the end, as before."""
+
+    def __init__(self) -> None:
+        self._runs: list[np.ndarray] = []
+        self._waiting = 0
+        self._words: np.ndarray | None = None
+
+    def add(self, hashes: np.ndarray) -> None:
+        """A fresh fragment's hashes (in the order of their top bits)."""
+        if len(hashes):
+            self._runs.append(hashes)
+            self._waiting += len(hashes)
+        if self._waiting >= _FLUSH_VALUES:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._words is None:
+            self._words = np.zeros((1, sbbf.MAX_BYTES // 4), "<u4")
+        _fill_regions(self._runs, self._words)
+        self._runs, self._waiting = [], 0
+
+    def result(self, num_bytes: int) -> np.ndarray:
+        """The filter of ``num_bytes`` (at most :data:`pruner.sbbf.MAX_BYTES`) holding
+        every hash added."""
+        if self._words is None:
+            return _dataset_filter(self._runs, num_bytes)
+        self._flush()
+        assert self._words is not None
+        return sbbf.resize(self._words.view(np.uint8), num_bytes)[0]
 
 
 def write_hierarchy(
@@ -217,6 +277,7 @@ def write_hierarchy(
     kept: Mapping[int, int] | None = None,
     value_type: pa.DataType | None = None,
     fingerprint: tuple[int, str] | None = None,
+    fill: DatasetFill | None = None,
 ) -> storage.Location | str:
     """Write the companion of ``index_file`` (already written) atomically beside it; or
     say why it can have none. ``fingerprint``: the index file's fingerprint as its writer wrote
@@ -228,6 +289,8 @@ def write_hierarchy(
         fresh: per fragment id just indexed, its share of the coarse filters.
         previous, kept: an update's old companion's coarse filters, and which fragments
             (new id -> old id) take theirs from it: the ones missing from ``fresh``.
+        fill: the fresh values' dataset filter as the build filled it (:class:`DatasetFill`),
+            when ``fresh`` no longer holds their hashes.
     """
     target = companion_path(index_file)
     fragment_id = np.asarray(fragment_id, np.uint64)
@@ -310,35 +373,58 @@ def write_hierarchy(
         # A section is written (by offset, in a thread) as soon as it is made, while the
         # next is made: writing a 207 MB companion to this disk took as long as making it.
         with ThreadPoolExecutor(max_workers=1) as writer:
-            written = []
+            written: deque[Future[None]] = deque()
+            put_bytes = dict.fromkeys(sizes, 0)
 
             def put(name: str, data: np.ndarray) -> None:
+                """The next bytes of section ``name``; at most two pieces wait to be
+                written, so a section made piece by piece is never all in memory."""
                 flat = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
-                if flat.nbytes != sizes[name]:
-                    raise AssertionError(f"companion section {name}: {flat.nbytes} B")
-                written.append(writer.submit(_write_at, output, flat, offsets[name]))
+                at = offsets[name] + put_bytes[name]
+                put_bytes[name] += flat.nbytes
+                if put_bytes[name] > sizes[name]:
+                    raise AssertionError(f"companion section {name}: {put_bytes[name]} B")
+                written.append(writer.submit(_write_at, output, flat, at))
+                while len(written) > 2:
+                    written.popleft().result()
+
+            def put_block_major(
+                name: str, sums_name: str, filters: np.ndarray, edges: list[int]
+            ) -> None:
+                """Section ``name``, the filters block-major (:func:`_block_major`), made
+                and written :data:`_PIECE_BYTES` at a time, and its checksums (one per row
+                and part: ``edges`` cut a row into parts): at 100M rows a whole copy of the
+                zones' filters held 400 MB more while it was written."""
+                count, num_bytes = filters.shape
+                blocks = num_bytes // _BLOCK
+                step = max(1, _PIECE_BYTES // max(1, count * _BLOCK))
+                sums = np.empty((blocks, len(edges) - 1), np.uint64)
+                for first in range(0, blocks, step):
+                    stop = min(blocks, first + step)
+                    rows = _block_major(filters, first, stop)
+                    sums[first:stop] = _part_checksums(rows, edges)
+                    put(name, rows)
+                put(sums_name, sums.astype("<u8"))
 
             put("zones", meta)
             # The dataset filter first, while its two threads have the cores to themselves.
             fragment_filters, dataset_filter = _coarse_filters(
-                fragments, fresh, previous, kept or {}, fragment_bytes, dataset_bytes
+                fragments, fresh, previous, kept or {}, fragment_bytes, dataset_bytes, fill
             )
             dataset_blocks = dataset_filter.reshape(-1, chunk)
             put("dataset", dataset_blocks)
             put("dataset_sums", _row_checksums(dataset_blocks).astype("<u8"))
-            fragment_rows = _block_major(fragment_filters)
-            put("fragments", fragment_rows)
-            put("fragment_sums", _row_checksums(fragment_rows).astype("<u8"))
-            zone_rows = _block_major(filters)
-            put("zone_rows", zone_rows)
+            del dataset_filter, dataset_blocks
+            put_block_major(
+                "fragments", "fragment_sums", fragment_filters, [0, len(fragments) * _BLOCK]
+            )
+            del fragment_filters
             # One checksum per (zone row, fragment): a probe reads one fragment's zones of
             # a row.
-            zone_sums = np.empty((len(zone_rows), len(fragments)), np.uint64)
-            edges = [*first_zone.tolist(), len(fragment_id)]
-            for f in range(len(fragments)):
-                piece = zone_rows[:, edges[f] * _BLOCK : edges[f + 1] * _BLOCK]
-                zone_sums[:, f] = _row_checksums(piece)
-            put("zone_sums", zone_sums.astype("<u8"))
+            zone_edges = [z * _BLOCK for z in [*first_zone.tolist(), len(fragment_id)]]
+            put_block_major("zone_rows", "zone_sums", filters, zone_edges)
+            if put_bytes != sizes:
+                raise AssertionError(f"companion sections {put_bytes}, not {sizes}")
             prefix = MAGIC + len(text).to_bytes(4, "little") + checksum + text
             put_header = writer.submit(_write_at, output, np.frombuffer(prefix, np.uint8), 0)
             for done in [*written, put_header]:
@@ -365,6 +451,7 @@ def write_hierarchy_of(
     fresh: Mapping[int, FragmentCoarse],
     previous: Coarse | None = None,
     kept: Mapping[int, int] | None = None,
+    fill: DatasetFill | None = None,
 ) -> storage.Location | str:
     """The companion of ``index`` (just written to ``index_file``), or why the index cannot
     have one (filters of several sizes; fragments whose values are unknown)."""
@@ -386,4 +473,5 @@ def write_hierarchy_of(
         kept=kept,
         value_type=index.value_type,
         fingerprint=index.written_fingerprint,
+        fill=fill,
     )
