@@ -133,7 +133,7 @@ def index_fragment(
 
 def _build(
     column: str,
-    readers: Sequence[Callable[[], FragmentColumn]],
+    readers: Sequence[Callable[[], FragmentColumn | list[FragmentColumn]]],
     items: int,
     probability: float,
     total_rows: int,
@@ -163,17 +163,26 @@ def reading_threads(threads: int | None, where: storage.Location) -> int | None:
 
 
 def index_in_threads(
-    readers: Sequence[Callable[[], FragmentColumn]],
+    readers: Sequence[Callable[[], FragmentColumn | list[FragmentColumn]]],
     items: int,
     probability: float,
     threads: int | None,
 ) -> Iterator[FragmentZoneRows]:
-    """Each reader's fragment indexed with its share of the hierarchy, in the readers'
-    order, ``threads`` at a time."""
+    """Each reader's fragment (or fragments: :func:`read_lance_fragments`) indexed with its
+    share of the hierarchy, in the readers' order, ``threads`` readers at a time."""
     num_bytes = sbbf.optimal_num_bytes(items, probability)
     workers = threads or os.cpu_count() or 1
+
+    def index_all(read: Callable[[], FragmentColumn | list[FragmentColumn]]) -> list[Any]:
+        got = read()
+        return [
+            index_fragment(p, num_bytes, probability)
+            for p in (got if isinstance(got, list) else [got])
+        ]
+
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        yield from pool.map(lambda read: index_fragment(read(), num_bytes, probability), readers)
+        for indexed in pool.map(index_all, readers):
+            yield from indexed
 
 
 def assemble(
@@ -312,8 +321,9 @@ def build_lance_index(
     """
     ds, fragments = lance_fragments(dataset, column)
     sbbf.optimal_num_bytes(items, probability)
-    total = sum(f.count_rows() for f in fragments)
-    readers = [partial(read_lance_fragment, ds, f.fragment_id, column, items) for f in fragments]
+    counts = [f.count_rows() for f in fragments]
+    total = sum(counts)
+    readers = lance_readers(ds, fragments, counts, column, items)
     threads = reading_threads(threads, storage.dataset_location(ds))
     if not isinstance(column, Key):
         return _build(column, readers, items, probability, total, progress, threads, sink)
@@ -322,6 +332,66 @@ def build_lance_index(
     index = _build(name, readers, items, probability, total, progress, threads, sink)
     index.files, index.value_encoding = files, KEY_ENCODING
     return index
+
+
+GROUP_ROWS = 1 << 20
+"""Lance fragments without deleted rows are read together, up to this many rows in one scan:
+a scan per fragment costs about 1 ms besides its rows (200 fragments of 25,000 rows: 150-180
+ms read one by one, 52-84 ms twenty at a time)."""
+
+
+def lance_readers(
+    ds: Any, fragments: list[Any], counts: list[int], column: str | Key, items: int
+) -> list[Callable[[], FragmentColumn | list[FragmentColumn]]]:
+    """The readers of a build over ``fragments`` (``counts``: their live rows), in order:
+    neighbouring fragments without deleted rows in groups of up to :data:`GROUP_ROWS` rows
+    (:func:`read_lance_fragments`), any other fragment on its own."""
+    readers: list[Callable[[], FragmentColumn | list[FragmentColumn]]] = []
+    group: list[tuple[int, int]] = []
+
+    def close() -> None:
+        if group:
+            ids, rows = [f for f, _ in group], [n for _, n in group]
+            readers.append(partial(read_lance_fragments, ds, ids, rows, column, items))
+            group.clear()
+
+    for fragment, rows in zip(fragments, counts, strict=True):
+        if fragment.metadata.deletion_file is not None:
+            close()
+            readers.append(partial(read_lance_fragment, ds, fragment.fragment_id, column, items))
+            continue
+        if group and sum(n for _, n in group) + rows > GROUP_ROWS:
+            close()
+        group.append((fragment.fragment_id, rows))
+    close()
+    return readers
+
+
+def read_lance_fragments(
+    dataset: object, fragment_ids: list[int], rows: list[int], column: str | Key, items: int
+) -> list[FragmentColumn]:
+    """:func:`read_lance_fragment` of each of ``fragment_ids`` (fragments without deleted
+    rows, of ``rows`` rows each), read in one ordered scan and cut at their row counts."""
+    if len(fragment_ids) == 1:
+        return [read_lance_fragment(dataset, fragment_ids[0], column, items)]
+    ds = open_lance(dataset)
+    table = ds.scanner(
+        columns=_columns(column),
+        fragments=[ds.get_fragment(f) for f in fragment_ids],
+        scan_in_order=True,
+    ).to_table()
+    if table.num_rows != sum(rows):  # not as planned: read each on its own
+        return [read_lance_fragment(ds, f, column, items) for f in fragment_ids]
+    parts, at = [], 0
+    for fragment_id, count in zip(fragment_ids, rows, strict=True):
+        piece = table.slice(at, count)
+        at += count
+        parts.append(
+            FragmentColumn(
+                fragment_id, _values(piece, column), contiguous_zones(count, items), None
+            )
+        )
+    return parts
 
 
 def lance_key_files(ds: Any, fragments: list[Any], key: Key) -> list[FragmentFile]:

@@ -13,6 +13,7 @@ from lance.file import LanceFileReader
 from lance.indices import IndexConfig
 
 from pruner.errors import InvalidParameterError, UnsupportedTypeError
+from pruner.index import build as index_build
 from pruner.index import (
     build_index,
     build_lance_index,
@@ -226,3 +227,28 @@ def test_segments_added_by_lance_after_an_append_are_all_loaded(tmp_path: Path) 
     assert [loaded.filter_bytes(int(z)) for z in order] == [
         fresh.filter_bytes(z) for z in range(fresh.num_zones)
     ], "Lance's delta segment equals what pruner builds for the new fragment"
+
+
+@pytest.mark.parametrize("group_rows", [1, 2_500, 1 << 20])
+def test_fragments_read_in_groups_give_lances_own_index(
+    tmp_path: Path, group_rows: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Neighbouring fragments without deleted rows are read in one scan and cut at their
+    row counts; one with deleted rows between them is read on its own: every grouping gives
+    the index Lance builds, zone for zone."""
+    monkeypatch.setattr(index_build, "GROUP_ROWS", group_rows)
+    path = tmp_path / "g.lance"
+    rng = np.random.default_rng(group_rows)
+    values = rng.permutation(10_000).astype(np.int64)
+    mask = rng.random(10_000) < 0.05
+    table = pa.table({"id": pa.array(values, mask=mask), "pos": np.arange(10_000)})
+    lance.write_dataset(table, str(path), max_rows_per_file=1_000)
+    ds = lance.dataset(str(path))
+    ds.delete("pos >= 4100 AND pos < 4300")
+    config = IndexConfig(
+        index_type="bloomfilter", parameters={"number_of_items": 300, "probability": 0.01}
+    )
+    ds.create_scalar_index("id", index_type=config)
+    (info,) = list_bloom_indexes(lance.dataset(str(path)))
+    mine = build_lance_index(path, "id", items=300, probability=0.01)
+    assert_same_index(mine, read_index_file(info.path, "id"), "id")
