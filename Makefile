@@ -50,12 +50,14 @@ test: lint typecheck pytest
 # pruner against each engine alone (bench/compare.py), written to docs/benchmarks.md with its
 # plots: `bench` at 1M, 5M and 20M rows (the 20M data takes a long time to generate, once),
 # `bench-quick` at 200k and 1M rows in a few minutes. Then the index build's throughput.
-# `make bench STORE=1` adds bench-store (object storage with 0/30/100 ms per request, about
+# `make bench SCALE=1` adds bench/scale.py (5M to 100M rows against Lance, docs/scale.md:
+# about 20 minutes, 8 GB of data). `make bench STORE=1` adds bench-store (object storage with 0/30/100 ms per request, about
 # 14 minutes at 5M rows on 2 cores: not run by default).
 bench: $(STAMP)
 	$(PY) bench/compare.py
 	$(PY) bench/cold.py --rows 1000000 5000000
 	$(PY) bench/build_throughput.py
+	$(if $(SCALE),$(PY) bench/scale.py)
 	$(if $(STORE),$(PY) -m bench.store)
 
 # pruner on an object store (moto's S3 server behind a proxy adding 0, 30, 100 ms per request)
