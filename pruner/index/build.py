@@ -28,7 +28,7 @@ from pruner.errors import IndexFormatError, IndexNotFoundError, InvalidParameter
 from pruner.hashing import hash_alike, hash_array, hash_input_width, plain_type
 from pruner.index.fileformat import IndexFileWriter, read_index_file
 from pruner.index.hierarchy import DatasetFill, FragmentCoarse
-from pruner.index.keys import KEY_ENCODING, Key, key_index_path, lance_fragment_file
+from pruner.index.keys import KEY_ENCODING, Key, key_index_path, lance_key_files
 from pruner.index.lance import open_lance
 from pruner.index.model import FragmentFile, ZoneIndex
 from pruner.index.native import hashable, index_value_type
@@ -392,16 +392,6 @@ def read_lance_fragments(
             )
         )
     return parts
-
-
-def lance_key_files(ds: Any, fragments: list[Any], key: Key) -> list[FragmentFile]:
-    """What binds a compound index to each of ``fragments``: the data files holding the
-    key's fields (:func:`pruner.index.keys.lance_fragment_file`)."""
-    schema = ds.lance_schema
-    return [
-        FragmentFile(f.fragment_id, *lance_fragment_file(f, schema, key), f.metadata.physical_rows)
-        for f in fragments
-    ]
 
 
 def read_parquet_fragment(

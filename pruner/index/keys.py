@@ -45,6 +45,7 @@ from pruner.discover import FileIdentity
 from pruner.errors import InvalidParameterError
 from pruner.hashing import hash_array, hash_input_width, plain_type
 from pruner.index.fileformat import INDEX_FILE_NAME
+from pruner.index.model import FragmentFile
 
 __all__ = [
     "KEY_ENCODING",
@@ -55,6 +56,7 @@ __all__ = [
     "key_index_path",
     "key_tuples",
     "lance_fragment_file",
+    "lance_key_files",
     "stored_keys",
 ]
 
@@ -272,4 +274,14 @@ def key_tuples(values: Sequence[Sequence[Any]], types: Sequence[pa.DataType]) ->
     return [
         pa.array(list(v), plain_type(t)).take(pa.array(pick))
         for v, t, pick in zip(values, types, picks, strict=True)
+    ]
+
+
+def lance_key_files(ds: Any, fragments: list[Any], key: Key) -> list[FragmentFile]:
+    """What binds a compound index to each of ``fragments``: the data files holding the
+    key's fields (:func:`lance_fragment_file`)."""
+    schema = ds.lance_schema
+    return [
+        FragmentFile(f.fragment_id, *lance_fragment_file(f, schema, key), f.metadata.physical_rows)
+        for f in fragments
     ]

@@ -51,14 +51,13 @@ from pruner.index.build import (
     assemble,
     index_fragment,
     lance_fragments,
-    lance_key_files,
     parquet_fragments,
     parquet_index_value_type,
     read_lance_fragment,
     read_parquet_fragment,
 )
 from pruner.index.hierarchy import FragmentCoarse
-from pruner.index.keys import KEY_ENCODING, Key
+from pruner.index.keys import KEY_ENCODING, Key, lance_key_files
 
 __all__ = [
     "ZONE_ROWS_SCHEMA",
