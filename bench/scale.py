@@ -250,12 +250,11 @@ PAPER_NOTES = (
     "when they come to at most 256 KiB, every fragment's zones of the key's row, in one "
     "batch; past that the zones a round trip later: 2-3 round trips to the selection, then "
     "the data's own.",
-    "The build's memory: the zone filters (the index file's size), twice while they are "
-    "put together at the end; the fragments' coarse filters (about 2.6 B a row, twice while "
-    "the companion is written); and for the dataset filter at most 16M values' hashes "
-    "(128 MB) beside the filter (128 MiB at most). On paper 1B rows would hold 4 GB of zone "
-    "filters twice: past about 100M rows a build wants the zone filters streamed from the "
-    "index file, not held.",
+    "The build's memory: the zone filters (the index file's size, put in one array as they "
+    "come); the fragments' coarse filters (about 2.6 B a row); and for the dataset filter "
+    "at most 8M values' hashes (64 MB) beside the filter (128 MiB at most). On paper 1B rows "
+    "would hold 4 GB of zone filters: past a few hundred million rows a build wants them "
+    "streamed from the index file, not held.",
 )
 
 

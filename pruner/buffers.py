@@ -15,7 +15,7 @@ import threading
 
 import numpy as np
 
-__all__ = ["distinct", "scratch", "sparse_zeros"]
+__all__ = ["RowsAppended", "distinct", "scratch", "sparse_zeros"]
 
 _local = threading.local()
 
@@ -64,3 +64,31 @@ def sparse_zeros(rows: int, width: int) -> np.ndarray:
     """
     region = mmap.mmap(-1, max(1, rows * width))
     return np.frombuffer(region, np.uint8)[: rows * width].reshape(rows, width)
+
+
+class RowsAppended:
+    """Rows of one width appended into one array reserved at an estimated count
+    (:func:`sparse_zeros`: a page takes memory only once written), so they are never copied
+    together at the end: ``np.concatenate`` of a build's zone filters held them twice, 400 MB
+    more at 100M rows. When the estimate falls short the array grows by half, copied once.
+
+    >>> rows = RowsAppended(1, 2); rows.add(np.ones((3, 2), np.uint8)); rows.result().shape
+    (3, 2)
+    """
+
+    def __init__(self, estimate: int, width: int) -> None:
+        self._array = sparse_zeros(max(estimate, 1), width)
+        self.count = 0
+
+    def add(self, rows: np.ndarray) -> None:
+        end = self.count + len(rows)
+        if end > len(self._array):
+            grown = sparse_zeros(max(end, len(self._array) * 3 // 2), self._array.shape[1])
+            grown[: self.count] = self._array[: self.count]
+            self._array = grown
+        self._array[self.count : end] = rows
+        self.count = end
+
+    def result(self) -> np.ndarray:
+        """The rows appended, in order (a view of the reserved array)."""
+        return self._array[: self.count]

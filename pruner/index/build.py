@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pruner import formats, sbbf, storage
-from pruner.buffers import scratch
+from pruner.buffers import RowsAppended, scratch
 from pruner.discover import open_parquet, parquet_names, read_parquet_files
 from pruner.errors import IndexFormatError, IndexNotFoundError, InvalidParameterError
 from pruner.hashing import hash_alike, hash_array, hash_input_width, plain_type
@@ -58,7 +58,7 @@ __all__ = [
     "read_parquet_fragment",
 ]
 
-_NO_HASHES = np.zeros(0, np.uint64)
+_NOTHING = np.zeros(0, np.uint8)  # what assemble leaves in the fragments' rows it took
 
 DEFAULT_ITEMS = 8192
 DEFAULT_PROBABILITY = 0.00057
@@ -201,18 +201,14 @@ def assemble(
     """
     num_bytes = sbbf.optimal_num_bytes(items, probability)
     results: list[FragmentZoneRows] = []
+    # what the build holds goes where it is used: the zone filters into the index's one
+    # array, the hashes into the dataset filter (a build held both twice over at the end)
     fill = DatasetFill()
+    filters = RowsAppended(total_rows // items + 1024, num_bytes)
     done = 0
     for rows in fragments:
         done += rows.rows
         if rows.zone_start.size:
-            if rows.coarse is not None and len(rows.coarse.hashes):
-                # the dataset filter takes the hashes now: a build no longer holds them all
-                fill.add(rows.coarse.hashes)
-                rows = dataclasses.replace(
-                    rows, coarse=dataclasses.replace(rows.coarse, hashes=_NO_HASHES)
-                )
-            results.append(rows)
             if sink is not None:
                 sink.write_zones(
                     rows.zone_fragment_id,
@@ -221,6 +217,12 @@ def assemble(
                     rows.has_null,
                     rows.filters,
                 )
+            filters.add(rows.filters)
+            coarse = rows.coarse
+            if coarse is not None and len(coarse.hashes):
+                fill.add(coarse.hashes)
+                coarse = dataclasses.replace(coarse, hashes=_NOTHING.view(np.uint64))
+            results.append(dataclasses.replace(rows, filters=_NOTHING, coarse=coarse))
         if progress is not None:
             progress(done, total_rows)
 
@@ -235,9 +237,7 @@ def assemble(
         zone_start=cat([r.zone_start for r in results], np.uint64),
         zone_length=cat([r.zone_length for r in results], np.uint64),
         has_null=cat([r.has_null for r in results], np.bool_),
-        filter_data=np.concatenate([r.filters for r in results])
-        if results
-        else np.zeros((0, num_bytes), dtype=np.uint8),
+        filter_data=filters.result(),
         null_rows={r.fragment_id: r.null_offsets for r in results if r.null_offsets is not None},
         build_coarse={r.fragment_id: r.coarse for r in results if r.coarse is not None},
         build_fill=fill,

@@ -66,9 +66,18 @@ def _row_checksums(rows: np.ndarray) -> np.ndarray:
     return np.einsum("ij,j->i", words, _weights(words.shape[1])) + _SUM_START
 
 
-def _block_major(filters: np.ndarray, first: int = 0, stop: int | None = None) -> np.ndarray:
-    """(n, B*32) filters -> (B, n*32): row b holds block b of every filter, in order; or
-    only its rows ``first`` to ``stop``."""
+def _block_major(
+    filters: np.ndarray | list[np.ndarray], first: int = 0, stop: int | None = None
+) -> np.ndarray:
+    """(n, B*32) filters (or n filters of B*32 bytes) -> (B, n*32): row b holds block b of
+    every filter, in order; or only its rows ``first`` to ``stop``."""
+    if isinstance(filters, list):
+        if not filters:
+            return np.zeros((0 if stop is None else stop - first, 0), np.uint8)
+        blocks = len(filters[0]) // _BLOCK
+        stop = blocks if stop is None else stop
+        rows = [f.reshape(blocks, _BLOCK)[first:stop] for f in filters]
+        return np.stack(rows, axis=1).reshape(stop - first, len(filters) * _BLOCK)
     count, num_bytes = filters.shape
     blocks = num_bytes // _BLOCK
     stop = blocks if stop is None else stop

@@ -34,9 +34,9 @@ from pruner.index.model import FragmentFile, ZoneIndex
 
 _PIECE_BYTES = 32 << 20
 """A companion's block-major sections are made and written this many bytes at a time."""
-_FLUSH_VALUES = 1 << 24
+_FLUSH_VALUES = 1 << 23
 """A build's :class:`DatasetFill` fills the dataset filter whenever this many values' hashes
-(128 MB) wait."""
+(64 MB) wait."""
 _REGION_BYTES = 1 << 20
 """The dataset filter is filled a region of this many bytes at a time: one core's L2 cache
 here (lscpu: 2 MiB in 2 instances)."""
@@ -144,8 +144,8 @@ def _coarse_filters(
     fragment_bytes: int,
     dataset_bytes: int,
     fill: DatasetFill | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """The fragment filters (one row per fragment) and the dataset filter of a companion,
+) -> tuple[list[np.ndarray], np.ndarray]:
+    """The fragment filters (one per fragment) and the dataset filter of a companion,
     of the sizes :func:`_coarse_counts`' counts give: the fragment filters' from the
     largest, the dataset filter's from their sum.
 
@@ -159,14 +159,14 @@ def _coarse_filters(
     dataset filter as the build filled it, when their shares no longer hold their hashes.
     """
     ids = [int(f) for f in fragments]
-    fragment_filters = np.empty((len(ids), fragment_bytes), np.uint8)
-    for position, f in enumerate(ids):
+    fragment_filters = []  # not copied into one array: written block-major from here
+    for f in ids:
         if f in fresh:
             own = fresh[f].filter
         else:
             assert previous is not None
             own = previous.fragment_filters[kept[f]]
-        fragment_filters[position] = sbbf.resize(own[None, :], fragment_bytes)[0]
+        fragment_filters.append(sbbf.resize(own[None, :], fragment_bytes)[0])
     if fill is None:  # the fresh shares hold their hashes
         fill = DatasetFill()
         for f in ids:
@@ -389,14 +389,17 @@ def write_hierarchy(
                     written.popleft().result()
 
             def put_block_major(
-                name: str, sums_name: str, filters: np.ndarray, edges: list[int]
+                name: str,
+                sums_name: str,
+                filters: np.ndarray | list[np.ndarray],
+                num_bytes: int,
+                edges: list[int],
             ) -> None:
                 """Section ``name``, the filters block-major (:func:`_block_major`), made
                 and written :data:`_PIECE_BYTES` at a time, and its checksums (one per row
                 and part: ``edges`` cut a row into parts): at 100M rows a whole copy of the
                 zones' filters held 400 MB more while it was written."""
-                count, num_bytes = filters.shape
-                blocks = num_bytes // _BLOCK
+                count, blocks = len(filters), num_bytes // _BLOCK
                 step = max(1, _PIECE_BYTES // max(1, count * _BLOCK))
                 sums = np.empty((blocks, len(edges) - 1), np.uint64)
                 for first in range(0, blocks, step):
@@ -416,13 +419,17 @@ def write_hierarchy(
             put("dataset_sums", _row_checksums(dataset_blocks).astype("<u8"))
             del dataset_filter, dataset_blocks
             put_block_major(
-                "fragments", "fragment_sums", fragment_filters, [0, len(fragments) * _BLOCK]
+                "fragments",
+                "fragment_sums",
+                fragment_filters,
+                fragment_bytes,
+                [0, len(fragments) * _BLOCK],
             )
             del fragment_filters
             # One checksum per (zone row, fragment): a probe reads one fragment's zones of
             # a row.
             zone_edges = [z * _BLOCK for z in [*first_zone.tolist(), len(fragment_id)]]
-            put_block_major("zone_rows", "zone_sums", filters, zone_edges)
+            put_block_major("zone_rows", "zone_sums", filters, zone_bytes, zone_edges)
             if put_bytes != sizes:
                 raise AssertionError(f"companion sections {put_bytes}, not {sizes}")
             prefix = MAGIC + len(text).to_bytes(4, "little") + checksum + text
