@@ -38,7 +38,7 @@ QUERIES_PER_DATASET = 8
 CI_CASES = 304  # 38 datasets of 8 queries per engine
 # Spark's cases cost ten times DuckDB's (0.6 s against 0.06 s a case): fewer of them in CI,
 # where the test suite must stay under 25 minutes on 2 cores (make fuzz draws more)
-CI_CASES_SPARK = 200  # 25 datasets
+CI_CASES_SPARK = 160  # 20 datasets
 FUZZ_SHARE = {"duckdb": 0.4, "datafusion": 0.4, "spark": 0.2}
 FUZZ_CASES = int(os.environ.get("PRUNER_FUZZ_CASES", "0"))
 
