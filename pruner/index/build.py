@@ -371,7 +371,9 @@ def read_lance_fragments(
     dataset: object, fragment_ids: list[int], rows: list[int], column: str | Key, items: int
 ) -> list[FragmentColumn]:
     """:func:`read_lance_fragment` of each of ``fragment_ids`` (fragments without deleted
-    rows, of ``rows`` rows each), read in one ordered scan and cut at their row counts."""
+    rows, of ``rows`` rows each), read in one ordered scan and cut at their row counts,
+    once the rows' addresses prove each fragment's rows are where the cut puts them (else
+    each is read on its own)."""
     if len(fragment_ids) == 1:
         return [read_lance_fragment(dataset, fragment_ids[0], column, items)]
     ds = open_lance(dataset)
@@ -379,8 +381,14 @@ def read_lance_fragments(
         columns=_columns(column),
         fragments=[ds.get_fragment(f) for f in fragment_ids],
         scan_in_order=True,
+        with_row_address=True,
     ).to_table()
-    if table.num_rows != sum(rows):  # not as planned: read each on its own
+    firsts = np.repeat(np.cumsum([0, *rows[:-1]]), rows)
+    expected = (np.repeat(np.asarray(fragment_ids, np.uint64), rows) << np.uint64(32)) | (
+        np.arange(sum(rows)) - firsts
+    ).astype(np.uint64)
+    addresses = table.column("_rowaddr").to_numpy()
+    if len(addresses) != len(expected) or not np.array_equal(addresses, expected):
         return [read_lance_fragment(ds, f, column, items) for f in fragment_ids]
     parts, at = [], 0
     for fragment_id, count in zip(fragment_ids, rows, strict=True):
