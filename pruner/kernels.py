@@ -37,6 +37,19 @@ _P5 = np.uint64(0x27D4EB2F165667C5)
 _LOW32 = np.uint64(0xFFFFFFFF)
 
 
+@numba.njit(inline="always")
+def _first_word(h: np.uint64, num_blocks: np.uint64) -> np.int64:
+    """The first of the 8 words of the block a hash goes to in a filter of ``num_blocks``."""
+    return np.int64(((h >> np.uint64(32)) * num_blocks) >> np.uint64(32)) * 8
+
+
+@numba.njit(inline="always")
+def _mask(low: np.uint64, salt: np.ndarray, word: int) -> np.uint32:
+    """The bit a hash whose low word is ``low`` sets in word ``word`` of its block (the same
+    at any filter size)."""
+    return np.uint32(1) << np.uint32(((low * salt[word]) & _LOW32) >> np.uint64(27))
+
+
 @numba.njit(cache=True, nogil=True)
 def insert_words(
     hashes: np.ndarray, bounds: np.ndarray, words: np.ndarray, salt: np.ndarray
@@ -45,16 +58,12 @@ def insert_words(
     bits of ``hashes[bounds[z]:bounds[z + 1]]`` in filter ``z``, for every zone ``z``;
     ``salt``: :data:`pruner.sbbf.SALT` as uint64."""
     num_blocks = np.uint64(words.shape[1] // 8)
-    low32 = np.uint64(0xFFFFFFFF)
     for zone in range(len(bounds) - 1):
         for i in range(bounds[zone], bounds[zone + 1]):
             h = hashes[i]
-            block = ((h >> np.uint64(32)) * num_blocks) >> np.uint64(32)
-            low = h & low32
-            first = np.int64(block) * 8
+            first, low = _first_word(h, num_blocks), h & _LOW32
             for word in range(8):
-                bit = ((low * salt[word]) & low32) >> np.uint64(27)
-                words[zone, first + word] |= np.uint32(1) << np.uint32(bit)
+                words[zone, first + word] |= _mask(low, salt, word)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -65,15 +74,12 @@ def insert_pieces(
     ``hashes[starts[i]:stops[i]]`` for every ``i``, in that order: pieces of many runs
     inserted together without first copying them into one array."""
     num_blocks = np.uint64(words.shape[1] // 8)
-    low32 = np.uint64(0xFFFFFFFF)
     for piece in range(len(starts)):
         for i in range(starts[piece], stops[piece]):
             h = hashes[i]
-            first = np.int64(((h >> np.uint64(32)) * num_blocks) >> np.uint64(32)) * 8
-            low = h & low32
+            first, low = _first_word(h, num_blocks), h & _LOW32
             for word in range(8):
-                bit = ((low * salt[word]) & low32) >> np.uint64(27)
-                words[0, first + word] |= np.uint32(1) << np.uint32(bit)
+                words[0, first + word] |= _mask(low, salt, word)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -105,27 +111,24 @@ def order_and_insert(
     num_blocks = np.uint64(words.shape[1] // 8)
     zones = zone_words.shape[0]
     zone_blocks = np.uint64(zone_words.shape[1] // 8)
-    low32 = np.uint64(0xFFFFFFFF)
     zone = 0
     for i in range(len(hashes)):
         h = hashes[i]
         key = h >> shift
         ordered[counts[key]] = h
         counts[key] += 1
-        first = np.int64(((h >> np.uint64(32)) * num_blocks) >> np.uint64(32)) * 8
-        low = h & low32
+        first, low = _first_word(h, num_blocks), h & _LOW32
         if zones:
             while i >= bounds[zone + 1]:
                 zone += 1
-            zone_first = np.int64(((h >> np.uint64(32)) * zone_blocks) >> np.uint64(32)) * 8
+            zone_first = _first_word(h, zone_blocks)
             for word in range(8):
-                mask = np.uint32(1) << np.uint32(((low * salt[word]) & low32) >> np.uint64(27))
+                mask = _mask(low, salt, word)
                 words[0, first + word] |= mask
                 zone_words[zone, zone_first + word] |= mask
         else:
             for word in range(8):
-                bit = ((low * salt[word]) & low32) >> np.uint64(27)
-                words[0, first + word] |= np.uint32(1) << np.uint32(bit)
+                words[0, first + word] |= _mask(low, salt, word)
     set_bits = 0
     for w in range(words.shape[1]):
         x = words[0, w]
