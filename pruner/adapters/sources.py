@@ -61,6 +61,15 @@ def lance_allowlist(selection: Selection) -> bytes:
     return roaring.encode({f: roaring.ranges_bitmap(r) for f, r in by_fragment.items()})
 
 
+NO_SCALAR_INDEX = {"use_scalar_index": False}
+"""What every Lance scan pruner makes is given: Lance probes none of the dataset's scalar
+indexes. The bloom index pruner committed is one of them, and Lance trusts it as it is on
+disk: with one bit of a filter cleared, Lance alone drops the rows of the value it hid
+(tests/index/test_damaged.py). pruner checks the zones it probes and reads a damaged one's
+fragment whole; Lance, probing the same file under that read, would drop them again. An
+unpruned read (no selection) is a read with no index at all, as before."""
+
+
 class PrunedLanceDataset(lance.LanceDataset):
     """A Lance dataset whose every scan reads only the rows of a Selection.
 
@@ -68,7 +77,7 @@ class PrunedLanceDataset(lance.LanceDataset):
     ``LanceDataset`` (a ``pyarrow.dataset.Dataset``). Its own attributes start with
     ``pruner_`` so they never shadow Lance's: ``pruner_allowlist`` (the row addresses every
     scan is restricted to, None: whole fragments), ``pruner_whole`` (the selection is every
-    row: scans are Lance's own, with its indexes, as for the dataset itself) and
+    row: scans list no fragments, as for the dataset itself) and
     ``pruner_may_refuse_filters`` (the table has a column Lance may refuse a pushed filter
     on) and ``pruner_keys`` (a filter every scan also applies: ``column IN (values)``, when
     every row the query keeps holds one of them, :class:`~pruner.evaluate.RowKeys`).
@@ -78,12 +87,11 @@ class PrunedLanceDataset(lance.LanceDataset):
     pruner_whole: bool
     pruner_allowlist: bytes | None
     _pruner_fragment_allowlists: dict[int, bytes | None]
-    _pruner_options: dict[str, Any]
     pruner_may_refuse_filters: bool
     pruner_keys: pc.Expression | None
 
     def scanner(self, *args: Any, **kwargs: Any) -> Any:
-        kwargs.update(self._pruner_options)
+        kwargs.update(NO_SCALAR_INDEX)
         _add_keys(kwargs, self.pruner_keys)
         if not self.pruner_whole:  # else Lance scans as for the dataset itself
             kwargs["fragments"] = self._pruner_fragments
@@ -106,7 +114,7 @@ class _PrunedFragment:
         self._fragment = fragment
 
     def scanner(self, schema: Any = None, **kwargs: Any) -> Any:
-        kwargs.update(self._dataset._pruner_options)
+        kwargs.update(NO_SCALAR_INDEX)
         _add_keys(kwargs, self._dataset.pruner_keys)
         kwargs["fragments"] = [self._fragment]
         allow = self._dataset._pruner_fragment_allowlists[self._fragment.fragment_id]
@@ -227,8 +235,8 @@ def lance_source(
     On a dataset with stable row ids Lance matches the allowlist against row ids, not
     addresses, so there only whole fragments are restricted.
 
-    Unpruned (``selection`` None) also means no index at all: Lance's scanner would
-    otherwise use the BLOOMFILTER index pruner committed (or any scalar index) on its own.
+    No scan probes a scalar index of Lance's (:data:`NO_SCALAR_INDEX`): not the one pruner
+    committed, which pruner checks and Lance does not, nor any other.
     """
     dataset = table.dataset
     fragments = table.lance_fragments()
@@ -256,7 +264,6 @@ def lance_source(
     pruned.pruner_whole = (
         selection is not None and not partial and len(fragments) == len(table.lance_fragments())
     )
-    pruned._pruner_options = {"use_scalar_index": False} if selection is None else {}
     pruned.pruner_may_refuse_filters = any(lance_cannot_filter(f.type) for f in table.schema)
     pruned.pruner_keys = None
     if (

@@ -512,3 +512,33 @@ def test_index_list_reports_damage(layout: str, tmp_path: Path) -> None:
     _file_damaged_in_place("truncated_to_half")(index_file)
     row = listed(path)
     assert row["state"] == "unreadable" and "rebuild" in row["error"]
+
+
+@pytest.mark.parametrize("engine", ["duckdb", "datafusion"])
+def test_lance_never_reads_a_damaged_index_for_pruner(
+    engine: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The index file pruner committed is Lance's own: given a filter, Lance's scanner probes
+    it too. With a bit cleared that hides a value, Lance alone drops that value's row (shown
+    here); pruner reads the damaged fragment whole, and its scans of the dataset (no rows
+    read ahead) must not let Lance probe the damaged filter."""
+    import lance
+
+    import pruner
+    from pruner.adapters import sources
+
+    path, index_file = _make("lance", tmp_path)
+    first, _ = _probe_values()
+    _rewrite(index_file, _flip_bits_hiding(first), "keep")
+    expected = np.flatnonzero(_ids() == first).tolist()
+    assert len(expected) == 1
+    hidden = lance.dataset(str(path)).to_table(filter=f"id = {first}")
+    assert hidden.num_rows == 0, "Lance alone probes the damaged filter"
+    monkeypatch.setattr(sources, "READ_AHEAD_VALUES", 0)
+    for sql in (
+        f"SELECT pos FROM t WHERE id = {first}",
+        f"SELECT pos FROM t WHERE id IN ({first}, -5)",
+        f"SELECT pos FROM t WHERE id = {first} OR pos < 0",
+    ):
+        answer = pruner.query(sql, {"t": path}, engine=engine)
+        assert sorted(answer.column("pos").to_pylist()) == expected, sql
