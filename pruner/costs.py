@@ -7,11 +7,12 @@ whole table, read by the engine as it reads it alone, so whichever is chosen the
 the same (``tests/end_to_end/test_costs.py`` draws tables, selections and queries to show it).
 
 * :func:`needs_analysis`, before any parse: a query of one table, with no join and no
-  subquery, whose text names no column pruner could probe cannot be pruned, so it is not
-  analysed (a check of the text's words against the table's columns: microseconds, where
-  parsing costs a millisecond). A statement that may join is analysed all the same: the
-  analysis is also what proves a statement of inner joins only, which DataFusion then plans
-  with its join selection on.
+  subquery, whose text names no column pruner could probe, or holds no operator a term a
+  bloom filter can use is written with (:func:`may_hold_term`: ``id IS NOT NULL``, ``name
+  LIKE 'a%'``), cannot be pruned, so it is not analysed (a check of the text's words:
+  microseconds, where parsing costs a millisecond). A statement that may join is analysed
+  all the same: the analysis is also what proves a statement of inner joins only, which
+  DataFusion then plans with its join selection on.
 * :func:`probe_reason`, before hashing a term's keys: ``K`` keys spread over ``U`` units the
   engine reads (a Parquet row group, a zone of a Lance index) touch about ``1 - (1 - 1/U)^K``
   of them when the column is not sorted, which is what a bloom index is for. Past
@@ -55,6 +56,7 @@ __all__ = [
     "UNANALYSED",
     "WHOLE_FRACTION",
     "join_read_reason",
+    "may_hold_term",
     "needs_analysis",
     "probe_reason",
     "sql_words",
@@ -75,7 +77,8 @@ JOIN_READ_RATIO = 1.0
 times the rows this side's own terms select."""
 
 UNANALYSED = (
-    "the SQL names no column with an index in its one table, and no join: a query does not "
+    "the SQL names no column with an index in its one table, or no term an index can use "
+    "(=, IN, BETWEEN, IS NULL, IS [NOT] DISTINCT FROM), and no join: a query does not "
     "analyse it, the engine reads the table whole, its own way"
 )
 
@@ -93,7 +96,8 @@ def needs_analysis(sql: str, tables: Mapping[str, Table]) -> bool:
     """Must ``sql`` be analysed: may it join (it names more than one of ``tables``, or says
     JOIN or SELECT more than once), or does it name, as a word of its own, a column that
     pruner could probe (a column with an index, or with the Parquet files' own bloom
-    filters, or in a compound key)? False only when no analysis could prune any of them.
+    filters, or in a compound key), in a text that may hold a term an index can use
+    (:func:`may_hold_term`)? False only when no analysis could prune any of them.
 
     A name that occurs in a string, a comment or another table's column still counts: the
     check may only send a query to the analyzer that did not need it, never the reverse.
@@ -101,6 +105,8 @@ def needs_analysis(sql: str, tables: Mapping[str, Table]) -> bool:
     found = sql_words(sql)
     if len(tables) > 1 or "join" in found or found.count("select") > 1:
         return True
+    if not may_hold_term(sql, found):
+        return False
     words = set(found)
     for table in tables.values():
         for column in table.schema.names:
@@ -109,6 +115,36 @@ def needs_analysis(sql: str, tables: Mapping[str, Table]) -> bool:
             if named and _may_prune(table, column):
                 return True
     return False
+
+
+_TERM_WORDS = frozenset({"in", "between", "distinct", "isnull"})
+_PATTERN_NOT = [["like"], ["ilike"], ["glob"], ["similar"], ["rlike"], ["regexp"]]
+"""The words after a NOT that negates only a pattern match (``x NOT LIKE y``)."""
+
+
+def may_hold_term(sql: str, words: list[str]) -> bool:
+    """May ``sql`` (of ``words``, :func:`sql_words`) hold a term a bloom filter can use?
+
+    Every such term is written with ``=`` (``=``, ``==``, ``<=>``, ``!=``, ``>=`` with
+    ``<=``), ``<>`` (under a NOT), ``IN``, ``BETWEEN``, ``IS [NOT] DISTINCT FROM``, ``IS
+    NULL``, ``ISNULL`` or ``IS UNKNOWN``. False only when the text has none of them and its
+    only NULLs (and UNKNOWNs) are in ``IS NOT NULL`` with no other NOT (but ``NOT LIKE``
+    and its kin), which could negate one into ``IS NULL`` (as it could ``NOTNULL``, which
+    has no NULL word). A character or word in a string or a comment counts: the check may
+    only send a query to the analyzer that did not need it, never the reverse."""
+    if "=" in sql or "<>" in sql or not _TERM_WORDS.isdisjoint(words):
+        return True
+    nots = sum(
+        1
+        for at, word in enumerate(words)
+        if word == "not" and words[at + 1 : at + 2] not in _PATTERN_NOT
+    )
+    for at, word in enumerate(words):
+        if word in ("null", "unknown"):
+            if words[at - 2 : at] != ["is", "not"]:
+                return True
+            nots -= 1
+    return nots > 0
 
 
 def _may_prune(table: Table, column: str) -> bool:
