@@ -38,7 +38,7 @@ import lance
 import pyarrow as pa
 
 from pruner import reads, storage
-from pruner.adapters.kept import KeptViews, kept_views
+from pruner.adapters.kept import KeptFooters, KeptViews, kept_footers, kept_views
 from pruner.adapters.naming import quote_identifier
 from pruner.adapters.sources import (
     lance_cannot_filter,
@@ -122,8 +122,8 @@ BLOOM_ON_READ = "datafusion.execution.parquet.bloom_filter_on_read"
 
 def new_context(settings: Mapping[str, str] = SAFE_SETTINGS) -> datafusion.SessionContext:
     """A SessionContext with ``settings`` (:data:`SAFE_SETTINGS`) and no cache of Parquet
-    footers (:data:`NO_FOOTER_CACHE`): the one pruner runs a query on when the caller gives
-    none."""
+    footers (:data:`NO_FOOTER_CACHE`; pruner's shared contexts keep one where it is sound:
+    :func:`_shared_context`)."""
     config = datafusion.SessionConfig()
     for key, value in settings.items():
         config = config.set(key, value)
@@ -138,12 +138,13 @@ _own_contexts: weakref.WeakSet[datafusion.SessionContext] = weakref.WeakSet()
 
 
 NO_FOOTER_CACHE = "SET datafusion.runtime.metadata_cache_limit = '0'"
-"""A runtime setting of every SessionContext pruner creates (not a SessionConfig key): no
-cache of parsed Parquet footers. DataFusion 55 keeps each file's footer, checked only
-against the file's size and modification time, so a file rewritten in place within the
-file system's timestamp granularity keeps its old statistics, and row-group pruning by
-them drops the new rows (``k > 10`` answered none of 4 rows). pruner reads every footer
-when it opens a table anyway, and identifies a file by its footer's hash too."""
+"""A runtime setting of every SessionContext :func:`new_context` creates (not a
+SessionConfig key): no cache of parsed Parquet footers. DataFusion 55 keeps each file's
+footer, checked only against the file's size and modification time, so a file rewritten in
+place within the file system's timestamp granularity keeps its old statistics, and
+row-group pruning by them drops the new rows (``k > 10`` answered none of 4 rows). The
+shared contexts :func:`query` uses turn the cache on and empty it where it could be stale
+(:class:`~pruner.adapters.kept.KeptFooters`)."""
 
 
 def parquet_frame(
@@ -483,23 +484,29 @@ def query(
             query_text, tables, dialect="datafusion", parameters=parameters, prune=prune
         )
     session = context if context is not None else _shared_context(prepared.inner_joins_only)
+    footers = kept_footers.get(session)
+    unsettled = footers is not None and footers.before(session, prepared)
     try:
+        try:
+            return _on_stack(
+                lambda: _frame(session, prepared, query_text, parameters).to_arrow_table(),
+                prepared,
+                query_text,
+            )
+        except Exception as err:  # DataFusion's own error
+            if not any(failure in str(err) for failure in _PUSH_FAILURES):
+                raise
+        # DataFusion pushed a filter into the Lance dataset's scan that its pyarrow filter
+        # conversion cannot express (see _PUSH_FAILURES; found by make fuzz) and failed
+        # planning it, before reading a row: run it again with no filter pushed into Lance.
         return _on_stack(
-            lambda: _frame(session, prepared, query_text, parameters).to_arrow_table(),
+            lambda: _frame(session, prepared, query_text, parameters, push=False).to_arrow_table(),
             prepared,
             query_text,
         )
-    except Exception as err:  # DataFusion's own error
-        if not any(failure in str(err) for failure in _PUSH_FAILURES):
-            raise
-    # DataFusion pushed a filter into the Lance dataset's scan that its pyarrow filter
-    # conversion cannot express (see _PUSH_FAILURES; found by make fuzz) and failed
-    # planning it, before reading a row: run it again with no filter pushed into Lance.
-    return _on_stack(
-        lambda: _frame(session, prepared, query_text, parameters, push=False).to_arrow_table(),
-        prepared,
-        query_text,
-    )
+    finally:
+        if unsettled and footers is not None:
+            footers.flush(session)
 
 
 _PUSH_FAILURES = ("pyarrow.lib.BooleanScalar", "PyArrow can't handle ScalarValue")
@@ -524,14 +531,17 @@ _shared_lock = threading.Lock()
 
 def _shared_context(reordering: bool = False) -> datafusion.SessionContext:
     """The context :func:`query` uses when given none (one per process and setting of
-    ``join_reordering``, as DataFusion users keep theirs; it caches no Parquet footer:
-    :data:`NO_FOOTER_CACHE`). pruner binds its tables on it while a query plans
+    ``join_reordering``, as DataFusion users keep theirs; it caches Parquet footers only
+    where they cannot be stale: :class:`~pruner.adapters.kept.KeptFooters`). pruner binds
+    its tables on it while a query plans
     (:func:`registered`), and keeps Parquet tables read whole bound for the next query
     (:class:`KeptViews`)."""
     with _shared_lock:
         if reordering not in _shared:
             made = new_context(REORDERING_SETTINGS if reordering else SAFE_SETTINGS)
             kept_views[made] = KeptViews()
+            kept_footers[made] = KeptFooters()
+            kept_footers[made].flush(made)  # footers cached from here on
             _shared[reordering] = made
         return _shared[reordering]
 

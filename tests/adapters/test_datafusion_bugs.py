@@ -257,8 +257,9 @@ def test_datafusion_alone_keeps_the_footer_of_a_file_rewritten_in_place(tmp_path
     """DataFusion 55 caches each Parquet footer, checked only by the file's size and
     modification time: a file rewritten in place with both the same (a rewrite within the
     file system's timestamp granularity) keeps its old statistics, and row-group pruning
-    by them drops every new row. pruner's own contexts cache no footer
-    (``NO_FOOTER_CACHE``)."""
+    by them drops every new row. pruner's shared contexts empty their cache after a query
+    that read a file modified this recently (KeptFooters); :func:`new_context`'s cache no
+    footer (``NO_FOOTER_CACHE``)."""
     import os
 
     from pruner.adapters.datafusion import NO_FOOTER_CACHE
@@ -285,6 +286,44 @@ def test_datafusion_alone_keeps_the_footer_of_a_file_rewritten_in_place(tmp_path
         got = query(sql, {"t": directory}, prune=prune).column("k").to_pylist()
         assert got == [11, 12, 13, 14]
     assert NO_FOOTER_CACHE.endswith("metadata_cache_limit = '0'")
+
+
+def test_a_footer_cached_under_a_time_pruner_did_not_see_is_dropped(tmp_path: Path) -> None:
+    """pruner's shared context caches the footers of files last modified long ago
+    (KeptFooters). A file rewritten while a query read it leaves a footer cached under a
+    size and time pruner never saw; when pruner next sees the file changed, the cache is
+    emptied before DataFusion reads it. Here the footer of [5..8] is cached (read on the
+    shared context outside pruner, as that race would), then [11..14] is written with the
+    same size and time: without the flush, DataFusion's statistics of [5..8] drop them."""
+    import os
+    import time
+
+    from pruner.adapters.datafusion import _shared_context
+
+    directory = tmp_path / "t"
+    directory.mkdir()
+    file = directory / "0.parquet"
+    sql = "SELECT k FROM t WHERE k > 10 ORDER BY k"
+
+    def written(values: list[int], age: float) -> int:
+        _write_two_groups(file, values)
+        then = time.time_ns() - int(age * 1e9)
+        os.utime(file, ns=(then, then))
+        return os.stat(file).st_size
+
+    size = written([1, 2, 3, 4], 100)
+    assert query(sql, {"t": directory}).to_pylist() == []
+    assert written([5, 6, 7, 8], 50) == size
+    shared = _shared_context()
+    shared.register_parquet("raced", str(directory))
+    assert shared.sql("SELECT max(k) AS m FROM raced").to_pylist() == [{"m": 8}]
+    shared.deregister_table("raced")
+    moved = os.stat(file).st_mtime_ns
+    assert written([11, 12, 13, 14], 0) == size
+    os.utime(file, ns=(moved, moved))
+    got = query(sql, {"t": directory}).column("k").to_pylist()
+    assert got == [11, 12, 13, 14]
+    assert engine_alone("datafusion", sql, {"t": directory}).column("k").to_pylist() == got
 
 
 def test_datafusion_alone_reads_a_directory_from_its_cached_listing(tmp_path: Path) -> None:
