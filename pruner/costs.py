@@ -9,10 +9,10 @@ the same (``tests/end_to_end/test_costs.py`` draws tables, selections and querie
 * :func:`needs_analysis`, before any parse: a query of one table, with no join and no
   subquery, whose text names no column pruner could probe, or holds no operator a term a
   bloom filter can use is written with (:func:`may_hold_term`: ``id IS NOT NULL``, ``name
-  LIKE 'a%'``), cannot be pruned, so it is not analysed (a check of the text's words:
-  microseconds, where parsing costs a millisecond). A statement that may join is analysed
-  all the same: the analysis is also what proves a statement of inner joins only, which
-  DataFusion then plans with its join selection on.
+  LIKE 'a%'``, ``id IS DISTINCT FROM 5``), cannot be pruned, so it is not analysed (a
+  check of the text's words: microseconds, where parsing costs a millisecond). A statement
+  that may join is analysed all the same: the analysis is also what proves a statement of
+  inner joins only, which DataFusion then plans with its join selection on.
 * :func:`probe_reason`, before hashing a term's keys: ``K`` keys spread over ``U`` units the
   engine reads (a Parquet row group, a zone of a Lance index) touch about ``1 - (1 - 1/U)^K``
   of them when the column is not sorted, which is what a bloom index is for. Past
@@ -78,7 +78,7 @@ times the rows this side's own terms select."""
 
 UNANALYSED = (
     "the SQL names no column with an index in its one table, or no term an index can use "
-    "(=, IN, BETWEEN, IS NULL, IS [NOT] DISTINCT FROM), and no join: a query does not "
+    "(=, IN, BETWEEN, IS NULL, IS NOT DISTINCT FROM), and no join: a query does not "
     "analyse it, the engine reads the table whole, its own way"
 )
 
@@ -117,7 +117,7 @@ def needs_analysis(sql: str, tables: Mapping[str, Table]) -> bool:
     return False
 
 
-_TERM_WORDS = frozenset({"in", "between", "distinct", "isnull"})
+_TERM_WORDS = frozenset({"in", "between", "isnull"})
 _PATTERN_NOT = [["like"], ["ilike"], ["glob"], ["similar"], ["rlike"], ["regexp"]]
 """The words after a NOT that negates only a pattern match (``x NOT LIKE y``)."""
 
@@ -126,12 +126,12 @@ def may_hold_term(sql: str, words: list[str]) -> bool:
     """May ``sql`` (of ``words``, :func:`sql_words`) hold a term a bloom filter can use?
 
     Every such term is written with ``=`` (``=``, ``==``, ``<=>``, ``!=``, ``>=`` with
-    ``<=``), ``<>`` (under a NOT), ``IN``, ``BETWEEN``, ``IS [NOT] DISTINCT FROM``, ``IS
-    NULL``, ``ISNULL`` or ``IS UNKNOWN``. False only when the text has none of them and its
-    only NULLs (and UNKNOWNs) are in ``IS NOT NULL`` with no other NOT (but ``NOT LIKE``
-    and its kin), which could negate one into ``IS NULL`` (as it could ``NOTNULL``, which
-    has no NULL word). A character or word in a string or a comment counts: the check may
-    only send a query to the analyzer that did not need it, never the reverse."""
+    ``<=``), ``<>`` (under a NOT), ``IN``, ``BETWEEN``, ``IS NOT DISTINCT FROM``, ``IS
+    NULL``, ``ISNULL``, ``IS UNKNOWN``, or is a NOT of ``IS NOT NULL``, ``NOTNULL`` or ``IS
+    DISTINCT FROM``. So False when the text has none of the first, and either none of the
+    last or no NOT but theirs and those of ``NOT LIKE`` and its kin. A character or word in
+    a string or a comment counts: the check may only send a query to the analyzer that did
+    not need it, never the reverse."""
     if "=" in sql or "<>" in sql or not _TERM_WORDS.isdisjoint(words):
         return True
     nots = sum(
@@ -139,12 +139,18 @@ def may_hold_term(sql: str, words: list[str]) -> bool:
         for at, word in enumerate(words)
         if word == "not" and words[at + 1 : at + 2] not in _PATTERN_NOT
     )
+    negations = words.count("notnull")
     for at, word in enumerate(words):
+        before = words[max(0, at - 2) : at]
         if word in ("null", "unknown"):
-            if words[at - 2 : at] != ["is", "not"]:
-                return True
-            nots -= 1
-    return nots > 0
+            if before != ["is", "not"]:
+                return True  # IS NULL, or NULL anywhere else
+            nots, negations = nots - 1, negations + 1
+        elif word == "distinct" and before[-1:] == ["is"]:
+            negations += 1  # IS DISTINCT FROM
+        elif word == "distinct" and before == ["is", "not"]:
+            return True  # IS NOT DISTINCT FROM
+    return nots > 0 and negations > 0
 
 
 def _may_prune(table: Table, column: str) -> bool:
