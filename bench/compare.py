@@ -183,9 +183,7 @@ def never_slower(data: LookupData, rows: int, repeat: int, report: Report) -> No
     ratios: dict[str, list[float]] = {}
     for name, sql in NEVER_SLOWER.items():
         for label, (alone, mine) in against_alone(data, "parquet").items():
-            alone_ms, mine_ms = medians(
-                {"alone": alone, "pruner": mine}, [sql], max(3, repeat // 2)
-            )
+            alone_ms, mine_ms = medians({"alone": alone, "pruner": mine}, [sql], repeat)
             ratios.setdefault(label, []).append(mine_ms / alone_ms)
             lines.append(
                 [name, label, f"{alone_ms:.1f}", f"{mine_ms:.1f}", f"{mine_ms / alone_ms:.2f}"]

@@ -25,8 +25,9 @@ __all__ = ["Parameters", "Plan", "TableSource", "named_in", "plan"]
 @dataclass(frozen=True)
 class Plan:
     """Per table name: the opened table and the rows to read (None: the whole table, read
-    without any index; a whole Selection: the whole table as the engine reads it alone,
-    which lets Lance use its own indexes)."""
+    without any index; a whole Selection: the whole table, as the engine reads it alone;
+    pruner's scans of Lance never probe Lance's own indexes, which Lance does not check:
+    pruner.adapters.sources.NO_SCALAR_INDEX)."""
 
     tables: dict[str, Table]
     selections: dict[str, Selection | None]
@@ -91,7 +92,7 @@ def plan(
         return Plan(opened, dict.fromkeys(opened))
     if not needs_analysis(sql, opened):
         # Nothing the text names could prune (pruner.costs): not analysed; each table is
-        # read whole as the engine reads it alone (Lance with its own indexes).
+        # read whole as the engine reads it alone.
         return Plan(opened, {name: table.whole() for name, table in opened.items()})
     # SQL pruner's parser refuses is the engine's to judge: explain reads every table whole
     # then, and the engine raises its own error (as it would without pruner) or answers.
