@@ -33,6 +33,7 @@ class Plan:
     selections: dict[str, Selection | None]
     explanation: Explanation | None = field(default=None)
     row_keys: dict[str, RowKeys] = field(default_factory=dict)  # known without an analysis
+    one_table_select: bool = False  # not analysed: one SELECT of one table (costs.needs_analysis)
 
     def keys(self, name: str) -> RowKeys | None:
         """The keys every row the query keeps of table ``name`` holds, when pruner knows
@@ -56,6 +57,12 @@ class Plan:
         """Is the statement known to join by inner or cross joins only, none made from a
         subquery (:class:`pruner.analysis.model.Analysis`)? False when not analysed."""
         return self.explanation is not None and self.explanation.inner_joins_only
+
+    @property
+    def no_outer_join(self) -> bool:
+        """Is the statement known to hold no outer, semi or anti join: inner or cross joins
+        only (:attr:`inner_joins_only`), or one SELECT of one table, no join at all?"""
+        return self.one_table_select or self.inner_joins_only
 
     def zones(self) -> tuple[int, int]:
         """Zones selected and zones in total, over every scan (0, 0 when not pruned)."""
@@ -93,7 +100,8 @@ def plan(
     if not needs_analysis(sql, opened):
         # Nothing the text names could prune (pruner.costs): not analysed; each table is
         # read whole as the engine reads it alone.
-        return Plan(opened, {name: table.whole() for name, table in opened.items()})
+        every = {name: table.whole() for name, table in opened.items()}
+        return Plan(opened, {**every}, one_table_select=True)
     # SQL pruner's parser refuses is the engine's to judge: explain reads every table whole
     # then, and the engine raises its own error (as it would without pruner) or answers.
     explanation = explain_opened(sql, opened, dialect=dialect, parameters=parameters, analysed=True)

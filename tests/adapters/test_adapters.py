@@ -433,6 +433,12 @@ def test_datafusion_builds_an_inner_join_on_its_smaller_input(
     assert pruner.query(sql, tables, engine="datafusion") == engine_alone("datafusion", sql, tables)
     outer = sql.replace(" JOIN d", " LEFT JOIN d")
     assert not plan(outer, tables, dialect="datafusion").inner_joins_only
+    # DataFusion's join selection and Parquet filter pushdown (INNER_SETTINGS) are on for
+    # a statement with no outer join only: a join of inner joins, or one table unanalysed
+    assert prepared.no_outer_join and not plan(outer, tables, dialect="datafusion").no_outer_join
+    alone = plan("SELECT count(*) AS n FROM d WHERE region = 'r1'", tables, dialect="datafusion")
+    assert alone.explanation is None and alone.no_outer_join
+    assert not plan(sql, tables, dialect="datafusion", prune=False).no_outer_join
 
 
 def test_datafusion_register_refuses_a_callers_table(lance_table: Path) -> None:

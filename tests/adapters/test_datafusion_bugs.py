@@ -314,7 +314,7 @@ def test_a_footer_cached_under_a_time_pruner_did_not_see_is_dropped(tmp_path: Pa
     size = written([1, 2, 3, 4], 100)
     assert query(sql, {"t": directory}).to_pylist() == []
     assert written([5, 6, 7, 8], 50) == size
-    shared = _shared_context()
+    shared = _shared_context(True)  # the one a query of one table runs on
     shared.register_parquet("raced", str(directory))
     assert shared.sql("SELECT max(k) AS m FROM raced").to_pylist() == [{"m": 8}]
     shared.deregister_table("raced")

@@ -290,7 +290,7 @@ def test_datafusion_keeps_whole_parquet_views_only_for_their_table(tmp_path: Pat
     for _ in range(2):
         got = pruner.query(sql, {"t": tmp_path}, engine="datafusion")
         assert multiset(got) == multiset(engine_alone("datafusion", sql, {"t": tmp_path}))
-    context = df_adapter._shared_context(False)
+    context = df_adapter._shared_context(True)  # one table, no outer join: INNER_SETTINGS
     assert list(kept.kept_views[context].views) == ['"t"']
     more = pa.array(range(100, 130), pa.int64())
     pq.write_table(pa.table({"id": more, "v": more}), tmp_path / "1.parquet")
