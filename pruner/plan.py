@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from pruner.analyzer import names_table
-from pruner.costs import needs_analysis
+from pruner.costs import needs_analysis, sql_words
 from pruner.evaluate import RowKeys
 from pruner.explain import Explanation, explain_opened
 from pruner.parameters import Parameters
@@ -33,7 +33,7 @@ class Plan:
     selections: dict[str, Selection | None]
     explanation: Explanation | None = field(default=None)
     row_keys: dict[str, RowKeys] = field(default_factory=dict)  # known without an analysis
-    one_table_select: bool = False  # not analysed: one SELECT of one table (costs.needs_analysis)
+    one_table_select: bool = False  # not analysed: one SELECT of one table, no set operation
 
     def keys(self, name: str) -> RowKeys | None:
         """The keys every row the query keeps of table ``name`` holds, when pruner knows
@@ -101,7 +101,7 @@ def plan(
         # Nothing the text names could prune (pruner.costs): not analysed; each table is
         # read whole as the engine reads it alone.
         every = {name: table.whole() for name, table in opened.items()}
-        return Plan(opened, {**every}, one_table_select=True)
+        return Plan(opened, {**every}, one_table_select=_SET_WORDS.isdisjoint(sql_words(sql)))
     # SQL pruner's parser refuses is the engine's to judge: explain reads every table whole
     # then, and the engine raises its own error (as it would without pruner) or answers.
     explanation = explain_opened(sql, opened, dialect=dialect, parameters=parameters, analysed=True)
@@ -111,6 +111,11 @@ def plan(
         name: table.whole() if name in whole else found.get(name) for name, table in opened.items()
     }
     return Plan(opened, selections, explanation)
+
+
+_SET_WORDS = frozenset({"union", "intersect", "except", "exists"})
+"""Words of a statement that may join its one SELECT to something else with no second
+SELECT (``... EXCEPT TABLE t``, ``... UNION VALUES (1)``): not :attr:`Plan.one_table_select`."""
 
 
 def named_in(name: str, sql: str) -> bool:

@@ -439,6 +439,8 @@ def test_datafusion_builds_an_inner_join_on_its_smaller_input(
     alone = plan("SELECT count(*) AS n FROM d WHERE region = 'r1'", tables, dialect="datafusion")
     assert alone.explanation is None and alone.no_outer_join
     assert not plan(sql, tables, dialect="datafusion", prune=False).no_outer_join
+    excepted = "SELECT id FROM d WHERE region = 'r1' EXCEPT VALUES (5)"
+    assert not plan(excepted, tables, dialect="datafusion").no_outer_join
 
 
 def test_datafusion_register_refuses_a_callers_table(lance_table: Path) -> None:
