@@ -134,15 +134,14 @@ def may_hold_term(sql: str, words: list[str]) -> bool:
     not need it, never the reverse."""
     if "=" in sql or "<>" in sql or not _TERM_WORDS.isdisjoint(words):
         return True
-    nots = sum(
-        1
-        for at, word in enumerate(words)
-        if word == "not" and words[at + 1 : at + 2] not in _PATTERN_NOT
-    )
-    negations = words.count("notnull")
+    nots = negations = 0
     for at, word in enumerate(words):
         before = words[max(0, at - 2) : at]
-        if word in ("null", "unknown"):
+        if word == "not":
+            nots += words[at + 1 : at + 2] not in _PATTERN_NOT
+        elif word == "notnull":
+            negations += 1
+        elif word in ("null", "unknown"):
             if before != ["is", "not"]:
                 return True  # IS NULL, or NULL anywhere else
             nots, negations = nots - 1, negations + 1

@@ -100,8 +100,8 @@ def plan(
     if not needs_analysis(sql, opened):
         # Nothing the text names could prune (pruner.costs): not analysed; each table is
         # read whole as the engine reads it alone.
-        every = {name: table.whole() for name, table in opened.items()}
-        return Plan(opened, {**every}, one_table_select=_SET_WORDS.isdisjoint(sql_words(sql)))
+        every: dict[str, Selection | None] = {n: t.whole() for n, t in opened.items()}
+        return Plan(opened, every, one_table_select=_SET_WORDS.isdisjoint(sql_words(sql)))
     # SQL pruner's parser refuses is the engine's to judge: explain reads every table whole
     # then, and the engine raises its own error (as it would without pruner) or answers.
     explanation = explain_opened(sql, opened, dialect=dialect, parameters=parameters, analysed=True)

@@ -345,7 +345,7 @@ def _matching_rows(
         filter=pc.field(keys.column).isin(wanted),
         fragments=fragments,
         row_addr_allowlist=allowlist,
-        use_scalar_index=False,
+        **NO_SCALAR_INDEX,
     )
     return scanner.to_table().cast(table.schema)
 
