@@ -276,12 +276,16 @@ def read_footers_ahead(found: storage.Listing) -> None:
     """On a store: the footers (the last :data:`_FOOTER_GUESS` bytes) of the Parquet files
     a table's listing holds outside hidden folders, read in the background from now
     (:func:`storage.read_ahead`), so that opening the table finds them in memory while it
-    asks its other questions (is it a Lance dataset, a Delta or Iceberg table?)."""
-    names = [
-        key
-        for key in found.objects
-        if key.endswith(".parquet") and not any(p.startswith(("_", ".")) for p in key.split("/"))
-    ]
+    asks its other questions (is it a Lance dataset, a Delta or Iceberg table?). Not the
+    footers kept in memory already (:func:`storage.kept_tail`)."""
+    with storage.listed(found):
+        names = [
+            key
+            for key in found.objects
+            if key.endswith(".parquet")
+            and not any(p.startswith(("_", ".")) for p in key.split("/"))
+            and storage.kept_tail(found.root / key) is None
+        ]
     for key in names[:_AHEAD_FOOTERS]:
         known = found.objects[key]
         start = max(0, known.size - _FOOTER_GUESS)
@@ -296,8 +300,14 @@ def read_footer(path: storage.Location) -> tuple[FileIdentity, bytes | None, int
 
     The footer parses with ``pq.read_metadata(pa.BufferReader(b"PAR1" + footer))``: a table
     opened this way reads each file's footer once, not once for its identity and again for
-    its metadata."""
-    tail, stat = storage.read_tail(path, _FOOTER_GUESS)
+    its metadata.
+
+    On a store a footer read is kept for the process (:func:`storage.keep`, under the
+    object's ETag), and a footer kept (read before, or recorded beside the table's indexes:
+    :mod:`pruner.index.footers`) is taken from memory where the listing shows the object
+    with that ETag."""
+    kept = storage.kept_tail(path)
+    tail, stat = kept if kept is not None else storage.read_tail(path, _FOOTER_GUESS)
     size = stat.size
     if size < 12:
         return FileIdentity(size, stat.mtime_ns, 0, stat.etag), None, stat.inode
@@ -308,6 +318,8 @@ def read_footer(path: storage.Location) -> tuple[FileIdentity, bytes | None, int
         with storage.RangeFile(path, stat) as handle:
             tail = handle.read(size - 8 - length, length + 8)
     footer = tail[-(length + 8) :]
+    if kept is None and isinstance(path, storage.ObjectPath):
+        storage.keep(path, stat, size - len(footer), footer)
     footer_hash = int(xxhash.xxh3_64_intdigest(footer))
     return FileIdentity(size, stat.mtime_ns, footer_hash, stat.etag), footer, stat.inode
 

@@ -52,6 +52,7 @@ from pruner.index.fileformat import (
     write_index_file,
     zone_checksums,
 )
+from pruner.index.footers import keep_footers
 from pruner.index.hierarchy import (
     COMPANION_NAME,
     Coarse,
@@ -237,6 +238,7 @@ def build_index(
             )
             sink.finish(index)
     _write_companion(location, index)
+    keep_footers(path, index.files)
     return index
 
 
@@ -260,6 +262,7 @@ def _build_key(
         index = build(path, key, items=items, probability=probability, progress=progress, sink=sink)
         sink.finish(index)
     _write_companion(location, index)
+    keep_footers(path, index.files)
     return index
 
 
@@ -360,6 +363,8 @@ def apply_update(
             index.value_encoding = KEY_ENCODING
         sink.finish(index)
     plan.hierarchy = _write_companion(plan.location, index, previous, plan.keep)
+    if plan.root is not None:
+        keep_footers(plan.root, index.files)
     return index, plan
 
 
@@ -406,6 +411,7 @@ def _build_from_parquet_filters(path: storage.Location, column: str, engine: str
     storage.make_dirs(location.parent)
     write_index_file(index, location)
     _write_companion(location, index)
+    keep_footers(path, index.files)
     return index
 
 

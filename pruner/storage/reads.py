@@ -200,6 +200,15 @@ class _Kept:
             waiting[0].wait(_AHEAD_WAIT)
         return None
 
+    def tail(self, key: tuple[ObjectPath, str], size: int) -> bytes | None:
+        """The longest kept bytes of ``key`` that end at the object's end (``size``)."""
+        with self._lock:
+            kept = self._ranges.get(key, ())
+            found = [data for offset, data in kept if offset + len(data) == size]
+            if found:
+                self._ranges.move_to_end(key)
+        return max(found, key=len) if found else None
+
     def clear(self) -> None:
         with self._lock:
             self._ranges.clear()
@@ -237,6 +246,31 @@ def read_ahead(path: ObjectPath, known: Stat, ranges: list[tuple[int, int]]) -> 
             done()
 
     _AHEAD.submit(run)
+
+
+def keep(path: ObjectPath, known: Stat, offset: int, data: bytes) -> None:
+    """Keep ``data``, the bytes of the object at ``path`` (as ``known``, with its ETag) from
+    ``offset``, for this process's reads of them, as :func:`read_ahead` keeps what it
+    reads: bytes a read fetched and will want again (a Parquet footer, for the next opening
+    of its table), or bytes another object recorded of this one as it was under that ETag
+    (the footers an index build keeps beside the index). Nothing without an ETag."""
+    if known.etag and data:
+        _KEPT.put((path, known.etag), offset, data)
+
+
+def kept_tail(path: PathLike) -> tuple[bytes, Stat] | None:
+    """On a store, where a :func:`~pruner.storage.listed` listing covers ``path``: the
+    longest bytes kept of the object (:func:`keep`, :func:`read_ahead`) that end at its
+    end, with the listing's :class:`Stat`, when the object has the ETag they were kept
+    under; else None (and locally)."""
+    if not isinstance(path, ObjectPath):
+        return None
+    covered = _covering(path)
+    known = covered[0].objects.get(covered[1]) if covered is not None else None
+    if known is None or not known.etag:
+        return None
+    found = _KEPT.tail((path, known.etag), known.size)
+    return None if found is None else (found, known)
 
 
 def forget_read_ahead() -> None:

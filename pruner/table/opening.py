@@ -25,6 +25,7 @@ from pruner.discover import (
 )
 from pruner.errors import InvalidParameterError
 from pruner.hashing import hash_alike
+from pruner.index.footers import read_kept_footers
 from pruner.index.hierarchy import read_heads_ahead
 from pruner.table.model import Table
 
@@ -134,8 +135,10 @@ def listing_to_open(path: storage.ObjectPath, version: int | None) -> tuple[stor
     LIST of every object under it (which answers what opening asks: storage.listed), and
     beside it Lance's own opening of the path as a dataset (a LIST of its versions, then its
     manifest; None unless Lance opened one). As soon as the listing is known, its indexes'
-    companion heads and its Parquet files' footers start on their way
-    (:func:`read_heads_ahead`, :func:`read_footers_ahead`), read while opening asks the rest.
+    companion heads start on their way (:func:`read_heads_ahead`), the footers kept beside
+    them are read (:func:`read_kept_footers`: one GET for every file's), and any other
+    Parquet file's footer starts on its way (:func:`read_footers_ahead`), read while opening
+    asks the rest.
 
     Raises:
         OSError: the store refused the LIST.
@@ -144,6 +147,7 @@ def listing_to_open(path: storage.ObjectPath, version: int | None) -> tuple[stor
     def listed() -> storage.Listing:
         found = storage.listing(path)
         read_heads_ahead(found)
+        read_kept_footers(found)
         read_footers_ahead(found)
         return found
 
