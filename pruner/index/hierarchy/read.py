@@ -38,6 +38,7 @@ from pruner.index.hierarchy.store import (
     _HEAD_BYTES,
     _WARM_BYTES,
     _WARMERS,
+    read_whole,
 )
 from pruner.index.hierarchy.write import Coarse
 
@@ -480,29 +481,13 @@ class Hierarchy:
         """Read every section whole and, once all of it passed its checksums, use it for
         every later probe (run in the background: see :data:`_WARM_BYTES`). A failure
         changes nothing: the probes read their units as before, and meet it themselves."""
-        try:
-            sections = list(self._sections.values())
-            ranges = []
-            for section in sections:
-                ranges.append((section.offset, section.rows * section.width))
-                ranges.append((section.sums, 8 * section.rows * section.parts))
-            found = self._file.read_ranges(ranges)
-            images = []
-            for i, section in enumerate(sections):
-                data, sums = found[2 * i], found[2 * i + 1]
-                if len(data) != ranges[2 * i][1] or len(sums) != ranges[2 * i + 1][1]:
-                    return
-                whole = np.frombuffer(data, np.uint8).reshape(section.rows, section.width)
-                stored = np.frombuffer(sums, "<u8").reshape(section.rows, section.parts)
-                for part in range(section.parts):
-                    a, b = int(section.edges[part]), int(section.edges[part + 1])
-                    if not np.array_equal(_row_checksums(whole[:, a:b]), stored[:, part]):
-                        return
-                images.append(whole)  # read-only: every unit is checked, none is written again
-        except Exception:  # the probes read their units themselves, and meet the error
+        sections = list(self._sections.values())
+        read = read_whole(self._file, sections)
+        if read is None:  # the probes read their units themselves, and meet the error
             return
+        images, count = read
         with self._lock:
-            self.bytes_read += sum(len(data) for data in found)
+            self.bytes_read += count
             for section, image in zip(sections, images, strict=True):
                 section.image = image
                 section.checked = np.ones(section.rows * section.parts, bool)

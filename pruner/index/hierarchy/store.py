@@ -1,14 +1,16 @@
 """The companion on an object store, where a request costs a round trip and bytes little:
 what a probe reads ahead of its levels, what opening a table reads ahead of its companions,
-and when a held table's companion is read whole (``read.Hierarchy`` uses these)."""
+and when and how a held table's companion is read whole (``read.Hierarchy`` uses these)."""
 
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
+import numpy as np
+
 from pruner import storage
 from pruner.index.fileformat import FINGERPRINT_TAIL, INDEX_FILE_NAME
-from pruner.index.hierarchy.layout import COMPANION_NAME
+from pruner.index.hierarchy.layout import COMPANION_NAME, Section, _row_checksums
 
 _AHEAD_VALUES = 64
 """On a store, a probe of at most this many values reads the units of all three levels in
@@ -65,3 +67,32 @@ def read_heads_ahead(found: storage.Listing) -> None:
         if index is not None:
             tail = (max(0, index.size - FINGERPRINT_TAIL), FINGERPRINT_TAIL)
             storage.read_ahead(found.root / (folder + INDEX_FILE_NAME), index, [tail])
+
+
+def read_whole(
+    handle: storage.RangeFile, sections: list[Section]
+) -> tuple[list[np.ndarray], int] | None:
+    """Every section of an open companion (``handle``) read whole, in one batch of requests,
+    and checked against its checksums: their images and the bytes read; None on any
+    failure."""
+    try:
+        ranges = []
+        for section in sections:
+            ranges.append((section.offset, section.rows * section.width))
+            ranges.append((section.sums, 8 * section.rows * section.parts))
+        found = handle.read_ranges(ranges)
+        images: list[np.ndarray] = []
+        for i, section in enumerate(sections):
+            data, sums = found[2 * i], found[2 * i + 1]
+            if len(data) != ranges[2 * i][1] or len(sums) != ranges[2 * i + 1][1]:
+                return None
+            whole = np.frombuffer(data, np.uint8).reshape(section.rows, section.width)
+            stored = np.frombuffer(sums, "<u8").reshape(section.rows, section.parts)
+            for part in range(section.parts):
+                a, b = int(section.edges[part]), int(section.edges[part + 1])
+                if not np.array_equal(_row_checksums(whole[:, a:b]), stored[:, part]):
+                    return None
+            images.append(whole)  # read-only: every unit is checked, none is written again
+    except Exception:
+        return None
+    return images, sum(len(data) for data in found)
