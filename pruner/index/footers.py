@@ -87,7 +87,7 @@ def keep_footers(root: storage.Location, files: Sequence[FragmentFile] | None) -
     temporary = storage.temporary_path(target)
     options = pa.ipc.IpcWriteOptions(compression="zstd")
     with (
-        pa.OSFile(str(temporary), "wb") as sink,
+        storage.arrow_output(temporary) as sink,
         pa.ipc.new_file(sink, _SCHEMA, options=options) as writer,
     ):
         writer.write_table(table)
