@@ -5,6 +5,7 @@ store, Lance's own scanner), never by pruner's own unpruned path alone."""
 
 from __future__ import annotations
 
+import gc
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -249,6 +250,50 @@ def test_a_held_table_probes_from_memory_once_its_companion_is_warm(
         expected = multiset(_duckdb_alone(s3, sql, str(parquet_table)))
         assert multiset(pruner.query(sql, {"t": table})) == expected, sql
     assert asked == [], "a warm companion is probed in memory"
+
+
+def test_tables_held_on_one_index_share_its_warm_companion(
+    s3: S3Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two tables held on the same objects: the second's warm-up takes the first's images
+    (no read of the companion, its bytes counted once), so a budget that holds one copy and
+    not two keeps both warm."""
+    whole_reads: list[str] = []
+    fetch = storage.RangeFile._fetch
+
+    def recorded(
+        self: storage.RangeFile, ranges: list[tuple[int, int]], gap: int | None = None
+    ) -> list[bytes]:
+        if str(self.path).endswith("id/bloomfilter.hierarchy"):
+            whole_reads.append(threading.current_thread().name)
+        return fetch(self, ranges, gap)
+
+    uri = f"s3://{s3.new_bucket()}/shared"
+    s3.upload(_parquet_dir(tmp_path / "shared", _data(8)), uri)
+    parquet_table = storage.location(uri, s3.options)
+    pruner.build_index(parquet_table, "id")
+    ids = _data(8).column("id").to_pylist()
+    gc.collect()
+    before = hierarchy_read._kept_bytes
+    tables = [pruner.open_table(parquet_table) for _ in range(2)]
+    for table in tables:
+        for key in ids[:2]:  # the second probe warms the companion up
+            pruner.query(f"SELECT id FROM t WHERE id = {key}", {"t": table})
+        hierarchy_read._WARMERS.submit(lambda: None).result()
+        if table is tables[0]:
+            one_copy = hierarchy_read._kept_bytes - before
+            assert one_copy > 0
+            monkeypatch.setattr(hierarchy_read, "_KEEP_BYTES", before + one_copy * 3 // 2)
+            monkeypatch.setattr(storage.RangeFile, "_fetch", recorded)
+    assert not any("warm" in thread for thread in whole_reads), "the second took the first's"
+    assert hierarchy_read._kept_bytes - before <= one_copy * 5 // 4, "counted once"
+    whole_reads.clear()
+    for key in [*ids[100:104], -3]:
+        sql = f"SELECT id, v FROM t WHERE id = {key}"
+        expected = multiset(_duckdb_alone(s3, sql, uri))
+        for table in tables:
+            assert multiset(pruner.query(sql, {"t": table})) == expected, sql
+    assert whole_reads == [], "both tables probe in memory"
 
 
 def test_footers_are_read_ahead_and_a_selected_whole_file_in_one_read(

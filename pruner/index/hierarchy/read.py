@@ -38,6 +38,7 @@ from pruner.index.hierarchy.store import (
     _HEAD_BYTES,
     _WARM_BYTES,
     _WARMERS,
+    SHARED,
     read_whole,
 )
 from pruner.index.hierarchy.write import Coarse
@@ -102,6 +103,7 @@ class Hierarchy:
             ) from err
         self._lock = threading.Lock()
         self._kept = 0
+        self._shared: tuple[storage.Location, str] | None = None  # held in SHARED
         self._probes = 0
         self._head = b""
         try:
@@ -284,11 +286,15 @@ class Hierarchy:
         self._release()
 
     def _release(self) -> None:
-        """Drop every kept unit (their bytes no longer count against :data:`_KEEP_BYTES`)."""
+        """Drop every kept unit (their bytes no longer count against :data:`_KEEP_BYTES`)
+        and the shared images this companion held."""
         global _kept_bytes
         kept, self._kept = getattr(self, "_kept", 0), 0
         for section in getattr(self, "_sections", {}).values():
             section.drop()
+        shared, self._shared = getattr(self, "_shared", None), None
+        if shared is not None:
+            kept += SHARED.drop(shared)
         with _kept_lock:
             _kept_bytes -= kept
 
@@ -479,19 +485,33 @@ class Hierarchy:
 
     def _warm(self) -> None:
         """Read every section whole and, once all of it passed its checksums, use it for
-        every later probe (run in the background: see :data:`_WARM_BYTES`). A failure
-        changes nothing: the probes read their units as before, and meet it themselves."""
+        every later probe (run in the background: see :data:`_WARM_BYTES`); or use the
+        images another companion of this object (its path and ETag) read so
+        (:data:`SHARED`), whose bytes count once. A failure changes nothing: the probes read
+        their units as before, and meet it themselves."""
+        etag = self._file.file_stat().etag
+        key = (self.path, etag) if etag else None
         sections = list(self._sections.values())
-        read = read_whole(self._file, sections)
-        if read is None:  # the probes read their units themselves, and meet the error
-            return
-        images, count = read
+        images = SHARED.take(key) if key is not None else None
+        came = 0
+        if images is None:
+            read = read_whole(self._file, sections)
+            if read is None:  # the probes read their units themselves, and meet the error
+                return
+            images, count = read
+            with self._lock:
+                self.bytes_read += count
+            if key is not None:
+                images, came = SHARED.share(key, images)
+        global _kept_bytes
         with self._lock:
-            self.bytes_read += count
+            self._shared = key
             for section, image in zip(sections, images, strict=True):
                 section.image = image
                 section.checked = np.ones(section.rows * section.parts, bool)
-                section.written = image.nbytes
+                section.written = 0 if key is not None else image.nbytes
+            with _kept_lock:
+                _kept_bytes += came
             self._keep()
 
     def _ahead(self, hashes: np.ndarray) -> dict[str, np.ndarray]:

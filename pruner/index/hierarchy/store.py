@@ -1,10 +1,13 @@
 """The companion on an object store, where a request costs a round trip and bytes little:
 what a probe reads ahead of its levels, what opening a table reads ahead of its companions,
-and when and how a held table's companion is read whole (``read.Hierarchy`` uses these)."""
+and when a held table's companion is read whole, shared by every table held on it
+(``read.Hierarchy`` uses these)."""
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import numpy as np
 
@@ -96,3 +99,49 @@ def read_whole(
     except Exception:
         return None
     return images, sum(len(data) for data in found)
+
+
+class _Shared:
+    """Companions read whole and checked on a store (``Hierarchy._warm``), shared by every
+    open companion of the same object, by its path and ETag (an object's bytes under one
+    ETag never change): a second table held on the same index uses the first's images
+    instead of reading the companion again and keeping a copy of its own. An entry lives
+    while a companion holds it; the caller counts its bytes once (:meth:`share` says when
+    they came, :meth:`drop` when they went)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._held: dict[tuple[storage.Location, str], tuple[list[Any], int]] = {}
+
+    def take(self, key: tuple[storage.Location, str]) -> list[Any] | None:
+        """The images kept under ``key`` (one more holder), or None."""
+        with self._lock:
+            found = self._held.get(key)
+            if found is None:
+                return None
+            self._held[key] = (found[0], found[1] + 1)
+            return found[0]
+
+    def share(self, key: tuple[storage.Location, str], images: list[Any]) -> tuple[list[Any], int]:
+        """Hold ``images`` under ``key`` (or the images another holder put there first);
+        the images held and the bytes that came with them (0 when they were there)."""
+        with self._lock:
+            found = self._held.get(key)
+            if found is not None:
+                self._held[key] = (found[0], found[1] + 1)
+                return found[0], 0
+            self._held[key] = (images, 1)
+            return images, sum(image.nbytes for image in images)
+
+    def drop(self, key: tuple[storage.Location, str]) -> int:
+        """One holder fewer; the bytes that went with the last holder (else 0)."""
+        with self._lock:
+            images, holders = self._held[key]
+            if holders > 1:
+                self._held[key] = (images, holders - 1)
+                return 0
+            del self._held[key]
+            return sum(image.nbytes for image in images)
+
+
+SHARED = _Shared()
