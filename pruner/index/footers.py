@@ -63,11 +63,9 @@ def keep_footers(root: storage.Location, files: Sequence[FragmentFile] | None) -
     if not files or not isinstance(root, storage.ObjectPath):
         return
     found = storage.listing(root)
-    with storage.listed(found):
-        read = storage.gather(
-            [partial(read_footer, root / f.path) for f in files if f.path in found.objects]
-        )
     paths = [f.path for f in files if f.path in found.objects]
+    with storage.listed(found):
+        read = storage.gather([partial(read_footer, root / path) for path in paths])
     kept = [
         (path, identity, footer)
         for path, (identity, footer, _) in zip(paths, read, strict=True)
@@ -94,25 +92,23 @@ def keep_footers(root: storage.Location, files: Sequence[FragmentFile] | None) -
     storage.publish(temporary, target)
 
 
-def read_kept_footers(found: storage.Listing) -> set[str]:
+def read_kept_footers(found: storage.Listing) -> None:
     """Where the table listed in ``found`` (from its folder) has its footers kept: read
     them (one GET), and keep for this process (:func:`storage.keep`) each footer whose object
     ``found`` lists with the size and ETag recorded for it and whose bytes are whole and hash
-    as recorded; return those objects' keys. An unreadable object is no footer (the files'
-    own are read)."""
+    as recorded. An unreadable object is no footer (the files' own are read)."""
     known = found.objects.get(f"{PARQUET_INDEX_DIR}/{FOOTERS_NAME}")
     if known is None or not known.etag:
-        return set()
+        return
     try:
         with storage.RangeFile(found.root / PARQUET_INDEX_DIR / FOOTERS_NAME, known) as handle:
             data = handle.read(0, known.size)
         table = pa.ipc.open_file(pa.BufferReader(data)).read_all()
         if not table.schema.equals(_SCHEMA):
-            return set()
+            return
         columns = [table.column(name).to_pylist() for name in _SCHEMA.names]
     except (OSError, pa.ArrowException):
-        return set()
-    covered = set()
+        return
     for path, size, etag, footer_hash, footer in zip(*columns, strict=True):
         listed = found.objects.get(path)
         if listed is None or not etag or (listed.size, listed.etag) != (size, etag):
@@ -120,8 +116,6 @@ def read_kept_footers(found: storage.Listing) -> set[str]:
         if not _whole(footer, size) or xxhash.xxh3_64_intdigest(footer) != footer_hash:
             continue
         storage.keep(found.root / path, listed, size - len(footer), footer)
-        covered.add(path)
-    return covered
 
 
 def _whole(footer: bytes | None, size: int) -> bool:
