@@ -29,7 +29,14 @@ $(STAMP): pyproject.toml | $(PY)
 	$(PY) -m compileall -q pruner
 	touch $(STAMP) $(DEMO_STAMP)
 
-install: $(STAMP)
+# Azurite (Microsoft's Azure Blob Storage emulator, from the npm registry with the machine's
+# Node.js): the tests' az:// server, as moto's is their S3 one.
+AZURITE := tests/support/azurite/node_modules/.package-lock.json
+$(AZURITE): tests/support/azurite/package-lock.json
+	cd tests/support/azurite && npm ci --no-audit --no-fund --loglevel=error
+	touch $(AZURITE)
+
+install: $(STAMP) $(AZURITE)
 
 demo: $(DEMO_STAMP)
 	$(VENV)/bin/pruner demo
@@ -42,7 +49,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
-pytest: $(STAMP)
+pytest: $(STAMP) $(AZURITE)
 	$(PY) -m pytest -q
 
 test: lint typecheck pytest

@@ -81,6 +81,18 @@ def s3() -> Any:
 
 
 @pytest.fixture(scope="session")
+def azurite() -> Any:
+    """The run's Azure Blob Storage server: Azurite, on 127.0.0.1 (tests/support/azure.py),
+    started on first use."""
+    pytest.importorskip("azure.storage.blob")
+    from tests.support.azure import AzuriteServer
+
+    server = AzuriteServer()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
 def spark() -> Any:
     """The one SparkSession of the test run (start-up costs 7-12 s): local[2]."""
     from pruner.adapters.spark import session

@@ -1,11 +1,12 @@
 """How an engine reads a table's files on an object store itself.
 
-- DataFusion (:func:`register_store`): pruner gives a SessionContext one ``AmazonS3`` store
-  per bucket, made from the table's Lance-style storage options or the standard ``AWS_*``
-  environment variables (DataFusion reads the files a frame reads whole itself, and
-  ``register_object_store`` is how its users reach a store).
-- DuckDB (:func:`read_store`): an fsspec file system of pruner's own, reading through
-  :mod:`pruner.storage`.
+- DataFusion (:func:`register_store`): pruner gives a SessionContext one store per bucket
+  or container (``AmazonS3``, ``MicrosoftAzure``), made from the table's Lance-style
+  storage options or the standard ``AWS_*`` / ``AZURE_*`` environment variables (DataFusion
+  reads the files a frame reads whole itself, and ``register_object_store`` is how its
+  users reach a store).
+- DuckDB (:func:`read_store`): an fsspec file system of pruner's own per scheme, reading
+  through :mod:`pruner.storage`.
 """
 
 from __future__ import annotations
@@ -44,6 +45,46 @@ _S3_OPTIONS = {
 """DataFusion's ``AmazonS3`` arguments, and where each is found: the table's Lance-style
 storage options first, then the standard environment variables (as obstore and Lance look)."""
 
+_AZURE_OPTIONS = {
+    "account": ("azure_storage_account_name", "account_name", "AZURE_STORAGE_ACCOUNT_NAME"),
+    "access_key": (
+        "azure_storage_account_key",
+        "account_key",
+        "access_key",
+        "AZURE_STORAGE_ACCOUNT_KEY",
+        "AZURE_STORAGE_ACCESS_KEY",
+    ),
+    "bearer_token": ("azure_storage_token", "bearer_token", "token", "AZURE_STORAGE_TOKEN"),
+    "client_id": ("azure_client_id", "client_id", "AZURE_CLIENT_ID"),
+    "client_secret": ("azure_client_secret", "client_secret", "AZURE_CLIENT_SECRET"),
+    "tenant_id": ("azure_tenant_id", "tenant_id", "AZURE_TENANT_ID"),
+    "use_emulator": ("azure_storage_use_emulator", "use_emulator", "AZURE_STORAGE_USE_EMULATOR"),
+    "allow_http": ("allow_http", "azure_allow_http", "AZURE_ALLOW_HTTP"),
+}
+"""DataFusion's ``MicrosoftAzure`` arguments, found as :data:`_S3_OPTIONS` are (object_store's
+names for them; an emulator's address comes from ``AZURITE_BLOB_STORAGE_URL``, as there)."""
+
+_FLAGS = ("allow_http", "use_emulator")
+
+
+def _arguments(path: storage.ObjectPath, names: dict[str, tuple[str, ...]]) -> dict[str, Any]:
+    """The store's constructor arguments: each from the table's options, else from the
+    environment; flags as booleans."""
+    import os
+
+    options = path.options
+    found: dict[str, Any] = {}
+    for argument, candidates in names.items():
+        for name in candidates:
+            value = options.get(name) if name.islower() else os.environ.get(name)
+            if value is not None:
+                found[argument] = value
+                break
+    for flag in _FLAGS:
+        if flag in found:
+            found[flag] = str(found[flag]).lower() in ("true", "1", "yes")
+    return found
+
 
 def register_store(context: datafusion.SessionContext, path: storage.ObjectPath) -> None:
     """Give ``context`` an object store for ``path``'s bucket (DataFusion reads the files
@@ -51,35 +92,56 @@ def register_store(context: datafusion.SessionContext, path: storage.ObjectPath)
     made from the table's options. Once per context and bucket.
 
     Raises:
-        EngineError: a store DataFusion cannot be given here (only S3 is wired).
+        EngineError: a store DataFusion cannot be given here (S3 and Azure are wired).
     """
-    import os
-
-    from datafusion.object_store import AmazonS3
+    from datafusion.object_store import AmazonS3, MicrosoftAzure
 
     registered = _stores.setdefault(context, set())
-    if path.bucket in registered:
+    if (path.scheme, path.bucket) in registered:
         return
-    if path.scheme != "s3":
+    store: Any
+    if path.scheme == "s3":
+        found = _arguments(path, _S3_OPTIONS)
+        store = AmazonS3(bucket_name=path.bucket, **{"allow_http": False, **found})
+    elif path.scheme == "az":
+        _endpoint_from_environment(path)
+        store = MicrosoftAzure(path.bucket, **_arguments(path, _AZURE_OPTIONS))
+    else:
         raise EngineError(
-            f"pruner gives DataFusion S3 stores only, not {path.scheme}:// ({path}); query it "
-            "with engine='duckdb'"
+            f"pruner gives DataFusion S3 and Azure (az://) stores only, not {path.scheme}:// "
+            f"({path}); query it with engine='duckdb'"
         )
+    context.register_object_store(f"{path.scheme}://", store, path.bucket)
+    registered.add((path.scheme, path.bucket))
+
+
+_AZURE_ENDPOINTS = ("azure_storage_endpoint", "azure_endpoint", "endpoint")
+_AZURE_ENDPOINT_VARIABLES = ("AZURE_STORAGE_ENDPOINT", "AZURE_ENDPOINT")
+
+
+def _endpoint_from_environment(path: storage.ObjectPath) -> None:
+    """DataFusion's ``MicrosoftAzure`` takes no endpoint argument: it reads
+    ``AZURE_STORAGE_ENDPOINT`` from the environment. A table whose options name another
+    endpoint would be read from the wrong place, so it is refused.
+
+    Raises:
+        EngineError: the options' endpoint is not the environment's."""
+    import os
+
     options = path.options
-    found: dict[str, str] = {}
-    for argument, names in _S3_OPTIONS.items():
-        for name in names:
-            value = options.get(name) if name.islower() else os.environ.get(name)
-            if value is not None:
-                found[argument] = value
-                break
-    allow_http = str(found.pop("allow_http", "false")).lower() in ("true", "1", "yes")
-    store = AmazonS3(bucket_name=path.bucket, allow_http=allow_http, **found)
-    context.register_object_store("s3://", store, path.bucket)
-    registered.add(path.bucket)
+    given = next((options[name] for name in _AZURE_ENDPOINTS if name in options), None)
+    if given is None:
+        return
+    environment = next((os.environ[n] for n in _AZURE_ENDPOINT_VARIABLES if n in os.environ), None)
+    if environment is None or environment.rstrip("/") != given.rstrip("/"):
+        raise EngineError(
+            f"DataFusion reaches an Azure endpoint of its own only through the environment: "
+            f"set AZURE_STORAGE_ENDPOINT to the endpoint in the storage options of {path} "
+            "(and keep it there), or query it with engine='duckdb'"
+        )
 
 
-_stores: weakref.WeakKeyDictionary[datafusion.SessionContext, set[str]] = (
+_stores: weakref.WeakKeyDictionary[datafusion.SessionContext, set[tuple[str, str]]] = (
     weakref.WeakKeyDictionary()
 )
 
@@ -96,30 +158,27 @@ def read_store(connection: duckdb.DuckDBPyConnection, table: Table) -> None:
     at offset 0: only 0 bytes returned" after some dozens of files, measured here.)"""
     if not isinstance(table.path, storage.ObjectPath):
         return
-    if table.path.scheme != "s3":
-        raise EngineError(
-            f"pruner gives DuckDB S3 stores only, not {table.path.scheme}:// ({table.path}); "
-            "query it with engine='datafusion' (S3 too) or copy it to S3"
-        )
+    scheme = table.path.scheme
+    files = _STORE_FILES.get(scheme) or _STORE_FILES.setdefault(scheme, _StoreFiles(scheme))
     for file in (table.files or {}).values():
         assert isinstance(file.path, storage.ObjectPath)
-        _STORE_FILES.known[str(file.path)] = (file.path, file.as_opened())
-    if _STORE_FILES.protocol not in connection.list_filesystems():
-        connection.register_filesystem(_STORE_FILES)
+        files.known[str(file.path)] = (file.path, file.as_opened())
+    if files.protocol not in connection.list_filesystems():
+        connection.register_filesystem(files)
 
 
 class _StoreFiles(AbstractFileSystem):
-    """The files of tables on S3 that pruner bound, as an fsspec file system for DuckDB
-    (:func:`read_store`)."""
+    """The files on one kind of store (``s3``, ``az``, ...) of tables pruner bound, as an
+    fsspec file system for DuckDB (:func:`read_store`)."""
 
-    protocol = "s3"
-
-    def __init__(self) -> None:
+    def __init__(self, scheme: str) -> None:
         super().__init__()
+        self.protocol = scheme
         self.known: dict[str, tuple[storage.ObjectPath, storage.Stat]] = {}
 
     def _file(self, path: str) -> tuple[storage.ObjectPath, storage.Stat]:
-        uri = "s3://" + str(path).removeprefix("s3://")
+        prefix = f"{self.protocol}://"
+        uri = prefix + str(path).removeprefix(prefix)
         found = self.known.get(uri)
         if found is None:
             raise FileNotFoundError(f"{uri} is not a file of a table pruner bound")
@@ -138,4 +197,4 @@ class _StoreFiles(AbstractFileSystem):
         return datetime.datetime.fromtimestamp(known.mtime_ns / 1e9, datetime.UTC)
 
 
-_STORE_FILES = _StoreFiles()
+_STORE_FILES: dict[str, _StoreFiles] = {}

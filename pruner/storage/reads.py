@@ -18,7 +18,7 @@ from typing import Any
 import pyarrow as pa
 
 from pruner.storage.calls import ChangedUnderneath, Stat, _call, _object_error, requests
-from pruner.storage.listing import _covering, stat
+from pruner.storage.listing import _covering, head, stat
 from pruner.storage.paths import ObjectPath, PathLike
 
 
@@ -322,6 +322,8 @@ def read_tail(path: PathLike, length: int) -> tuple[bytes, Stat]:
             kept = _KEPT.get((path, known.etag), start, known.size, known)
             if kept is not None:
                 return kept, known
+        if path.scheme in _NO_SUFFIX_RANGE:
+            return _read_tail_by_size(path, length, known)
         result = _call(path, obstore.get, path.key, options={"range": {"suffix": length}})
         try:
             data = bytes(result.bytes())
@@ -333,6 +335,28 @@ def read_tail(path: PathLike, length: int) -> tuple[bytes, Stat]:
         found = handle.file_stat()
         start = max(0, found.size - length)
         return handle.read(start, found.size - start), found
+
+
+_NO_SUFFIX_RANGE = ("az", "abfs", "abfss")
+"""Stores that cannot answer a suffix range (``bytes=-N``): Azure Blob Storage."""
+
+
+def _read_tail_by_size(path: ObjectPath, length: int, known: Stat | None) -> tuple[bytes, Stat]:
+    """:func:`read_tail` where the store has no suffix range: the size from the listing
+    (``known``) or a HEAD, then a GET of the range, conditional on the ETag as stated (an
+    object replaced since the listing is stated again by a HEAD)."""
+
+    def read(stated: Stat) -> tuple[bytes, Stat]:
+        start = max(0, stated.size - length)
+        with RangeFile(path, stated) as handle:
+            return handle.read(start, stated.size - start), stated
+
+    if known is None:
+        return read(head(path))
+    try:
+        return read(known)
+    except ChangedUnderneath:
+        return read(head(path))
 
 
 class _ObjectInput:

@@ -97,14 +97,17 @@ def test_every_code_block_runs(
         request.getfixturevalue("spark")  # the run's one session; the docs find it active
     _tables(tmp_path)
     store: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
-    if path.name == "object-storage.md":  # its tables on the run's S3 server, as s3://lake/
+    if path.name == "object-storage.md":  # its tables on the run's S3 and Azure servers
         from tests.support.s3 import environment
 
-        s3 = request.getfixturevalue("s3")
+        s3, azurite = request.getfixturevalue("s3"), request.getfixturevalue("azurite")
         s3.client().create_bucket(Bucket="lake")
+        with contextlib.suppress(Exception):  # made by an earlier run of this test
+            azurite.client().create_container("lake")
         for name in ("orders_pq", "orders.lance"):
             s3.upload(tmp_path / name, f"s3://lake/{name}")
-        store = environment(s3.environment())
+        azurite.upload(tmp_path / "orders_pq", "az://lake/orders_pq")
+        store = environment(s3.environment() | azurite.environment())
     namespace: dict[str, Any] = {"__name__": f"docs_{path.stem}"}
     printed = io.StringIO()
     before = Path.cwd()

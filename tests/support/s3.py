@@ -24,6 +24,8 @@ REGION = "us-east-1"
 class S3Server:
     """moto's S3 server on a free port of 127.0.0.1."""
 
+    scheme = "s3"
+
     def __init__(self) -> None:
         from moto.server import ThreadedMotoServer
 
@@ -113,7 +115,8 @@ def environment(variables: dict[str, str]) -> Iterator[None]:
 
 
 def duckdb_over_store(options: dict[str, str], uris: list[str], sql: str) -> Any:
-    """``sql`` run by DuckDB alone over the view ``t`` of the Parquet objects ``uris``, read
+    """``sql`` run by DuckDB alone over the view ``t`` of the Parquet objects ``uris`` (on S3,
+    or on Azure with :class:`tests.support.azure.AzuriteServer`'s options), read
     through obstore's fsspec file system (as a DuckDB user without httpfs reads a store),
     as an Arrow table.
 
@@ -125,10 +128,11 @@ def duckdb_over_store(options: dict[str, str], uris: list[str], sql: str) -> Any
 
     config = {k: v for k, v in options.items() if k != "allow_http"}
     named = ", ".join(f"'{uri}'" for uri in uris)
+    scheme = uris[0].partition("://")[0] if uris else "s3"
     for attempt in range(3):
         con = duckdb.connect()
         make: Any = FsspecStore
-        con.register_filesystem(make("s3", config=config, client_options={"allow_http": True}))
+        con.register_filesystem(make(scheme, config=config, client_options={"allow_http": True}))
         con.execute(f"CREATE VIEW t AS SELECT * FROM read_parquet([{named}])")
         try:
             return con.sql(sql).to_arrow_table()
