@@ -29,7 +29,9 @@ every turn, every answer checked:
   the engines: a new LanceDataset, connection, file system or context);
 * absent: cold, with a key the table does not hold (pruner should read no data object);
 * warm: the same Table / dataset / connection / context for every query;
-* index build on the store (rebuilt in place) against the same build on a local copy.
+* index build on the store (rebuilt in place) against the same build on a local copy, and
+  against that local build plus an upload of the files it wrote (boto3, as the data was
+  uploaded), timed at each delay.
 
 Round trips = (time at the largest delay - time at 0 ms) / the largest delay: how many
 requests a case waits for one after the other. Requests and bytes are counted at the proxy,
@@ -49,6 +51,7 @@ raised: the others go on. On 2 cores: ``--quick`` 3-4 minutes, the default about
 from __future__ import annotations
 
 import re
+import shutil
 import statistics
 import sys
 import tempfile
@@ -56,6 +59,7 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -284,8 +288,22 @@ def pruner_uri(uri: str, options: dict[str, str]) -> Run:
     return run
 
 
+def held_long_enough(table: pruner.Table) -> None:
+    """A held table as it is once held for a while: it reads its index companion whole in
+    the background after its second probe (docs/object-storage.md), as Lance loads a held
+    dataset's index on its first query. Its probes until then go to the store; this waits,
+    up to a minute, until planning a lookup reads nothing from the store (explain says)."""
+    deadline = time.monotonic() + 60
+    for key in range(1_000_000):
+        found = pruner.explain(f"SELECT * FROM t WHERE id = {2 * key}", {"t": table})
+        if (key >= 2 and found.store_reads == (0, 0)) or time.monotonic() > deadline:
+            return
+        time.sleep(0.05 if key >= 2 else 0)
+
+
 def pruner_warm(uri: str, options: dict[str, str], engine: str = "duckdb") -> Run:
     table = pruner.open_table(uri, storage_options=options)
+    held_long_enough(table)
 
     def run(sql: str) -> pa.Table:
         templates.clear(texts_only=True)
@@ -627,8 +645,6 @@ def builds(store: Store, data: Data) -> list[Build]:
     options = store.options
     own = data.local / "lance_own"
     if not own.exists():
-        import shutil
-
         shutil.copytree(data.local_lance, own)
 
     def lance_own_index(where: str, storage_options: dict[str, str] | None) -> None:
@@ -657,8 +673,8 @@ def builds(store: Store, data: Data) -> list[Build]:
     ]
 
 
-def timed_writes(folder: Path, run: Callable[[], object]) -> tuple[float, int]:
-    """Seconds of ``run()``, and the bytes of the files it made or changed under ``folder``."""
+def timed_writes(folder: Path, run: Callable[[], object]) -> tuple[float, list[Path]]:
+    """Seconds of ``run()``, and the files it made or changed under ``folder``."""
 
     def files() -> dict[Path, tuple[int, int]]:
         return {
@@ -667,7 +683,20 @@ def timed_writes(folder: Path, run: Callable[[], object]) -> tuple[float, int]:
 
     before = files()
     seconds, _ = common.timed(run)
-    return seconds, sum(size for p, (size, t) in files().items() if before.get(p) != (size, t))
+    return seconds, [p for p, st in files().items() if before.get(p) != st]
+
+
+def staged(written: list[Path], root: Path) -> Path:
+    """A folder of hard links to the ``written`` files (under ``root``): what a build's upload
+    carries, for timing its upload alone."""
+    folder = Path(tempfile.mkdtemp(prefix="upload-", dir=root))
+    for number, path in enumerate(written):
+        target = folder / f"{number}-{path.name}"
+        try:
+            target.hardlink_to(path)
+        except OSError:
+            shutil.copyfile(path, target)
+    return folder
 
 
 @dataclass
@@ -675,6 +704,8 @@ class BuildOutcome:
     local_seconds: list[float] = field(default_factory=list)
     local_bytes: int = 0
     store: dict[int, Outcome] = field(default_factory=dict)
+    # seconds to upload the local build's files (boto3, as the data was) at each delay
+    upload: dict[int, float] = field(default_factory=dict)
     error: str | None = None
 
 
@@ -688,10 +719,14 @@ def run_builds(
         outcome = found[build.name] = BuildOutcome()
         try:
             for _ in range(repeat):
-                seconds, outcome.local_bytes = timed_writes(build.local_path, build.local)
+                seconds, written = timed_writes(build.local_path, build.local)
                 outcome.local_seconds.append(seconds)
+            outcome.local_bytes = sum(p.stat().st_size for p in written)
+            upload = staged(written, data.local)
             for delay in delays:
                 store.s3.delay = delay / 1000
+                scratch = store.uri(f"upload-{len(found)}-{delay}")
+                outcome.upload[delay], _ = common.timed(partial(store.s3.upload, upload, scratch))
                 at = outcome.store[delay] = Outcome()
                 for _ in range(repeat):
                     before = store.s3.mark()
@@ -699,6 +734,7 @@ def run_builds(
                     at.seconds.append(seconds)
                     at.requests.append(store.s3.since(before))
                 print(f"{delay:>3} ms  build {build.name}: {at.ms() / 1000:.1f} s", flush=True)
+            shutil.rmtree(upload)
         except Exception as err:
             outcome.error = first_line(err)
             failures[f"build / {build.name}"] = "".join(traceback.format_exception(err)[-4:])
@@ -792,7 +828,7 @@ def report_builds(report: Report, found: dict[str, BuildOutcome], delays: Sequen
     rows = []
     for name, outcome in found.items():
         if outcome.error is not None:
-            rows.append([name, f"FAILED: {outcome.error}", *["-"] * (5 + 2 * len(delays))])
+            rows.append([name, f"FAILED: {outcome.error}", *["-"] * (5 + 4 * len(delays))])
             continue
         local = statistics.median(outcome.local_seconds)
         first = outcome.store[delays[0]]
@@ -807,6 +843,11 @@ def report_builds(report: Report, found: dict[str, BuildOutcome], delays: Sequen
                 *(f"{outcome.store[d].ms() / 1000:.2f}" for d in delays),
                 round_trips(outcome.store, delays),
                 *(f"{outcome.store[d].ms() / 1000 / local:.1f}x" for d in delays),
+                *(f"{outcome.upload[d]:.2f}" for d in delays),
+                *(
+                    f"{outcome.store[d].ms() / 1000 / (local + outcome.upload[d]):.2f}x"
+                    for d in delays
+                ),
             ]
         )
     report.table(
@@ -821,6 +862,8 @@ def report_builds(report: Report, found: dict[str, BuildOutcome], delays: Sequen
             *(f"store s @{d}" for d in delays),
             "round trips",
             *(f"x local @{d}" for d in delays),
+            *(f"upload s @{d}" for d in delays),
+            *(f"x (local + upload) @{d}" for d in delays),
         ],
         rows,
     )
