@@ -108,6 +108,14 @@ class TableIndex:
         return found | self.null_only if nulls else found
 
 
+def _has_subfolders(path: storage.Location) -> bool:
+    """Whether the local folder ``path`` holds a folder :func:`parquet_names` walks into."""
+    import os
+
+    with os.scandir(path) as entries:
+        return any(e.is_dir() and not e.name.startswith(("_", ".")) for e in entries)
+
+
 class Table:
     """One Lance dataset or Parquet directory, with its indexes loaded on first use."""
 
@@ -160,6 +168,9 @@ class Table:
         self._lock = threading.Lock()
         self._whole: Selection | None = None
         self._fragments: list[Any] | None = None
+        # A local directory's (mtime, ctime, inode, device) when its names last matched
+        # (_names_unchanged)
+        self._names_seen: tuple[int, int, int, int] | None = None
 
     def layout(self, file: ParquetFile) -> Layout | None:
         """How ``file`` holds the table's columns (None: all of them, by their names)."""
@@ -202,10 +213,8 @@ class Table:
         if storage.is_remote(self.path):
             return self._objects_unchanged(files)
         try:
-            if storage.is_dir(self.path) and self.pinned is None:
-                names = parquet_names(self.path)
-                if names != [file.relative for file in files.values()]:
-                    return False
+            if self.pinned is None and not self._names_unchanged(files):
+                return False
             racy = time.time_ns() - discover.RACY_SECONDS * 1e9
             for file in files.values():
                 now = storage.stat(file.path)
@@ -215,6 +224,35 @@ class Table:
                     return False
         except OSError:
             return False
+        return True
+
+    def _names_unchanged(self, files: dict[int, ParquetFile]) -> bool:
+        """Whether a local Parquet directory still holds the files it was opened with (by
+        name; their contents are checked by the caller); True for a table of one file.
+
+        A flat directory (no subfolder parquet_names walks into) whose own modification and
+        change times and inode are those it had when its names last matched holds the same
+        names: adding, removing or renaming an entry changes its folder's times. Only times
+        older than :data:`pruner.discover.RACY_SECONDS` are trusted so (as a signature
+        trusts a file's); anything else is walked again (:func:`parquet_names`, which also
+        checks the folders above for a table format: that is done when the table is opened,
+        and again whenever the folder changes). The folder is stated before the walk, so a
+        change during the walk shows next time.
+
+        Raises:
+            OSError: the directory cannot be read."""
+        folder = storage.stat(self.path)
+        seen = (folder.mtime_ns, folder.ctime_ns, folder.inode, folder.device)
+        if seen == self._names_seen:
+            return True
+        if storage.is_dir(self.path):
+            if parquet_names(self.path) != [file.relative for file in files.values()]:
+                return False
+            if _has_subfolders(self.path):
+                return True  # a file added in a subfolder changes only that folder's times
+        changed = max(folder.mtime_ns, folder.ctime_ns)
+        if time.time_ns() - changed > discover.RACY_SECONDS * 1e9:
+            self._names_seen = seen
         return True
 
     def _objects_unchanged(self, files: dict[int, ParquetFile]) -> bool:

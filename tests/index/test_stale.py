@@ -167,6 +167,33 @@ def test_a_table_held_open_answers_for_its_files_as_they_are_now(
         assert f.unchanged(now) and now.inode == f.inode
 
 
+@pytest.mark.parametrize("scenario", ["added", "added in a subfolder", "removed", "renamed"])
+def test_a_held_table_sees_its_folder_change_once_it_trusts_the_folders_time(
+    scenario: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A held table of a flat folder stops walking it once the folder's times are older
+    than RACY_SECONDS (made 0 here, so the test does not wait): a file added, removed or
+    renamed changes the folder's times, and the table is opened again."""
+    monkeypatch.setattr(discover, "RACY_SECONDS", 0.0)
+    path = parquet_table(tmp_path)
+    (path / "later").mkdir()  # empty: a file added there changes only its times
+    held = open_table(path)
+    assert held.files_unchanged() and held.files_unchanged(), "the folder's times are trusted"
+    if scenario == "added in a subfolder":
+        write_parquet(data(ids()[:10] + 90_000, "new"), path / "later" / "x.parquet")
+        values = [*old_values(), int(ids()[3]) + 90_000]
+    else:
+        values, _ = PARQUET_SCENARIOS[scenario](path)
+    assert not held.files_unchanged()
+    sql = f"SELECT id, tag FROM t WHERE id IN ({', '.join(map(str, values))})"
+    # DataFusion alone's register_parquet ignores a folder's subfolders (its
+    # listing_table_ignore_subdirectory), pruner's table and DuckDB's ** glob do not
+    engines = ["duckdb"] if "subfolder" in scenario else ENGINES
+    for engine in engines:
+        expected = rows(engine_alone(engine, sql, {"t": path}))
+        assert rows(pruner.query(sql, {"t": held}, engine=engine)) == expected, engine
+
+
 def test_a_held_table_whose_file_was_rewritten_in_place_within_its_time_tick(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
