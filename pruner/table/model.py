@@ -110,10 +110,10 @@ class TableIndex:
 
 def _has_subfolders(path: storage.Location) -> bool:
     """Whether the local folder ``path`` holds a folder :func:`parquet_names` walks into."""
-    import os
-
-    with os.scandir(path) as entries:
-        return any(e.is_dir() and not e.name.startswith(("_", ".")) for e in entries)
+    return any(
+        not name.startswith(("_", ".")) and storage.is_dir(path / name)
+        for name in storage.list_dir(path)
+    )
 
 
 class Table:
