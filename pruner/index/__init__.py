@@ -21,6 +21,7 @@ from __future__ import annotations
 import importlib
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent import futures
 from functools import partial
 from typing import Any
 
@@ -221,8 +222,8 @@ def build_index(
             index = build(
                 ds, column, items=items, probability=probability, progress=progress, sink=sink
             )
-            size = sink.finish(index)
-        _write_companion(lance_index_path(ds, index_uuid), index)
+            size = sink.finish(index, wait=False)
+        _companion_beside(lance_index_path(ds, index_uuid), index, sink.published)
         commit_index_file(ds, index, index_uuid, size, None)
         return index
     # On a store, one LIST of the folder answers where the index goes (a Delta or Iceberg
@@ -236,8 +237,8 @@ def build_index(
             index = build(
                 path, column, items=items, probability=probability, progress=progress, sink=sink
             )
-            sink.finish(index)
-    _write_companion(location, index)
+            sink.finish(index, wait=False)
+    _companion_beside(location, index, sink.published)
     keep_footers(path, index.files)
     return index
 
@@ -415,18 +416,33 @@ def _build_from_parquet_filters(path: storage.Location, column: str, engine: str
     return index
 
 
+def _companion_beside(
+    index_file: storage.Location, index: ZoneIndex, published: futures.Future[None]
+) -> None:
+    """:func:`_write_companion` while ``index_file``'s publish (a Future) is under way: on
+    a store the index's PUT overlaps computing the companion, whose own PUT follows it.
+    Returns once both are in place; raises what either raised."""
+    try:
+        _write_companion(index_file, index, after=published)
+    finally:
+        futures.wait([published])
+    published.result()
+
+
 def _write_companion(
     index_file: storage.Location,
     index: ZoneIndex,
     previous: Coarse | None = None,
     kept: Mapping[int, int] | None = None,
+    after: futures.Future[None] | None = None,
 ) -> str:
     """The hierarchy companion beside ``index_file``, when the build made each fragment's
     share of it (or an update can carry the kept fragments' over from ``previous``); else
-    any old one is removed (it would be stale, and unused) and the reason returned."""
+    any old one is removed (it would be stale, and unused) and the reason returned.
+    ``after``: the index file's publish under way (see :func:`write_hierarchy_of`)."""
     fresh, index.build_coarse = index.build_coarse, None
     fill, index.build_fill = index.build_fill, None
-    written = write_hierarchy_of(index_file, index, fresh or {}, previous, kept, fill)
+    written = write_hierarchy_of(index_file, index, fresh or {}, previous, kept, fill, after)
     if isinstance(written, str):
         storage.remove(companion_path(index_file))
         return written

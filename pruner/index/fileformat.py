@@ -32,6 +32,7 @@ import json
 import re
 import struct
 from collections.abc import Sequence
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -164,6 +165,10 @@ def index_fingerprint(index_file: storage.PathLike) -> tuple[int, str]:
     return size, xxhash.xxh64_hexdigest(tail)
 
 
+_DONE: Future[None] = Future()
+_DONE.set_result(None)
+
+
 class IndexFileWriter:
     """Streams zone rows into a ``bloomfilter.lance``, renamed into place by :meth:`finish`.
 
@@ -188,6 +193,8 @@ class IndexFileWriter:
         self._writer: Any = LanceFileWriter(str(self._temporary), INDEX_SCHEMA)
         # What the target must still be when published (storage.publish): None, anything.
         self.expected: storage.Stat | None = None
+        # The publish of finish(wait=False), under way (done: nothing pending)
+        self.published: Future[None] = _DONE
         self._checksums: list[np.ndarray] = []
 
     def write_zones(
@@ -217,8 +224,11 @@ class IndexFileWriter:
             )
             self._writer.write_batch(batch)
 
-    def finish(self, index: ZoneIndex) -> int:
-        """Write the metadata of ``index``, close, move into place; return the file size."""
+    def finish(self, index: ZoneIndex, wait: bool = True) -> int:
+        """Write the metadata of ``index``, close, move into place; return the file size.
+
+        ``wait=False``: on a store the PUT goes on in the background (:attr:`published`;
+        :func:`pruner.storage.publish_soon`), overlapping what the caller does next."""
         writer = self._writer
         if writer is None:
             raise RuntimeError("IndexFileWriter.finish called after abort")
@@ -242,7 +252,12 @@ class IndexFileWriter:
             writer.close()
             size = storage.stat(self._temporary).size
             index.written_fingerprint = index_fingerprint(self._temporary)
-            storage.publish(self._temporary, self.target, self.expected)
+            if wait:
+                storage.publish(self._temporary, self.target, self.expected)
+            else:
+                self.published = storage.publish_soon(
+                    self._temporary, self.target, self.expected, then=self._remove_staging
+                )
         finally:
             self.abort()
         return size
@@ -255,8 +270,14 @@ class IndexFileWriter:
         self.abort()
 
     def abort(self) -> None:
-        """Forget a write that will not finish (the target is untouched)."""
+        """Forget a write that will not finish (the target is untouched); after a
+        :meth:`finish` whose PUT is under way, its staging folder goes when the PUT is done."""
         self._writer = None
+        if not self.published.done():
+            return
+        self._remove_staging()
+
+    def _remove_staging(self) -> None:
         storage.remove_tree(self._staging)
         if self._created_parent and not storage.exists(self.target):
             storage.remove_empty_dir(self.target.parent)

@@ -11,6 +11,8 @@ import shutil
 import socket
 import tempfile
 import uuid
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -102,6 +104,39 @@ def publish(temporary: PathLike, target: PathLike, expected: Stat | None = None)
         raise
     finally:
         source.unlink(missing_ok=True)
+
+
+_PUBLISHERS = ThreadPoolExecutor(2, thread_name_prefix="pruner-publish")
+
+
+def publish_soon(
+    temporary: PathLike,
+    target: PathLike,
+    expected: Stat | None = None,
+    then: Callable[[], None] | None = None,
+) -> Future[None]:
+    """:func:`publish`, under way in the background on a store (where its PUT is the slow
+    part of writing: what the writer computes next overlaps it), done before it returns
+    locally; ``then`` runs after it, whatever happened. Wait on the future (its result
+    raises what the publish raised) before anything that needs the file in place: a commit
+    naming it, or a file derived from it published beside it."""
+
+    def run() -> None:
+        try:
+            publish(temporary, target, expected)
+        finally:
+            if then is not None:
+                then()
+
+    if isinstance(target, ObjectPath):
+        return _PUBLISHERS.submit(run)
+    done: Future[None] = Future()
+    try:
+        run()
+        done.set_result(None)
+    except Exception as err:
+        done.set_exception(err)
+    return done
 
 
 def make_dirs(path: PathLike, exist_ok: bool = True) -> None:

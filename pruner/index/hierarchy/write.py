@@ -278,10 +278,14 @@ def write_hierarchy(
     value_type: pa.DataType | None = None,
     fingerprint: tuple[int, str] | None = None,
     fill: DatasetFill | None = None,
+    after: Future[None] | None = None,
 ) -> storage.Location | str:
     """Write the companion of ``index_file`` (already written) atomically beside it; or
     say why it can have none. ``fingerprint``: the index file's fingerprint as its writer wrote
     it (else it is read from the file now, which another writer may have replaced).
+    ``after``: the index file's publish, still under way (IndexFileWriter.finish): the
+    companion is computed meanwhile, and published once the index is in place, so a reader
+    never finds a companion newer than its index.
 
     Args:
         filters: (zones, bytes) uint8, every zone's filter, one size, in file order.
@@ -437,6 +441,8 @@ def write_hierarchy(
             for done in [*written, put_header]:
                 done.result()
         output.close()
+        if after is not None:
+            after.result()
         storage.publish(temporary, target)
     finally:
         output.close()  # closing twice does nothing
@@ -459,9 +465,11 @@ def write_hierarchy_of(
     previous: Coarse | None = None,
     kept: Mapping[int, int] | None = None,
     fill: DatasetFill | None = None,
+    after: Future[None] | None = None,
 ) -> storage.Location | str:
-    """The companion of ``index`` (just written to ``index_file``), or why the index cannot
-    have one (filters of several sizes; fragments whose values are unknown)."""
+    """The companion of ``index`` (just written to ``index_file``, or being published:
+    ``after``, see :func:`write_hierarchy`), or why the index cannot have one (filters of
+    several sizes; fragments whose values are unknown)."""
     if not isinstance(index.filter_data, np.ndarray):
         return "its zone filters are not all one size"
     return write_hierarchy(
@@ -481,4 +489,5 @@ def write_hierarchy_of(
         value_type=index.value_type,
         fingerprint=index.written_fingerprint,
         fill=fill,
+        after=after,
     )
