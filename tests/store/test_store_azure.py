@@ -16,24 +16,21 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 import pruner
 from pruner import storage
-from tests.store.test_store_tables import GROUP, QUERIES, _data, _parquet_dir
+from tests.store.test_store_tables import (
+    GROUP,
+    QUERIES,
+    _data,
+    _duckdb_alone,
+    _parquet_dir,
+    _upload_file,
+)
 from tests.support.azure import ACCOUNT, KEY, AzuriteServer
 from tests.support.engine_check import multiset
-from tests.support.s3 import duckdb_over_store, environment
-
-
-def _duckdb_alone(azurite: AzuriteServer, sql: str, uri: str) -> pa.Table:
-    files = [
-        f"{uri}/{key}"
-        for key in azurite.keys(uri)
-        if key.endswith(".parquet") and not key.startswith(("_", "."))
-    ]
-    return duckdb_over_store(azurite.options, files, sql)
+from tests.support.s3 import environment
 
 
 def _datafusion_alone(azurite: AzuriteServer, sql: str, uri: str) -> pa.Table:
@@ -49,12 +46,6 @@ def _datafusion_alone(azurite: AzuriteServer, sql: str, uri: str) -> pa.Table:
         context.register_object_store("az://", store, container)
         context.register_parquet("t", uri + "/")
         return context.sql(sql).to_arrow_table()
-
-
-def _upload_file(azurite: AzuriteServer, table: pa.Table, uri: str, tmp: Path) -> None:
-    local = tmp / f"upload-{np.random.default_rng().integers(1 << 30)}.parquet"
-    pq.write_table(table, local, row_group_size=GROUP)
-    azurite.upload(local, uri)
 
 
 @pytest.fixture(scope="module")

@@ -20,6 +20,7 @@ import pruner
 from pruner import storage
 from pruner.index import update_index
 from pruner.index.hierarchy import read as hierarchy_read
+from tests.support.azure import AzuriteServer
 from tests.support.engine_check import multiset
 from tests.support.s3 import S3Server, duckdb_over_store
 
@@ -41,9 +42,9 @@ def _parquet_dir(local: Path, table: pa.Table, files: int = FILES) -> Path:
     return local
 
 
-def _duckdb_alone(s3: S3Server, sql: str, uri: str) -> pa.Table:
-    """DuckDB alone over the Parquet objects under ``uri``: obstore's fsspec file system
-    registered, as a DuckDB user without httpfs reads a store. The files are listed, not
+def _duckdb_alone(s3: S3Server | AzuriteServer, sql: str, uri: str) -> pa.Table:
+    """DuckDB alone over the Parquet objects under ``uri`` (on S3 or Azure): obstore's fsspec
+    file system registered, as a DuckDB user without httpfs reads a store. The files are listed, not
     globbed: obstore 0.12's fsspec ``glob`` finds nothing for a pattern with its
     ``s3://`` (DuckDB hands it the pattern as written)."""
     files = [
@@ -368,7 +369,7 @@ def test_a_build_on_the_store_asks_the_folder_once_and_no_head_per_file(
     assert answer.num_rows == 1
 
 
-def _upload_file(s3: S3Server, table: pa.Table, uri: str, tmp: Path) -> None:
+def _upload_file(s3: S3Server | AzuriteServer, table: pa.Table, uri: str, tmp: Path) -> None:
     local = tmp / f"upload-{np.random.default_rng().integers(1 << 30)}.parquet"
     pq.write_table(table, local, row_group_size=GROUP)
     s3.upload(local, uri)
