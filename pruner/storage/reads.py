@@ -307,7 +307,8 @@ def read_range(path: PathLike, offset: int, length: int) -> bytes:
 def read_tail(path: PathLike, length: int) -> tuple[bytes, Stat]:
     """The last ``length`` bytes of the file (all of it when shorter) and its :class:`Stat`,
     from one open and read locally, one suffix-range GET on a store (whose reply carries the
-    object's size and ETag).
+    object's size and ETag); on Azure, which has no suffix range, a ranged GET from the size
+    the listing or a HEAD gives.
 
     Raises:
         OSError: the file cannot be read (FileNotFoundError when it is gone).
