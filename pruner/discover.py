@@ -15,8 +15,10 @@ from __future__ import annotations
 import dataclasses
 import os
 import struct
+import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property, partial
 from typing import Any, overload
@@ -143,6 +145,37 @@ def parquet_names(directory: storage.Location) -> list[str]:
     return [name for name in storage.walk_files(directory) if name.endswith(".parquet")]
 
 
+_AHEAD_SECONDS = 5.0
+_ahead: dict[storage.ObjectPath, tuple[float, Future[Any]]] = {}
+_ahead_lock = threading.Lock()
+_ASK_AHEAD = ThreadPoolExecutor(2, thread_name_prefix="pruner-format-ask")
+
+
+def ask_table_format_ahead(directory: storage.ObjectPath, found: storage.Listing) -> None:
+    """Start :func:`table_format` of a folder on a store in the background, for an opening
+    about to ask it: its LISTs of the folders above go out while the opening's other reads
+    are under way, not in a round trip after them (the folder's own listing ``found``
+    answers for the folder itself). The next :func:`table_format` of the folder within
+    :data:`_AHEAD_SECONDS` takes that answer (once)."""
+    directory = directory.absolute()
+
+    def ask() -> tuple[str, storage.Location] | None:
+        with storage.listed(found):
+            return _table_format_now(directory)
+
+    future = _ASK_AHEAD.submit(ask)
+    with _ahead_lock:
+        _ahead[directory] = (time.monotonic(), future)
+
+
+def _asked_ahead(directory: storage.Location) -> Future[Any] | None:
+    with _ahead_lock:
+        found = _ahead.pop(directory, None)  # type: ignore[arg-type]
+    if found is None or time.monotonic() - found[0] > _AHEAD_SECONDS:
+        return None
+    return found[1]
+
+
 def table_format(directory: storage.Location) -> tuple[str, storage.Location] | None:
     """``("delta", root)`` or ``("iceberg", root)`` when ``directory`` is, or lies inside,
     a Delta Lake table (a ``_delta_log`` folder) or an Iceberg table (a ``metadata`` folder
@@ -153,6 +186,14 @@ def table_format(directory: storage.Location) -> tuple[str, storage.Location] | 
     every ``*.parquet`` under the folder is not the table.
     """
     directory = directory.absolute()
+    if storage.is_remote(directory):
+        ahead = _asked_ahead(directory)
+        if ahead is not None:
+            return ahead.result()
+    return _table_format_now(directory)
+
+
+def _table_format_now(directory: storage.Location) -> tuple[str, storage.Location] | None:
     folders = [directory, *directory.parents]
     logs: list[bool] | None = None
     metadata: list[list[str]] | None = None

@@ -16,6 +16,7 @@ from pruner import formats, storage
 from pruner.discover import (
     ParquetFile,
     arrow_schema,
+    ask_table_format_ahead,
     is_lance_dataset,
     located,
     parquet_files,
@@ -135,10 +136,11 @@ def listing_to_open(path: storage.ObjectPath, version: int | None) -> tuple[stor
     LIST of every object under it (which answers what opening asks: storage.listed), and
     beside it Lance's own opening of the path as a dataset (a LIST of its versions, then its
     manifest; None unless Lance opened one). As soon as the listing is known, its indexes'
-    companion heads start on their way (:func:`read_heads_ahead`), the footers kept beside
-    them are read (:func:`read_kept_footers`: one GET for every file's), and any other
-    Parquet file's footer starts on its way (:func:`read_footers_ahead`), read while opening
-    asks the rest.
+    companion heads start on their way (:func:`read_heads_ahead`), so does the question
+    whether a folder above a plain Parquet folder is a Delta or Iceberg table
+    (:func:`pruner.discover.ask_table_format_ahead`), the footers kept beside the indexes are
+    read (:func:`read_kept_footers`: one GET for every file's), and any other Parquet file's
+    footer starts on its way (:func:`read_footers_ahead`), read while opening asks the rest.
 
     Raises:
         OSError: the store refused the LIST.
@@ -147,12 +149,23 @@ def listing_to_open(path: storage.ObjectPath, version: int | None) -> tuple[stor
     def listed() -> storage.Listing:
         found = storage.listing(path)
         read_heads_ahead(found)
+        if _plain_parquet_folder(found):  # opening asks the folders above for a table format
+            ask_table_format_ahead(path, found)
         read_kept_footers(found)
         read_footers_ahead(found)
         return found
 
     found, dataset = storage.gather([listed, lambda: _lance_dataset_or_none(path, version)])
     return found, dataset
+
+
+def _plain_parquet_folder(found: storage.Listing) -> bool:
+    """Whether the listed folder holds Parquet files and is no Lance dataset, Delta or
+    Iceberg table itself (what :func:`pruner.discover.parquet_names` refuses inside one)."""
+    names = found.objects
+    if any(name.startswith(("_versions/", "_delta_log/", "metadata/")) for name in names):
+        return False
+    return any(name.endswith(".parquet") for name in names)
 
 
 def open_listed(

@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import pruner
-from pruner import storage
+from pruner import discover, storage
 from pruner.index import update_index
 from pruner.index.hierarchy import read as hierarchy_read
 from tests.support.azure import AzuriteServer
@@ -346,6 +346,39 @@ def test_footers_are_read_ahead_and_a_selected_whole_file_in_one_read(
         answer = pruner.query(sql, {"t": table}, engine=engine)
         assert multiset(answer) == multiset(_duckdb_alone(s3, sql, uri)), engine
         assert data_reads == ["part-2.parquet"], (engine, data_reads)
+
+
+def test_opening_asks_the_folders_above_while_it_reads_the_heads(
+    parquet_table: storage.ObjectPath, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whether a folder above a Parquet folder is a Delta or Iceberg table is asked in the
+    background once the folder's listing is known (beside the heads and footers), and the
+    opening takes that answer instead of asking again in a round trip of its own."""
+    taken: list[object] = []
+    asked_ahead = discover._asked_ahead
+
+    def recorded(directory: storage.Location) -> object:
+        found = asked_ahead(directory)
+        taken.append("asked again" if found is None else found.result())
+        return found
+
+    monkeypatch.setattr(discover, "_asked_ahead", recorded)
+    pruner.open_table(parquet_table)
+    assert taken == [None], "one answer, asked ahead: no table format"
+    assert discover.table_format(parquet_table) is None
+
+
+def test_a_folder_inside_a_delta_table_on_the_store_is_refused(
+    s3: S3Server, tmp_path: Path
+) -> None:
+    """The answer asked ahead is the one asked in place: a Parquet folder under a Delta
+    table's folder on the store is refused, naming the table."""
+    uri = f"s3://{s3.new_bucket()}/d"
+    s3.upload(_parquet_dir(tmp_path / "part", _data(12, 2_000), 2), uri + "/day=1")
+    (tmp_path / "log.json").write_text('{"commitInfo": {}}\n')
+    s3.upload(tmp_path / "log.json", uri + "/_delta_log/00000000000000000000.json")
+    with pytest.raises(pruner.PrunerError, match=r"inside .*a Delta Lake table"):
+        pruner.open_table(storage.location(uri + "/day=1", s3.options))
 
 
 def test_a_build_on_the_store_asks_the_folder_once_and_no_head_per_file(
