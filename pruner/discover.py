@@ -146,7 +146,7 @@ def parquet_names(directory: storage.Location) -> list[str]:
 
 
 _AHEAD_SECONDS = 5.0
-_ahead: dict[storage.ObjectPath, tuple[float, Future[Any]]] = {}
+_ahead: dict[storage.Location, tuple[float, Future[Any]]] = {}
 _ahead_lock = threading.Lock()
 _ASK_AHEAD = ThreadPoolExecutor(2, thread_name_prefix="pruner-format-ask")
 
@@ -170,7 +170,7 @@ def ask_table_format_ahead(directory: storage.ObjectPath, found: storage.Listing
 
 def _asked_ahead(directory: storage.Location) -> Future[Any] | None:
     with _ahead_lock:
-        found = _ahead.pop(directory, None)  # type: ignore[arg-type]
+        found = _ahead.pop(directory, None)
     if found is None or time.monotonic() - found[0] > _AHEAD_SECONDS:
         return None
     return found[1]

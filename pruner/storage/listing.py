@@ -219,6 +219,14 @@ def walk_files(directory: PathLike, hidden: tuple[str, ...] = ("_", ".")) -> lis
     return sorted(found)
 
 
+def has_subfolders(directory: PathLike, hidden: tuple[str, ...] = ("_", ".")) -> bool:
+    """Whether :func:`walk_files` of ``directory`` enters a folder below it."""
+    folder = directory if isinstance(directory, ObjectPath) else Path(directory)
+    return any(
+        not name.startswith(hidden) and is_dir(folder / name) for name in list_dir(directory)
+    )
+
+
 _ASKERS = ThreadPoolExecutor(32, thread_name_prefix="pruner-object-ask")
 
 

@@ -108,14 +108,6 @@ class TableIndex:
         return found | self.null_only if nulls else found
 
 
-def _has_subfolders(path: storage.Location) -> bool:
-    """Whether the local folder ``path`` holds a folder :func:`parquet_names` walks into."""
-    return any(
-        not name.startswith(("_", ".")) and storage.is_dir(path / name)
-        for name in storage.list_dir(path)
-    )
-
-
 class Table:
     """One Lance dataset or Parquet directory, with its indexes loaded on first use."""
 
@@ -248,7 +240,7 @@ class Table:
         if storage.is_dir(self.path):
             if parquet_names(self.path) != [file.relative for file in files.values()]:
                 return False
-            if _has_subfolders(self.path):
+            if storage.has_subfolders(self.path):
                 return True  # a file added in a subfolder changes only that folder's times
         changed = max(folder.mtime_ns, folder.ctime_ns)
         if time.time_ns() - changed > discover.RACY_SECONDS * 1e9:
