@@ -1,5 +1,5 @@
 """NumPy helpers of the hot paths: per-thread scratch arrays reused across calls, sparse
-zeroed arrays, and the distinct values of an array.
+zeroed arrays, the distinct values of an array, and freed memory handed back.
 
 A fresh large NumPy array page-faults on first touch; on this kind of machine that costs
 ~1.7 us per 4 KiB page, 0.4 ns per byte, as much as the hashing itself. The hot paths (hash,
@@ -10,12 +10,13 @@ asks for the same name again.
 
 from __future__ import annotations
 
+import ctypes
 import mmap
 import threading
 
 import numpy as np
 
-__all__ = ["RowsAppended", "distinct", "scratch", "sparse_zeros"]
+__all__ = ["RowsAppended", "distinct", "release_freed", "scratch", "sparse_zeros"]
 
 _local = threading.local()
 
@@ -92,3 +93,20 @@ class RowsAppended:
     def result(self) -> np.ndarray:
         """The rows appended, in order (a view of the reserved array)."""
         return self._array[: self.count]
+
+
+def release_freed() -> None:
+    """Hand the memory freed in the C heap back to the system (glibc's ``malloc_trim``;
+    nothing where the C library has none).
+
+    A build's threads allocate and free arrays of a fragment's size (its hashes, its zones'
+    filters) beside the ones it keeps (its coarse filter); glibc keeps the freed ones in each
+    thread's arena, in holes between kept ones, and the process's resident size grows by
+    them. Measured at 100M rows in 1,000 fragments: 270 MB held that way when the build
+    went on to write its companion, its peak.
+    """
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (AttributeError, OSError):
+        return
+    trim(0)
