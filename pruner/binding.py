@@ -46,6 +46,10 @@ from pruner.literals import coerce_all
 __all__ = ["bind"]
 
 
+_BY_IDENTITY = 64
+"""An In list of at least this many literals is cached by its tuple's identity."""
+
+
 class _Binder(PredicateVisitor[Predicate]):
     """Rebuilds AND / OR as they are (no re-simplifying: what evaluation reports per term
     must not change) with every Equals / In leaf bound; other nodes are kept."""
@@ -61,7 +65,7 @@ class _Binder(PredicateVisitor[Predicate]):
         self.dialect = dialect
         self.hash_type = hash_type
         self.unprobed = unprobed
-        self.bound: dict[tuple[str, tuple[Literal, ...], str], BoundLiterals] = {}
+        self.bound: dict[tuple[str, object, str], BoundLiterals] = {}
 
     def visit_and(self, node: And) -> Predicate:
         return And(tuple(visit(child, self) for child in node.children))
@@ -79,7 +83,11 @@ class _Binder(PredicateVisitor[Predicate]):
         return node
 
     def literals(self, leaf: Equals | In, values: tuple[Literal, ...]) -> BoundLiterals:
-        key = (leaf.column, values, leaf.inferred if isinstance(leaf, In) else "")
+        # A long list is known by its identity: hashing a tuple of 10,000 literals costs
+        # 10,000 calls, and an In's tuple lives as long as the predicate being bound.
+        long = isinstance(leaf, In) and values is leaf.values and len(values) >= _BY_IDENTITY
+        known_by = id(values) if long else values
+        key = (leaf.column, known_by, leaf.inferred if isinstance(leaf, In) else "")
         known = self.bound.get(key)
         if known is not None:
             return replace(known, leaf=leaf)
