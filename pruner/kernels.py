@@ -25,7 +25,14 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["insert_pieces", "insert_words", "order_and_insert", "xxh64_bytes", "xxh64_fixed"]
+__all__ = [
+    "insert_pieces",
+    "insert_words",
+    "order_and_insert",
+    "part_sums",
+    "xxh64_bytes",
+    "xxh64_fixed",
+]
 
 # xxHash64's primes (as :mod:`pruner.hashing` has them): the loops below are xxHash64 as
 # its specification gives it, one value at a time, for a build's whole fragment.
@@ -227,3 +234,20 @@ def xxh64_bytes(offsets: np.ndarray, words: np.ndarray, out: np.ndarray) -> None
                 tail >>= np.uint64(8)
                 at += 1
         out[i] = _avalanche(h)
+
+
+@numba.njit(cache=True, nogil=True)
+def part_sums(
+    words: np.ndarray, starts: np.ndarray, weights: np.ndarray, start: np.uint64, out: np.ndarray
+) -> None:
+    """``out[r, p]`` = ``start`` plus the sum, modulo 2^64, of ``words[r, w] * weights[w]``
+    for the words ``starts[p] <= w < starts[p + 1]`` of row ``r`` (a companion's checksums:
+    :func:`pruner.index.hierarchy.layout._part_checksums`), in one pass over the words and
+    no temporary (NumPy's product and ``reduceat`` made a copy of every piece: 0.15 s of a
+    20M-row build's 0.5 s companion)."""
+    for r in range(words.shape[0]):
+        for p in range(len(starts) - 1):
+            total = start
+            for w in range(starts[p], starts[p + 1]):
+                total += words[r, w] * weights[w]
+            out[r, p] = total

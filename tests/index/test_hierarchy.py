@@ -819,3 +819,25 @@ def test_a_build_that_fills_its_dataset_filter_as_it_goes_writes_the_same_compan
         header.pop("index_file_tail")
     assert headers[0] == headers[1]
     assert once[20 + size :] == flushed[20 + size :]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rows=st.integers(0, 5),
+    parts=st.lists(st.integers(0, 9), min_size=1, max_size=6),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_the_compiled_part_checksums_are_the_row_checksums_of_each_part(
+    rows: int, parts: list[int], seed: int
+) -> None:
+    """A build's checksum of each (row, part), compiled, is the checksum a probe checks the
+    part's bytes with (:func:`_row_checksums`, NumPy), empty parts included."""
+    from pruner.index.hierarchy.layout import _part_checksums, _row_checksums
+
+    edges = [0, *np.cumsum(parts).tolist()]
+    edges = [8 * e for e in edges]
+    data = np.random.default_rng(seed).integers(0, 256, (rows, edges[-1]), np.uint8)
+    got = _part_checksums(data, edges)
+    assert got.shape == (rows, len(parts))
+    for p in range(len(parts)):
+        assert np.array_equal(got[:, p], _row_checksums(data[:, edges[p] : edges[p + 1]]))

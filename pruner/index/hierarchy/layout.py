@@ -87,21 +87,24 @@ def _block_major(
 
 def _part_checksums(rows: np.ndarray, edges: list[int]) -> np.ndarray:
     """(rows, parts): :func:`_row_checksums` of each row's bytes ``edges[p]`` to
-    ``edges[p + 1]`` (multiples of 8), for every part ``p`` at once: each word weighted by
-    its position in its part, summed part by part (one pass; a call per part cost 10 us
-    each, 13,000 a companion at 100M rows)."""
+    ``edges[p + 1]`` (multiples of 8), for every part ``p`` at once, by a compiled pass
+    (:func:`pruner.kernels.part_sums`; a build's, never a query's: a call per part cost 10
+    us each, 13,000 a companion at 100M rows)."""
+    from pruner.kernels import part_sums  # compiled: a query never imports it
+
     words = np.ascontiguousarray(rows).view("<u8")
     if len(edges) < 2:
         return np.zeros((len(words), 0), np.uint64)
-    starts = [edge // 8 for edge in edges]
+    starts = np.array([edge // 8 for edge in edges], np.int64)
     weights = np.concatenate(
-        [_weights(b - a) for a, b in itertools.pairwise(starts)] or [np.zeros(0, np.uint64)]
+        [_weights(int(b - a)) for a, b in itertools.pairwise(starts)] or [np.zeros(0, np.uint64)]
     )
-    sums = np.zeros((len(words), len(edges) - 1), np.uint64)
-    full = [p for p, (a, b) in enumerate(itertools.pairwise(starts)) if b > a]
-    if full:  # reduceat gives an empty part the word at its start: empty parts sum to 0
-        sums[:, full] = np.add.reduceat(words * weights, [starts[p] for p in full], axis=1)
-    return sums + _SUM_START
+    # weights[w] is word w's weight within its part: the parts' weights side by side
+    placed = np.zeros(words.shape[1], np.uint64)
+    placed[starts[0] : starts[0] + len(weights)] = weights
+    sums = np.empty((len(words), len(edges) - 1), np.uint64)
+    part_sums(words, starts, placed, _SUM_START, sums)
+    return sums
 
 
 class Section:
