@@ -6,7 +6,7 @@ and in 1,000, 100M in 1,000), a Lance dataset of ``id`` (a shuffled permutation 
 ``bench/data/scale/``): ``pruner``, indexed by pruner, and ``lance``, indexed by Lance's own
 ``create_scalar_index(..., "BLOOMFILTER")``. Each of these runs in a new process, which
 reports its seconds (the work only, not the imports) and its peak resident memory
-(``ru_maxrss``):
+(``VmHWM``, the process's own; not ``ru_maxrss``, which counts the parent's size at the fork):
 
 * build: ``pruner.build_index(path, "id")`` (index file, companion, commit), best of
   ``--repeat``; Lance's build on its copy, the same way; the Spark build (``engine="spark"``,
@@ -73,6 +73,16 @@ import common  # the checkout's pruner first
 task, path, arguments = {task!r}, {path!r}, {arguments!r}
 
 def peak_mib():
+    # VmHWM: this process's own resident peak. ru_maxrss also counts the parent's resident
+    # size when it forked this process (Linux carries it across exec): a parent that had
+    # just made 100M rows of data gave every child its 1.7 GiB.
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 import lance
