@@ -10,7 +10,9 @@ the same (``tests/end_to_end/test_costs.py`` draws tables, selections and querie
   subquery, whose text names no column pruner could probe, or holds no operator a term a
   bloom filter can use is written with (:func:`may_hold_term`: ``id IS NOT NULL``, ``name
   LIKE 'a%'``, ``id IS DISTINCT FROM 5``), cannot be pruned, so it is not analysed (a
-  check of the text's words: microseconds, where parsing costs a millisecond). A statement
+  check of the text's words: microseconds, where parsing costs a millisecond). An ``IN``
+  list of literals too long to probe (below) counts as no term: a 10,000-key list alone
+  cost ~15 ms to analyse, to probe nothing. A statement
   that may join is analysed all the same: the analysis is also what proves a statement of
   inner joins only, which DataFusion then plans with its join selection on.
 * :func:`probe_reason`, before hashing a term's keys: ``K`` keys spread over ``U`` units the
@@ -48,6 +50,7 @@ from collections.abc import Mapping
 from pruner import storage
 from pruner.analyzer import names_table
 from pruner.errors import PrunerError
+from pruner.folding import whole_in_lists
 from pruner.reads import parquet_parts
 from pruner.selection import Selection
 from pruner.table import Table
@@ -83,8 +86,9 @@ times the rows this side's own terms select."""
 
 UNANALYSED = (
     "the SQL names no column with an index in its one table, or no term an index can use "
-    "(=, IN, BETWEEN, IS NULL, IS NOT DISTINCT FROM), and no join: a query does not "
-    "analyse it, the engine reads the table whole, its own way"
+    "(=, IN, BETWEEN, IS NULL, IS NOT DISTINCT FROM; an IN list of more keys than are worth "
+    "probing is none), and no join: a query does not analyse it, the engine reads the "
+    "table whole, its own way"
 )
 
 _WORDS = re.compile(r"[\w$]+")
@@ -107,8 +111,11 @@ def needs_analysis(sql: str, tables: Mapping[str, Table]) -> bool:
     A name that occurs in a string, a comment or another table's column still counts: the
     check may only send a query to the analyzer that did not need it, never the reverse.
     """
+    if len(tables) > 1:
+        return True
+    sql = _without_unprobed_lists(sql, tables)
     found = sql_words(sql)
-    if len(tables) > 1 or "join" in found or found.count("select") > 1:
+    if "join" in found or found.count("select") > 1:
         return True
     if not may_hold_term(sql, found):
         return False
@@ -120,6 +127,43 @@ def needs_analysis(sql: str, tables: Mapping[str, Table]) -> bool:
             if named and _may_prune(table, column):
                 return True
     return False
+
+
+LONG_SQL = 2_000
+"""SQL at least this long is searched for literal lists too long to probe
+(:func:`_without_unprobed_lists`); shorter SQL is not worth the search."""
+
+
+def _without_unprobed_lists(sql: str, tables: Mapping[str, Table]) -> str:
+    """``sql`` with each ``IN (...)`` list of plain literals that :func:`probe_reason` would
+    not probe on any column of ``tables`` pruner could probe (its distinct literals would
+    touch :data:`PROBE_SKIP_FRACTION` of every such column's units) written ``IS NOT
+    NULL``, which no index can use: the text a query needs analysing for without it.
+
+    Such a list selects every row once analysed, so a query whose other words hold no term
+    an index can use is read whole without the analysis, which costs most for these lists
+    (a 10,000-key list: ~15 ms to fold, parse and bind, to probe nothing). A list in a
+    string or comment, or one that is no column's, changes only whether the rest is
+    analysed; the analysis may only be skipped where it could select nothing narrower.
+    """
+    if len(sql) < LONG_SQL:
+        return sql
+    lists = list(whole_in_lists(sql, 2))
+    if not lists:
+        return sql
+    columns = [
+        (table, column)
+        for table in tables.values()
+        for column in table.schema.names
+        if _may_prune(table, column)
+    ]
+    pieces, position = [], 0
+    for start, end, values in lists:
+        keys = len(set(values))
+        if columns and all(probe_reason(t, c, keys) is not None for t, c in columns):
+            pieces += [sql[position:start], " IS NOT NULL "]
+            position = end
+    return "".join([*pieces, sql[position:]]) if pieces else sql
 
 
 _TERM_WORDS = frozenset({"in", "between", "isnull"})

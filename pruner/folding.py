@@ -35,14 +35,14 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from sqlglot import exp
 
 from pruner.expressions import Literal
 
-__all__ = ["MINIMUM", "Folded", "FoldedList", "check", "fold", "unfold"]
+__all__ = ["MINIMUM", "Folded", "FoldedList", "check", "fold", "unfold", "whole_in_lists"]
 
 MINIMUM = 32
 """Shortest run folded: shorter lists parse fast enough, and keep their exact explain text."""
@@ -135,6 +135,23 @@ def _in_lists(sql: str, minimum: int) -> Iterable[tuple[int, int, str | None, li
             end = len(sql[: end - len(last)].rstrip(" \t\r\n").removesuffix(",").rstrip(" \t\r\n"))
         if len(values) >= minimum:
             yield start, end, None, values
+
+
+_LIST_ENDS = re.compile(rf"{_WS}*\)")
+
+
+def whole_in_lists(sql: str, minimum: int) -> Iterator[tuple[int, int, list[str]]]:
+    """(start, end, values) of each ``IN (...)`` list of ``sql`` that is plain literals
+    only, of at least ``minimum`` values: ``start`` at the ``IN``, ``end`` past the closing
+    parenthesis, ``values`` the literals' texts. Found by regular expressions as
+    :func:`fold` finds them, so a list may sit in a string or a comment."""
+    for match in _IN_LIST.finditer(sql):
+        closing = _LIST_ENDS.match(sql, match.end("run"))
+        if closing is None:
+            continue
+        values = _VALUE.findall(match.group("run"))
+        if len(values) >= minimum:
+            yield match.start(), closing.end(), values
 
 
 def _or_runs(sql: str, minimum: int) -> Iterable[tuple[int, int, str | None, list[str]]]:

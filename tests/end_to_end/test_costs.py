@@ -208,6 +208,35 @@ def test_a_long_in_list_is_not_probed(tables: dict[str, Path], cost_model: None)
     assert costs.probe_reason(_opened(tables["parquet"]), "id", 1) is None
 
 
+def test_a_query_whose_only_term_is_a_list_too_long_to_probe_is_not_analysed(
+    tables: dict[str, Path], cost_model: None
+) -> None:
+    """A list of 600 distinct keys over 12 row groups (or zones) prunes nothing: the query is
+    not parsed, it reads whole, and explain says why. Beside a term that can prune, or as
+    600 copies of one key, the list is analysed as before; every answer is the engine's."""
+    ids = [i for i in _data().column("id").to_pylist() if i is not None]
+    long = ids[:600]
+    cases = {
+        "alone": (_in_list(long), False),
+        "beside a term": (_in_list(long).replace(" ORDER", f" AND id = {ids[3]} ORDER"), True),
+        "one key repeated": (_in_list([ids[5]] * 600), True),
+        "in a NOT": (
+            f"SELECT count(*) AS n FROM t WHERE NOT (id IN ({', '.join(map(str, long))}))",
+            True,
+        ),
+    }
+    for path in (tables["lance"], tables["parquet"]):
+        for name, (sql, analysed) in cases.items():
+            assert len(sql) >= costs.LONG_SQL, name
+            prepared = plan(sql, {"t": path}, dialect="duckdb")
+            assert (prepared.explanation is not None) is analysed, name
+            if not analysed:
+                assert prepared.reads_whole("t")
+                assert str(pruner.explain(sql, {"t": path})).endswith(f"query: {costs.UNANALYSED}")
+            got = pruner.query(sql, {"t": path})
+            assert multiset(got) == multiset(engine_alone("duckdb", sql, {"t": path})), name
+
+
 def _opened(path: Path) -> Any:
     return pruner.open_table(path)
 
