@@ -59,6 +59,7 @@ __all__ = [
     "format_probability",
     "read_index_file",
     "read_index_zones",
+    "stat_identity",
     "write_index_file",
     "zone_checksums",
 ]
@@ -370,7 +371,8 @@ def _filters_from_column(column: pa.ChunkedArray, where: str) -> list[bytes] | n
 _READ_ATTEMPTS = 5
 
 
-def _stat_identity(path: storage.Location) -> tuple[int, ...] | None:
+def stat_identity(path: storage.Location) -> tuple[int, ...] | None:
+    """What names one state of a file: its inode, device, size and times (None: missing)."""
     try:
         stat = storage.stat(path)
     except OSError:
@@ -397,12 +399,12 @@ def read_index_file(path: storage.PathLike, column: str = "") -> ZoneIndex:
     """
     target = storage.location(path)
     for _ in range(_READ_ATTEMPTS):
-        before = _stat_identity(target)
+        before = stat_identity(target)
         try:
             index, error = _read_index_file_once(target, column), None
         except IndexFormatError as err:
             index, error = None, err
-        if _stat_identity(target) == before:
+        if stat_identity(target) == before:
             if error is not None:
                 raise error
             assert index is not None
