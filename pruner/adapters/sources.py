@@ -30,6 +30,7 @@ import pyarrow.dataset as pads
 
 from pruner import roaring, storage
 from pruner.evaluate import RowKeys
+from pruner.index.lance import lance_may_probe
 from pruner.reads import ParquetPart, parquet_parts
 from pruner.selection import Selection
 from pruner.table import Table
@@ -91,7 +92,8 @@ class PrunedLanceDataset(lance.LanceDataset):
     pruner_keys: pc.Expression | None
 
     def scanner(self, *args: Any, **kwargs: Any) -> Any:
-        kwargs.update(NO_SCALAR_INDEX)
+        if not (self.pruner_whole and self._pruner_may_probe(kwargs.get("filter"))):
+            kwargs.update(NO_SCALAR_INDEX)
         _add_keys(kwargs, self.pruner_keys)
         if not self.pruner_whole:  # else Lance scans as for the dataset itself
             kwargs["fragments"] = self._pruner_fragments
@@ -100,6 +102,17 @@ class PrunedLanceDataset(lance.LanceDataset):
         return _scan(
             lambda options: lance.LanceDataset.scanner(self, *args, **options), kwargs, self
         )
+
+    def _pruner_may_probe(self, condition: Any) -> bool:
+        """A whole read (the cost model's, or a query pruner cannot analyse) reads as the
+        engine alone reads: Lance may probe its indexes on the columns the pushed filter
+        names, when pruner checked every zone of each (:func:`lance_may_probe`). DuckDB
+        alone over the dataset did, so a query pruner could not prune ran 4x slower than
+        without pruner (the demo's ``* REPLACE`` count: 11.2 ms against 2.6)."""
+        if not isinstance(condition, pc.Expression) or self.pruner_keys is not None:
+            return False
+        text = str(condition)
+        return lance_may_probe(self, [name for name in self.schema.names if name in text])
 
     def get_fragments(self, filter: Any = None) -> list[Any]:
         # The engine's filter is applied again by each part's scanner.

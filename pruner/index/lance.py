@@ -16,7 +16,13 @@ from typing import Any
 import numpy as np
 
 from pruner import storage
-from pruner.index.fileformat import INDEX_FILE_NAME, read_index_file, write_index_file
+from pruner.errors import PrunerError
+from pruner.index.fileformat import (
+    INDEX_FILE_NAME,
+    read_index_file,
+    stat_identity,
+    write_index_file,
+)
 from pruner.index.hierarchy import Probe
 from pruner.index.model import ZoneIndex
 
@@ -28,6 +34,7 @@ __all__ = [
     "commit_lance_index",
     "commit_segment",
     "lance_index_path",
+    "lance_may_probe",
     "list_bloom_indexes",
     "load_lance_index",
     "open_lance",
@@ -85,6 +92,56 @@ def list_bloom_indexes(dataset: object) -> list[BloomIndexInfo]:
                 )
             )
     return found
+
+
+_CHECKED: dict[tuple[str, tuple[int, ...]], bool] = {}
+"""Index files read whole and checked (:func:`lance_may_probe`), by path and state: did every
+zone pass its checksum?"""
+
+
+def lance_may_probe(dataset: object, columns: Iterable[str]) -> bool:
+    """May Lance's scanner probe the dataset's scalar indexes on ``columns``, in a scan pruner
+    hands an engine? Lance trusts an index file as it is on disk (a filter with a bit cleared
+    drops the rows of the value it hid), so only when every index on one of ``columns`` is a
+    BLOOMFILTER index of one column on this file system whose every segment's file carries
+    pruner's zone checksums and passes them all: read whole the first time, then remembered
+    while the file's inode, size and times stay the same. Any other index (Lance's own
+    build carries no checksums, a B-tree none either), or a file that cannot be read, says
+    no."""
+    wanted = set(columns)
+    if not wanted:
+        return True
+    ds = open_lance(dataset)
+    root = storage.dataset_location(ds)
+    if storage.is_remote(root):
+        return False
+    for description in ds.describe_indices():
+        if wanted.isdisjoint(description.field_names):
+            continue
+        if description.type_url != BLOOM_INDEX_DETAILS or len(description.field_names) != 1:
+            return False
+        for segment in description.segments:
+            if segment.base_id is not None:
+                return False
+            if not _passes_checksums(root / "_indices" / segment.uuid / INDEX_FILE_NAME):
+                return False
+    return True
+
+
+def _passes_checksums(path: storage.Location) -> bool:
+    identity = stat_identity(path)
+    if identity is None:
+        return False
+    key = (str(path), identity)
+    if key not in _CHECKED:
+        try:
+            damaged = read_index_file(path).damaged
+        except PrunerError:
+            damaged = None
+        if len(_CHECKED) >= 1024:
+            _CHECKED.clear()
+        _CHECKED[key] = damaged is not None and not damaged.any()
+    return _CHECKED[key]
 
 
 def commit_lance_index(dataset: object, index: ZoneIndex, name: str | None = None) -> str:

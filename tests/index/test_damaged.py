@@ -542,3 +542,45 @@ def test_lance_never_reads_a_damaged_index_for_pruner(
     ):
         answer = pruner.query(sql, {"t": path}, engine=engine)
         assert sorted(answer.column("pos").to_pylist()) == expected, sql
+
+
+def test_a_whole_read_lets_lance_probe_only_an_index_pruner_checked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read of the whole table (a query pruner cannot analyse, or the cost model's) lets
+    Lance probe its index on the filter's column, as Lance does for DuckDB alone, only when
+    every zone of that index passed pruner's checksum: not once a filter is damaged, nor
+    for an index Lance built (no checksums); and never for an unpruned read."""
+    import lance
+    import pyarrow.compute as pc
+
+    import pruner
+    from pruner.adapters import sources
+
+    def probes(path: Path, selection: str = "whole") -> bool:
+        table = pruner.open_table(path)
+        chosen = table.whole() if selection == "whole" else None
+        source = sources.lance_source(table, chosen)
+        assert not isinstance(source, pa.Table)
+        plan = source.scanner(filter=pc.field("id") == 5).explain_plan()
+        return "ScalarIndexQuery" in plan
+
+    monkeypatch.setattr(sources, "READ_AHEAD_VALUES", 0)
+    path, index_file = _make("lance", tmp_path)
+    first, _ = _probe_values()
+    assert probes(path)
+    assert not probes(path, "unpruned")
+    _rewrite(index_file, _flip_bits_hiding(first), "keep")
+    # a query pruner cannot analyse, over the damaged index: no row lost
+    sql = f"SELECT pos FROM (SELECT * REPLACE (id + 0 AS pos) FROM t) WHERE id = {first}"
+    expected = np.flatnonzero(_ids() == first).tolist()
+    assert pruner.query(sql, {"t": path}).column("pos").to_pylist() == [first] * len(expected)
+    assert not probes(path)
+    own = tmp_path / "own.lance"
+    shutil.copytree(path, own)
+    ds = lance.dataset(str(own))
+    for info in ds.describe_indices():
+        ds.drop_index(info.name)
+        ds = lance.dataset(str(own))
+    ds.create_scalar_index("id", index_type="BLOOMFILTER")
+    assert not probes(own)
