@@ -26,6 +26,7 @@ from functools import partial
 from typing import Any
 
 from pruner import storage
+from pruner.buffers import release_freed
 from pruner.discover import is_lance_dataset, located_folder, parquet_footer_hash
 from pruner.errors import InvalidParameterError
 from pruner.index.build import (
@@ -440,6 +441,7 @@ def _write_companion(
     share of it (or an update can carry the kept fragments' over from ``previous``); else
     any old one is removed (it would be stale, and unused) and the reason returned.
     ``after``: the index file's publish under way (see :func:`write_hierarchy_of`)."""
+    release_freed()  # a build's freed temporaries, before the companion's sections are made
     fresh, index.build_coarse = index.build_coarse, None
     fill, index.build_fill = index.build_fill, None
     written = write_hierarchy_of(index_file, index, fresh or {}, previous, kept, fill, after)

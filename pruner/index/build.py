@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pruner import formats, sbbf, storage
-from pruner.buffers import RowsAppended, release_freed, scratch
+from pruner.buffers import RowsAppended, scratch
 from pruner.discover import open_parquet, parquet_names, read_parquet_files
 from pruner.errors import IndexFormatError, IndexNotFoundError, InvalidParameterError
 from pruner.hashing import hash_alike, hash_array, hash_input_width, plain_type
@@ -225,8 +225,6 @@ def assemble(
             results.append(dataclasses.replace(rows, filters=_NOTHING, coarse=coarse))
         if progress is not None:
             progress(done, total_rows)
-
-    release_freed()  # the fragments' temporaries, before the companion's sections are made
 
     def cat(arrays: list[np.ndarray], dtype: type) -> np.ndarray:
         return np.concatenate(arrays) if arrays else np.zeros(0, dtype=dtype)
