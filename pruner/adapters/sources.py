@@ -111,8 +111,7 @@ class PrunedLanceDataset(lance.LanceDataset):
         without pruner (the demo's ``* REPLACE`` count: 11.2 ms against 2.6)."""
         if not isinstance(condition, pc.Expression) or self.pruner_keys is not None:
             return False
-        text = str(condition)
-        return lance_may_probe(self, [name for name in self.schema.names if name in text])
+        return lance_may_probe(self, str(condition))
 
     def get_fragments(self, filter: Any = None) -> list[Any]:
         # The engine's filter is applied again by each part's scanner.

@@ -99,24 +99,23 @@ _CHECKED: dict[tuple[str, tuple[int, ...]], bool] = {}
 zone pass its checksum?"""
 
 
-def lance_may_probe(dataset: object, columns: Iterable[str]) -> bool:
-    """May Lance's scanner probe the dataset's scalar indexes on ``columns``, in a scan pruner
-    hands an engine? Lance trusts an index file as it is on disk (a filter with a bit cleared
-    drops the rows of the value it hid), so only when every index on one of ``columns`` is a
-    BLOOMFILTER index of one column on this file system whose every segment's file carries
-    pruner's zone checksums and passes them all: read whole the first time, then remembered
-    while the file's inode, size and times stay the same. Any other index (Lance's own
-    build carries no checksums, a B-tree none either), or a file that cannot be read, says
-    no."""
-    wanted = set(columns)
-    if not wanted:
-        return True
+def lance_may_probe(dataset: object, condition: str) -> bool:
+    """May Lance's scanner probe the dataset's scalar indexes for a filter whose text is
+    ``condition``, in a scan pruner hands an engine? Lance trusts an index file as it is on
+    disk (a filter with a bit cleared drops the rows of the value it hid), so only when
+    every index on a field whose name (or a part of a dotted name) occurs in ``condition``
+    is a BLOOMFILTER index of one field on this file system whose every segment's file
+    carries pruner's zone checksums and passes them all: read whole the first time, then
+    remembered while the file's inode, size and times stay the same. Any other index
+    (Lance's own build carries no checksums, a B-tree none either), or a file that cannot
+    be read, says no."""
     ds = open_lance(dataset)
     root = storage.dataset_location(ds)
     if storage.is_remote(root):
         return False
     for description in ds.describe_indices():
-        if wanted.isdisjoint(description.field_names):
+        names = [part for name in description.field_names for part in (name, *name.split("."))]
+        if not any(name in condition for name in names):
             continue
         if description.type_url != BLOOM_INDEX_DETAILS or len(description.field_names) != 1:
             return False
