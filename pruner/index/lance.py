@@ -34,10 +34,10 @@ __all__ = [
     "commit_lance_index",
     "commit_segment",
     "lance_index_path",
-    "lance_may_probe",
     "list_bloom_indexes",
     "load_lance_index",
     "open_lance",
+    "passes_checksums",
 ]
 
 BLOOM_INDEX_DETAILS = "/lance.index.pb.BloomFilterIndexDetails"
@@ -95,39 +95,14 @@ def list_bloom_indexes(dataset: object) -> list[BloomIndexInfo]:
 
 
 _CHECKED: dict[tuple[str, tuple[int, ...]], bool] = {}
-"""Index files read whole and checked (:func:`lance_may_probe`), by path and state: did every
-zone pass its checksum?"""
+"""Index files read whole and checked (:func:`passes_checksums`), by path and state: did
+every zone pass its checksum?"""
 
 
-def lance_may_probe(dataset: object, condition: str) -> bool:
-    """May Lance's scanner probe the dataset's scalar indexes for a filter whose text is
-    ``condition``, in a scan pruner hands an engine? Lance trusts an index file as it is on
-    disk (a filter with a bit cleared drops the rows of the value it hid), so only when
-    every index on a field whose name (or a part of a dotted name) occurs in ``condition``
-    is a BLOOMFILTER index of one field on this file system whose every segment's file
-    carries pruner's zone checksums and passes them all: read whole the first time, then
-    remembered while the file's inode, size and times stay the same. Any other index
-    (Lance's own build carries no checksums, a B-tree none either), or a file that cannot
-    be read, says no."""
-    ds = open_lance(dataset)
-    root = storage.dataset_location(ds)
-    if storage.is_remote(root):
-        return False
-    for description in ds.describe_indices():
-        names = [part for name in description.field_names for part in (name, *name.split("."))]
-        if not any(name in condition for name in names):
-            continue
-        if description.type_url != BLOOM_INDEX_DETAILS or len(description.field_names) != 1:
-            return False
-        for segment in description.segments:
-            if segment.base_id is not None:
-                return False
-            if not _passes_checksums(root / "_indices" / segment.uuid / INDEX_FILE_NAME):
-                return False
-    return True
-
-
-def _passes_checksums(path: storage.Location) -> bool:
+def passes_checksums(path: storage.Location) -> bool:
+    """Does the index file at ``path`` carry pruner's zone checksums, and does every zone pass
+    them? Read whole the first time, then remembered while the file's inode, size and times
+    stay the same. A file Lance wrote (no checksums) or one that cannot be read: no."""
     identity = stat_identity(path)
     if identity is None:
         return False

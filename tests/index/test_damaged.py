@@ -584,3 +584,31 @@ def test_a_whole_read_lets_lance_probe_only_an_index_pruner_checked(
         ds = lance.dataset(str(own))
     ds.create_scalar_index("id", index_type="BLOOMFILTER")
     assert not probes(own)
+
+
+@pytest.mark.parametrize("damage", [d for d, (_, _, read) in ZONE_DAMAGES.items() if read != set()])
+def test_a_whole_read_never_lets_lance_probe_a_damaged_index(
+    damage: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every damage pruner reads a fragment whole for (bits, zones moved, overlapping or
+    missing, unknown fragments; checksums kept, recomputed or dropped) keeps Lance from
+    probing the index in a whole read, and an unanalysable query loses no row."""
+    import pyarrow.compute as pc
+
+    import pruner
+    from pruner.adapters import sources
+
+    monkeypatch.setattr(sources, "READ_AHEAD_VALUES", 0)
+    path, index_file = _make("lance", tmp_path)
+    change, checksums, _ = ZONE_DAMAGES[damage]
+    _rewrite(index_file, change, checksums)
+    table = pruner.open_table(path)
+    source = sources.lance_source(table, table.whole())
+    assert not isinstance(source, pa.Table)
+    plan = source.scanner(filter=pc.field("id") == 5).explain_plan()
+    assert "ScalarIndexQuery" not in plan, damage
+    first, second = _probe_values()
+    for key in (first, second):
+        sql = f"SELECT pos FROM (SELECT * REPLACE (id + 0 AS pos) FROM t) WHERE id = {key}"
+        expected = int((_ids() == key).sum())
+        assert pruner.query(sql, {"t": path}).column("pos").to_pylist() == [key] * expected
