@@ -270,6 +270,30 @@ def test_callers_connection_sees_a_collation_set_after_a_cached_check(lance_path
     assert duck_adapter.query(sql, {"t": table}, connection=con).to_pylist() == [{"n": alone}]
 
 
+def test_shared_connection_starts_with_its_catalog_known(
+    lance_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pruner's own database starts with its catalog known (no view, macro or collation),
+    which is what reading it says; a macro made on it later is seen by the next query."""
+    monkeypatch.setattr(duck_adapter, "_shared", None)
+    shared = duck_adapter.shared_connection()
+    seeded = duck_adapter._catalogs[shared]
+    del duck_adapter._catalogs[shared]
+    read = duck_adapter._catalog(shared, shared.cursor())
+    assert (seeded.version, seeded.definitions, seeded.collation) == (
+        read.version,
+        read.definitions,
+        read.collation,
+    )
+    table = pruner.open_table(lance_path)
+    sql = "SELECT count(*) AS n FROM t WHERE id = 17"
+    assert _bound_rows(shared, table, sql) < ROWS
+    shared.execute("CREATE TABLE t AS SELECT 0 AS id")
+    shared.execute("CREATE MACRO m() AS (SELECT count(*) FROM t)")
+    assert _bound_rows(shared, table, sql) == ROWS
+    assert duck_adapter.query(sql, {"t": table}).to_pylist() == [{"n": 1}]
+
+
 def test_duckdb_still_counts_catalog_changes(tmp_path: Path) -> None:
     """The catalog check's cache rests on DuckDB's per-database catalog version (private in
     DuckDB 2.0): without it every query reads the catalog (~30 ms on a caller's
