@@ -15,14 +15,14 @@ values back from :attr:`Folded.lists` where it meets the placeholder.
 
 The text is scanned with regular expressions, not a tokenizer, so a run might sit inside a
 string or a comment, or next to an operator that binds tighter than OR. That is why the
-parsed result is checked (:func:`check`) before it is used: each placeholder must appear
-exactly once, as an element of an ``IN`` list, and an OR run's ``IN`` must be an operand of
-an OR (or a whole WHERE / ON / HAVING condition, or a whole parenthesis) with a plain column
-on its left. Text before a run is the same in both versions, so when sqlglot's tokenizer
-finds the placeholder as a token, it was between tokens at the run's start in the original
-text too, and from there the run's plain literals tokenize as the values recorded. A run that
-fails the check is put back and the text parsed again (:func:`unfold`); a list pruner cannot
-fold costs time, never a wrong value.
+parsed result is checked (:func:`pruner.analysis.parsing.check`) before it is used: each
+placeholder must appear exactly once, as an element of an ``IN`` list, and an OR run's
+``IN`` must be an operand of an OR (or a whole WHERE / ON / HAVING condition, or a whole
+parenthesis) with a plain column on its left. Text before a run is the same in both
+versions, so when sqlglot's tokenizer finds the placeholder as a token, it was between
+tokens at the run's start in the original text too, and from there the run's plain literals
+tokenize as the values recorded. A run that fails the check is put back and the text parsed
+again (:func:`unfold`); a list pruner cannot fold costs time, never a wrong value.
 
 >>> folded = fold("SELECT * FROM t WHERE id IN (1, 2, 3) OR k = 7 OR k = 8 OR k = 9", minimum=3)
 >>> folded.sql
@@ -34,15 +34,12 @@ fold costs time, never a wrong value.
 from __future__ import annotations
 
 import re
-from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-
-from sqlglot import exp
 
 from pruner.expressions import Literal
 
-__all__ = ["MINIMUM", "Folded", "FoldedList", "check", "fold", "unfold", "whole_in_lists"]
+__all__ = ["MINIMUM", "Folded", "FoldedList", "fold", "unfold", "whole_in_lists"]
 
 MINIMUM = 32
 """Shortest run folded: shorter lists parse fast enough, and keep their exact explain text."""
@@ -83,7 +80,6 @@ _RIGHT_OK = re.compile(
     rf"{_WS}*(?:\)|;|\Z|(?i:OR|GROUP|ORDER|LIMIT|HAVING|WINDOW|QUALIFY|UNION|INTERSECT|EXCEPT)"
     r"(?![A-Za-z0-9_$]))"
 )
-_CONDITION_PARENTS = (exp.Or, exp.Where, exp.Paren, exp.Having)
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,36 +218,3 @@ def unfold(folded: Folded, keep: Iterable[str]) -> Folded:
         position = entry.end
     pieces.append(folded.original[position:])
     return Folded(folded.original, "".join(pieces), renamed, folded.prefix)
-
-
-def check(folded: Folded, statements: Sequence[exp.Expr]) -> set[str]:
-    """The names of the lists whose placeholder sits where its values would have been.
-
-    Each must be found exactly once, as an element of an IN list (of values, not of a
-    subquery); an OR run's IN must test a plain column and be an operand of an OR, a whole
-    WHERE / HAVING / ON condition or a whole parenthesis.
-    """
-    if not folded.lists:
-        return set()
-    found: Counter[str] = Counter()
-    good: set[str] = set()
-    for statement in statements:
-        for node in statement.find_all(exp.Placeholder):
-            name = str(node.this or "")
-            if name not in folded.lists:
-                continue
-            found[name] += 1
-            parent = node.parent
-            if not isinstance(parent, exp.In) or node.arg_key != "expressions":
-                continue
-            if any(parent.args.get(key) for key in ("query", "unnest", "field")):
-                continue
-            if folded.lists[name].column is not None:
-                around = parent.parent
-                on_join = isinstance(around, exp.Join) and parent.arg_key == "on"
-                if not isinstance(parent.this, exp.Column) or not (
-                    on_join or isinstance(around, _CONDITION_PARENTS)
-                ):
-                    continue
-            good.add(name)
-    return {name for name in good if found[name] == 1}

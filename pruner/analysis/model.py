@@ -19,7 +19,11 @@ from pruner.expressions import (
 )
 from pruner.literal_text import literal_from_python
 
-__all__ = ["Analysis", "JoinEdge", "Scan"]
+__all__ = ["DIALECTS", "Analysis", "JoinEdge", "Scan"]
+
+# pruner dialect -> sqlglot dialect. DataFusion parses with sqlparser-rs' generic dialect,
+# which reads SQL as PostgreSQL does (double-quoted identifiers, ::casts, $1 parameters).
+DIALECTS = {"duckdb": "prunerduckdb", "spark": "spark", "datafusion": "postgres"}
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,6 +4,8 @@ SQL too long or too deep to analyse refused with :class:`TooComplex`."""
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Sequence
 from typing import ClassVar
 
 import sqlglot
@@ -11,14 +13,15 @@ from sqlglot import exp
 from sqlglot.dialects.duckdb import DuckDB
 from sqlglot.errors import ParseError, TokenError
 
+from pruner.analysis.model import DIALECTS
 from pruner.errors import SqlSyntaxError
-from pruner.folding import Folded, check, fold, unfold
+from pruner.folding import Folded, fold, unfold
 
 __all__ = [
-    "DIALECTS",
     "MAX_PARSED_CHARS",
     "PARAMETER_PREFIX",
     "TooComplex",
+    "check",
     "parse_folded",
 ]
 
@@ -31,10 +34,6 @@ class PrunerDuckDB(DuckDB):
         HEX_STRINGS: ClassVar = [("x'", "'"), ("X'", "'")]
 
 
-# pruner dialect -> sqlglot dialect. DataFusion parses with sqlparser-rs' generic dialect,
-# which reads SQL as PostgreSQL does (double-quoted identifiers, ::casts, $1 parameters).
-DIALECTS = {"duckdb": "prunerduckdb", "spark": "spark", "datafusion": "postgres"}
-PARAMETER_PREFIX = "__pruner_parameter_"
 MAX_PARSED_CHARS = 262_144
 """Longest SQL text (after :mod:`pruner.folding` took its literal lists out) pruner parses:
 sqlglot takes ~10 us and ~250 bytes per character. Longer SQL is not analysed: every table
@@ -125,3 +124,39 @@ def parse_folded(sql: str, dialect: str) -> tuple[Folded, list[exp.Expr]]:
             return folded, statements
         folded = unfold(folded, good if first else ())
         first = False
+
+
+_CONDITION_PARENTS = (exp.Or, exp.Where, exp.Paren, exp.Having)
+
+
+def check(folded: Folded, statements: Sequence[exp.Expr]) -> set[str]:
+    """The names of the lists whose placeholder sits where its values would have been.
+
+    Each must be found exactly once, as an element of an IN list (of values, not of a
+    subquery); an OR run's IN must test a plain column and be an operand of an OR, a whole
+    WHERE / HAVING / ON condition or a whole parenthesis.
+    """
+    if not folded.lists:
+        return set()
+    found: Counter[str] = Counter()
+    good: set[str] = set()
+    for statement in statements:
+        for node in statement.find_all(exp.Placeholder):
+            name = str(node.this or "")
+            if name not in folded.lists:
+                continue
+            found[name] += 1
+            parent = node.parent
+            if not isinstance(parent, exp.In) or node.arg_key != "expressions":
+                continue
+            if any(parent.args.get(key) for key in ("query", "unnest", "field")):
+                continue
+            if folded.lists[name].column is not None:
+                around = parent.parent
+                on_join = isinstance(around, exp.Join) and parent.arg_key == "on"
+                if not isinstance(parent.this, exp.Column) or not (
+                    on_join or isinstance(around, _CONDITION_PARENTS)
+                ):
+                    continue
+            good.add(name)
+    return {name for name in good if found[name] == 1}

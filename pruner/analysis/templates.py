@@ -43,13 +43,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
-import sqlglot
-from sqlglot.tokens import Token, TokenType
-
-from pruner.analysis.model import Analysis, Scan
-from pruner.analysis.parsing import DIALECTS
+from pruner.analysis.model import DIALECTS, Analysis, Scan
 from pruner.expressions import (
     And,
     Equals,
@@ -64,6 +61,9 @@ from pruner.expressions import (
     leaves,
     visit,
 )
+
+if TYPE_CHECKING:
+    from sqlglot.tokens import Token
 
 __all__ = ["MAX_TEMPLATE_CHARS", "SchemaKey", "Template", "Templates", "template_of"]
 
@@ -206,53 +206,64 @@ def _simple_lexemes(sql: str) -> list[_Lexeme] | None:
     return lexemes if position == len(sql) else None
 
 
-_SQLGLOT_KINDS = {
-    TokenType.VAR: "column",
-    TokenType.IDENTIFIER: "column",
-    TokenType.EQ: "=",
-    TokenType.IN: "in",
-    TokenType.L_PAREN: "(",
-    TokenType.R_PAREN: ")",
-    TokenType.COMMA: ",",
-    **{
-        kind: "end"
-        for kind in (
-            TokenType.AND,
-            TokenType.OR,
-            TokenType.SEMICOLON,
-            TokenType.ORDER_BY,
-            TokenType.GROUP_BY,
-            TokenType.LIMIT,
-            TokenType.HAVING,
-            TokenType.UNION,
-            TokenType.EXCEPT,
-            TokenType.INTERSECT,
-            TokenType.WHERE,
-            TokenType.JOIN,
-            TokenType.INNER,
-            TokenType.LEFT,
-            TokenType.RIGHT,
-            TokenType.FULL,
-            TokenType.CROSS,
-            TokenType.QUALIFY,
-            TokenType.WINDOW,
-        )
-    },
-}
+@cache
+def _sqlglot_kinds() -> dict[Any, str]:
+    """The slot finder's kind of each sqlglot token type that has one (the rest: "other")."""
+    from sqlglot.tokens import TokenType
+
+    return {
+        TokenType.VAR: "column",
+        TokenType.IDENTIFIER: "column",
+        TokenType.EQ: "=",
+        TokenType.IN: "in",
+        TokenType.L_PAREN: "(",
+        TokenType.R_PAREN: ")",
+        TokenType.COMMA: ",",
+        **{
+            kind: "end"
+            for kind in (
+                TokenType.AND,
+                TokenType.OR,
+                TokenType.SEMICOLON,
+                TokenType.ORDER_BY,
+                TokenType.GROUP_BY,
+                TokenType.LIMIT,
+                TokenType.HAVING,
+                TokenType.UNION,
+                TokenType.EXCEPT,
+                TokenType.INTERSECT,
+                TokenType.WHERE,
+                TokenType.JOIN,
+                TokenType.INNER,
+                TokenType.LEFT,
+                TokenType.RIGHT,
+                TokenType.FULL,
+                TokenType.CROSS,
+                TokenType.QUALIFY,
+                TokenType.WINDOW,
+            )
+        },
+    }
 
 
 def _sqlglot_lexemes(sql: str, dialect: str) -> list[_Lexeme] | None:
+    """``sql``'s lexemes by sqlglot's tokenizer for ``dialect`` (imported here: plain SQL
+    never needs it), or None where it does not tokenize."""
+    import sqlglot
+    from sqlglot.tokens import TokenType
+
     try:
         tokens = sqlglot.Dialect.get_or_raise(DIALECTS[dialect]).tokenize(sql)
     except Exception:
         return None
+    kinds = _sqlglot_kinds()
     lexemes = []
     for token in tokens:
         klass = _class_of(token, sql)
         kind = (
             "literal"
             if token.token_type in (TokenType.NUMBER, TokenType.STRING)
-            else (_SQLGLOT_KINDS.get(token.token_type, "other"))
+            else (kinds.get(token.token_type, "other"))
         )
         lexemes.append(_Lexeme(kind, klass, token.start, token.end + 1, token.text))
     return lexemes
@@ -261,6 +272,8 @@ def _sqlglot_lexemes(sql: str, dialect: str) -> list[_Lexeme] | None:
 def _class_of(token: Token, sql: str) -> str | None:
     """A literal token's class when it may be a slot: "i" an integer, "d" a decimal, "s" a
     string in single quotes whose text is exactly what is between them (no escapes)."""
+    from sqlglot.tokens import TokenType
+
     text = token.text
     if token.token_type == TokenType.NUMBER:
         if _INTEGER.fullmatch(text):

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pytest
 import sqlglot
 
-from pruner.analyzer import literal_from_sql
+from pruner.analysis.conditions import literal_from_sql
 from pruner.literal_text import literal_from_python
 from pruner.literals import Coercion, coerce, coerce_all
 from tests.analysis.test_literals import bit_patterns

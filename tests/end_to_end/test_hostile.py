@@ -34,7 +34,9 @@ from hypothesis import strategies as st
 
 import pruner
 from pruner import folding
-from pruner.analyzer import MAX_PARSED_CHARS, analyze, analyze_uncached
+from pruner.analysis import parsing
+from pruner.analysis.parsing import MAX_PARSED_CHARS
+from pruner.analyzer import analyze, analyze_uncached
 from pruner.demo import rows_multiset
 from pruner.engines import adapter
 from pruner.errors import EngineError, IndexFormatError
@@ -313,7 +315,7 @@ def test_folding_is_checked_where_it_lands(condition: str, folds: bool) -> None:
     for dialect in ("duckdb", "spark", "datafusion"):
         assert _analysis(sql, dialect, 3) == _analysis(sql, dialect, 10**9), (dialect, sql)
     folded = folding.fold(sql, 3)
-    kept = [name for name in folded.lists if name in folding.check(folded, _parse(folded.sql))]
+    kept = [name for name in folded.lists if name in parsing.check(folded, _parse(folded.sql))]
     assert bool(kept) == folds, (folded.sql, kept)
 
 
