@@ -174,7 +174,27 @@ def list_stats(directory: PathLike, hidden: tuple[str, ...] = ("_", ".")) -> dic
     included), not a HEAD per file."""
     if isinstance(directory, ObjectPath):
         return dict(_walk_objects(directory, hidden))
-    return {name: stat(Path(directory) / name) for name in walk_files(directory, hidden)}
+    found: dict[str, Stat] = {}
+    _scan_local(str(directory), "", hidden, found)
+    return dict(sorted(found.items()))
+
+
+def _scan_local(folder: str, prefix: str, hidden: tuple[str, ...], found: dict[str, Stat]) -> None:
+    """:func:`list_stats` of a local folder, as :func:`walk_files` walks it (a link to a folder
+    is not entered, an unreadable folder holds nothing), each file stated by the entry the
+    folder's listing gave (a tenth of a ``Path`` and a ``stat`` per file)."""
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for entry in entries:
+        if entry.name.startswith(hidden):
+            continue
+        if entry.is_dir():
+            if not entry.is_symlink():
+                _scan_local(entry.path, prefix + entry.name + "/", hidden, found)
+            continue
+        found[prefix + entry.name] = Stat.of(entry.stat())
 
 
 def _walk_objects(directory: ObjectPath, hidden: tuple[str, ...]) -> Iterator[tuple[str, Stat]]:

@@ -134,6 +134,26 @@ def test_the_check_sees_each_kind_of_call(tmp_path: Path) -> None:
     assert kinds == ["os.stat", "p.exists", "shutil.rmtree", "open", "p.open"]
 
 
+@pytest.mark.parametrize("hidden", [("_", "."), (), (".", "__pycache__")])
+def test_list_stats_states_what_walk_files_walks(tmp_path: Path, hidden: tuple[str, ...]) -> None:
+    """list_stats of a local folder (one scandir per folder) holds exactly walk_files' files,
+    in its order, each with the Stat stat gives: hidden folders and files left out, a link to
+    a file stated through it, a link to a folder not entered, a missing folder empty."""
+    folder = tmp_path / "t"
+    for name in ("a/_hidden/y", "a/x", "b/c/d", "__pycache__/m", ".z", "_w", "top"):
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_bytes(name.encode())
+    (folder / "link").symlink_to(folder / "top")
+    (folder / "linked_folder").symlink_to(folder / "b")
+    stats = storage.list_stats(folder, hidden=hidden)
+    walked = storage.walk_files(folder, hidden=hidden)
+    assert list(stats) == walked and "b/c/d" in walked
+    assert not any(name.startswith("linked_folder") for name in walked)
+    assert stats == {name: storage.stat(folder / name) for name in walked}
+    assert stats["link"] == storage.stat(folder / "top")
+    assert storage.list_stats(tmp_path / "missing") == {}
+
+
 def test_storage_reads_ranges_lists_and_publishes(tmp_path: Path) -> None:
     folder = tmp_path / "t"
     storage.make_dirs(folder / "a" / "_hidden")
