@@ -9,6 +9,9 @@ new process (``subprocess``, from a scratch directory, the checkout's ``pruner``
 - ``python -c "import pruner"`` and the console script ``pruner --help``: neither may load
   an engine, pandas or a compiled kernel (tests/end_to_end/test_packaging.py);
 - a point lookup, ``pruner query "SELECT * FROM t WHERE id = K" --table t=PATH`` (DuckDB),
+  twice: as the first query of its shape (nothing kept in ``PRUNER_CACHE_DIR``: parsed, with
+  sqlglot imported) and with its shape kept by an earlier process that looked up another
+  key (:mod:`pruner.analysis.stored`),
   against ``python -c "import duckdb, lance; ..."`` running the same SQL over
   ``lance.dataset(PATH)`` (DuckDB pushes ``id = K`` into Lance, which uses the index pruner
   committed): a Lance dataset of ``--rows`` rows, indexed on ``id``, made in a temporary
@@ -67,14 +70,18 @@ def unpack(revision: str, into: Path) -> Path:
     return into
 
 
-def process(command: list[str], cwd: Path, path: Path | None) -> Callable[[object], str]:
+def process(
+    command: list[str], cwd: Path, path: Path | None, kept: Path | None = None
+) -> Callable[[object], str]:
     """A case: ``command`` run in a new process from ``cwd``, ``path`` first on
-    ``PYTHONPATH``; its answer the standard output."""
+    ``PYTHONPATH``; its answer the standard output. pruner keeps analyses in ``kept``
+    (``PRUNER_CACHE_DIR``); without it, in a new empty folder each run."""
     environment = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     if path is not None:
         environment["PYTHONPATH"] = str(path)
 
     def run(_: object) -> str:
+        environment["PRUNER_CACHE_DIR"] = str(kept or tempfile.mkdtemp(dir=cwd, prefix="kept-"))
         done = subprocess.run(
             command, cwd=cwd, env=environment, capture_output=True, text=True, timeout=120
         )
@@ -131,9 +138,15 @@ def main() -> None:
         for label, package in versions.items():
             cases[f"import pruner{label}"] = process([*python, "import pruner"], work, package)
             cases[f"pruner --help{label}"] = process([*cli, "--help"], work, package)
-            cases[f"lookup: pruner query{label}"] = process(
-                [*cli, "query", sql, "--table", f"t={path}"], work, package
+            query = [*cli, "query", sql, "--table", f"t={path}"]
+            cases[f"lookup: pruner query{label}, first of its shape"] = process(
+                query, work, package
             )
+            # the shape learned from another key, by an earlier process
+            kept = work / f"kept{len(cases)}"
+            other = [*cli, "query", sql.replace(str(key), str(key + 1)), "--table", f"t={path}"]
+            process(other, work, package, kept)(None)
+            cases[f"lookup: pruner query{label}, shape kept"] = process(query, work, package, kept)
         print(
             f"{args.rows:,} rows in {args.fragments} fragments, indexed on id; lookup: {sql}; "
             f"{len(cases)} cases, each a new process, {args.repeat} turns"

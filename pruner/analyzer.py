@@ -37,10 +37,12 @@ import re
 import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 
 import pyarrow as pa
 
 from pruner.analysis.model import DIALECTS, Analysis, Scan
+from pruner.analysis.stored import Store
 from pruner.analysis.templates import Templates
 from pruner.errors import SqlSyntaxError
 from pruner.expressions import Unknown
@@ -50,6 +52,7 @@ __all__ = [
     "DIALECTS",
     "Analysis",
     "Scan",
+    "analyses_kept_in",
     "analyze",
     "analyze_uncached",
     "names_table",
@@ -195,3 +198,17 @@ templates = Templates(analyze_uncached)
 """:func:`analyze`'s cache: the last 256 analyses by SQL text, and analyses shared by SQL
 texts that differ only in the literals of their conditions (:mod:`pruner.analysis.templates`);
 ``templates.clear()`` empties both."""
+
+
+@contextlib.contextmanager
+def analyses_kept_in(directory: Path | None) -> Iterator[None]:
+    """While the block runs, :data:`templates` reads the analyses its memory does not hold
+    from the folder ``directory`` and keeps there what it learns, for the next process
+    (:mod:`pruner.analysis.stored`); ``None``: nothing is kept. The ``pruner`` command runs
+    in one, in :func:`pruner.analysis.stored.default_directory`."""
+    before = templates.store
+    templates.store = Store(directory) if directory is not None else None
+    try:
+        yield
+    finally:
+        templates.store = before

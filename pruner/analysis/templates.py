@@ -65,6 +65,8 @@ from pruner.expressions import (
 if TYPE_CHECKING:
     from sqlglot.tokens import Token
 
+    from pruner.analysis.stored import Store
+
 __all__ = ["MAX_TEMPLATE_CHARS", "SchemaKey", "Template", "Templates", "template_of"]
 
 SchemaKey = tuple[tuple[str, Any], ...]
@@ -451,6 +453,7 @@ class Templates:
     ) -> None:
         self._analyze = analyze
         self._size = size
+        self.store: Store | None = None  # kept between processes (pruner.analysis.stored)
         self._exact: dict[tuple[str, str, SchemaKey], Analysis] = {}
         # key -> (the sentinel analysis, its sentinels, the other literals of its leaves), or
         # None: this key is not templated
@@ -487,9 +490,14 @@ class Templates:
     def _template_analysis(self, sql: str, dialect: str, schema_key: SchemaKey) -> Analysis:
         template = template_of(sql, dialect)
         if template is None:
-            return self._analyze(sql, dialect, schema_key)
+            return self._text_analysis(sql, dialect, schema_key)
         key = (dialect, schema_key, template.key)
         known = self._known.get(key, False)
+        if known is False and self.store is not None:
+            stored = _stored_template(self.store.get(("template", *key)))
+            if stored is not None:
+                self._keep(key, stored)
+                known = stored
         if known is None:
             return self._analyze(sql, dialect, schema_key)
         if known is not False:
@@ -503,7 +511,31 @@ class Templates:
             return self._analyze(sql, dialect, schema_key)
         analysis = self._analyze(sql, dialect, schema_key)
         self._learn(key, template, sql, dialect, schema_key, analysis)
+        learned = self._known.get(key)
+        if learned is not None and self.store is not None:
+            self.store.put(("template", *key), learned)
         return analysis
+
+    def _text_analysis(self, sql: str, dialect: str, schema_key: SchemaKey) -> Analysis:
+        """The analysis of a text with no slot: the store's, or made (and then stored)."""
+        if self.store is None or len(sql) > MAX_TEMPLATE_CHARS:
+            return self._analyze(sql, dialect, schema_key)
+        key = ("text", dialect, schema_key, sql)
+        kept = self.store.get(key)
+        if isinstance(kept, Analysis) and kept.sql == sql and kept.dialect == dialect:
+            return kept
+        analysis = self._analyze(sql, dialect, schema_key)
+        self.store.put(key, analysis)
+        return analysis
+
+    def _keep(
+        self,
+        key: tuple[object, ...],
+        known: tuple[Analysis, tuple[Literal, ...], frozenset[Literal]] | None,
+    ) -> None:
+        if len(self._known) >= self._size:
+            del self._known[next(iter(self._known))]
+        self._known[key] = known
 
     def _learn(
         self,
@@ -514,21 +546,19 @@ class Templates:
         schema_key: SchemaKey,
         analysis: Analysis,
     ) -> None:
-        if len(self._known) >= self._size:
-            del self._known[next(iter(self._known))]
         sentinels = _sentinels(template, sql)
         if sentinels is None or len(set(sentinels)) != len(sentinels):
-            self._known[key] = None
+            self._keep(key, None)
             return
         try:
             shape = self._analyze(_with_values(sql, template, sentinels), dialect, schema_key)
         except Exception:
-            self._known[key] = None
+            self._keep(key, None)
             return
         back, used = _substituted(shape, dict(zip(sentinels, template.values, strict=True)), sql)
         agrees = back == analysis and used == set(sentinels)
         others = frozenset(_leaf_literals(shape)) - used
-        self._known[key] = (shape, sentinels, others) if agrees else None
+        self._keep(key, (shape, sentinels, others) if agrees else None)
 
 
 def _leaf_literals(analysis: Analysis) -> Iterator[Literal]:
@@ -538,3 +568,21 @@ def _leaf_literals(analysis: Analysis) -> Iterator[Literal]:
                 yield leaf.value
             elif isinstance(leaf, In | NotIn):
                 yield from leaf.values
+
+
+def _stored_template(
+    value: object,
+) -> tuple[Analysis, tuple[Literal, ...], frozenset[Literal]] | None:
+    """A template as :class:`~pruner.analysis.stored.Store` gave it back, if it is one."""
+    if not (isinstance(value, tuple) and len(value) == 3):
+        return None
+    shape, sentinels, others = value
+    if (
+        isinstance(shape, Analysis)
+        and isinstance(sentinels, tuple)
+        and all(isinstance(s, Literal) for s in sentinels)
+        and isinstance(others, frozenset)
+        and all(isinstance(o, Literal) for o in others)
+    ):
+        return shape, sentinels, others
+    return None

@@ -15,6 +15,10 @@ A PATH may be a URI on an object store (``s3://bucket/key``, ``gs://``, ``az://`
 standard ``AWS_*`` environment variables, or ``--storage-option KEY=VALUE`` (Lance-style
 names, repeated), say how to reach it; neither is ever printed.
 
+A query's analysis is kept between runs (in ``$PRUNER_CACHE_DIR``, else
+``~/.cache/pruner``; ``PRUNER_CACHE_DIR=`` keeps none): the next run of a query of that shape,
+whatever its literals, neither parses it nor imports sqlglot (:mod:`pruner.analysis.stored`).
+
 Errors are one clear line on stderr and exit status 2; ``pruner --debug ...`` adds the
 traceback.
 
@@ -29,6 +33,8 @@ import sys
 import traceback
 from collections.abc import Sequence
 
+from pruner.analysis.stored import default_directory
+from pruner.analyzer import analyses_kept_in
 from pruner.cli.commands import _cmd_lookup, _missing
 from pruner.cli.parser import _parser
 from pruner.cli.printing import _one_line
@@ -50,7 +56,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"pruner: error: {problem}", file=sys.stderr)
         return 2
     try:
-        return int(args.run(args))
+        with analyses_kept_in(default_directory()):
+            return int(args.run(args))
     except Exception as err:
         if args.debug:
             traceback.print_exc()

@@ -1,14 +1,19 @@
 """The literal-free analysis cache (pruner.analysis.templates): a SQL text answered from a
-template gets exactly the analysis it would get alone, and no template is shared across
-literal types, dialects or schemas."""
+template, in this process or from a template an earlier one kept (pruner.analysis.stored),
+gets exactly the analysis it would get alone, and no template is shared across literal
+types, dialects or schemas."""
 
 from __future__ import annotations
+
+import tempfile
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pruner.analysis.stored import Store
 from pruner.analysis.templates import Templates, template_of
 from pruner.analyzer import analyze_uncached
 
@@ -161,3 +166,32 @@ def test_value_dependent_analyses_are_not_templated(sql: str) -> None:
     cache.analysis(sql, "duckdb", SCHEMAS)
     other = sql.replace("1", "3").replace("2", "4").replace("abc", "a%").replace("5", "6")
     assert cache.analysis(other, "duckdb", SCHEMAS) == analyze_uncached(other, "duckdb", SCHEMAS)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    query=queries(),
+    dialect=st.sampled_from(DIALECTS),
+    data=st.data(),
+)
+def test_a_later_process_answers_from_the_kept_template_as_the_sql_alone(
+    query: tuple[str, int], dialect: str, data: st.DataObject
+) -> None:
+    """What one process learned and kept in a folder (pruner.analysis.stored), a later one
+    (a new cache over the same folder) uses for a text of the same shape with other literals:
+    its analysis is exactly the text's alone."""
+    shape, count = query
+    first = data.draw(st.lists(literals, min_size=count, max_size=count), label="first")
+    second = data.draw(st.lists(literals, min_size=count, max_size=count), label="second")
+    with tempfile.TemporaryDirectory() as folder:
+        for values in (first, second):
+            cache = Templates(analyze_uncached)  # a new process's
+            cache.store = Store(Path(folder))
+            sql = _fill(shape, values)
+            try:
+                expected = analyze_uncached(sql, dialect, SCHEMAS)
+            except Exception as err:
+                with pytest.raises(type(err)):
+                    cache.analysis(sql, dialect, SCHEMAS)
+                continue
+            assert cache.analysis(sql, dialect, SCHEMAS) == expected, sql
