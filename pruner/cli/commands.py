@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pruner import formats, storage
-from pruner.cli.printing import _print_index_list, _print_result, _row_groups_read, console
+from pruner.cli.printing import _print_index_list, _print_result, _row_groups_read
 from pruner.errors import EngineError, InvalidParameterError, PrunerError
 from pruner.index import build_index, update_index
 from pruner.progress import progress_bar
@@ -299,7 +299,7 @@ def _cmd_query(args: argparse.Namespace) -> int:
         err = run.error
         first_line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise EngineError(f"{args.engine}: {first_line}") from err
-    _print_result(run.result, args.format)
+    _print_result(run.result, args.format, args.engine)
     read, total = run.plan.rows()
     if args.no_prune:
         scanned = f"not pruned: read all {total:,} rows"
@@ -308,8 +308,8 @@ def _cmd_query(args: argparse.Namespace) -> int:
         scanned = f"zones scanned {selected:,} / {zones:,} ({read:,} of {total:,} rows)"
         scanned += _row_groups_read(run.plan)
     sys.stdout.flush()  # the result before the summary, also when both go to one file
-    console.print(
-        f"{scanned}, {run.result.num_rows:,} rows out, {run.seconds * 1000:.1f} ms", soft_wrap=True
+    print(
+        f"{scanned}, {run.result.num_rows:,} rows out, {run.seconds * 1000:.1f} ms", file=sys.stderr
     )
     return 0
 

@@ -163,7 +163,7 @@ LOOKUP = (
     "import json, sys\n"
     "from pruner.cli import main\n"
     "main(['query', sys.argv[1], '--table', 't=' + sys.argv[2], '--format', 'json'])\n"
-    "print(json.dumps(sorted(m for m in ('sqlglot',) if m in sys.modules)))\n"
+    "print(json.dumps(sorted(m for m in ('sqlglot', 'rich') if m in sys.modules)))\n"
 )
 
 
@@ -183,7 +183,7 @@ def _lookup(sql: str, path: Path, kept: str) -> tuple[list[object], list[str]]:
 
 def test_the_command_s_next_run_of_a_shape_imports_no_sqlglot(tmp_path: Path) -> None:
     """``pruner query`` keeps its analysis in PRUNER_CACHE_DIR: a new process looking up
-    another key of the shape answers as DuckDB alone without importing sqlglot;
+    another key of the shape answers as DuckDB alone without importing sqlglot (nor rich);
     with PRUNER_CACHE_DIR empty nothing is kept."""
     import pruner
 

@@ -122,8 +122,14 @@ def test_query_prints_the_result_and_what_it_scanned(tmp_path: Path) -> None:
     assert csv.returncode == 0, csv.stderr
     assert csv.stdout.splitlines() == ['"id","v"', "7,14", "11,22"]
     assert "not pruned: read all 20,000 rows" in csv.stderr
+    # a table: DuckDB's own box when DuckDB ran it (types under the names), rich's otherwise
     table = run("query", sql, "--table", f"e={path}")
-    assert table.returncode == 0 and "14" in table.stdout and "22" in table.stdout
+    assert table.returncode == 0, table.stderr
+    lines = [line.strip("│ ") for line in table.stdout.splitlines()]
+    assert lines[2].split() == ["int64", "│", "int64"], table.stdout
+    assert [line.split() for line in lines[4:6]] == [["7", "│", "14"], ["11", "│", "22"]]
+    other = run("query", sql, "--table", f"e={path}", "--engine", "datafusion")
+    assert other.returncode == 0 and "┃ id" in other.stdout and "│ 11 │ 22 │" in other.stdout
 
 
 def test_query_errors_are_one_line(tmp_path: Path) -> None:
