@@ -50,7 +50,6 @@ from collections.abc import Mapping
 from pruner import storage
 from pruner.analyzer import names_table
 from pruner.errors import PrunerError
-from pruner.folding import whole_in_lists
 from pruner.reads import parquet_parts
 from pruner.selection import Selection
 from pruner.table import Table
@@ -148,6 +147,8 @@ def _without_unprobed_lists(sql: str, tables: Mapping[str, Table]) -> str:
     """
     if len(sql) < LONG_SQL:
         return sql
+    from pruner.folding import whole_in_lists  # its patterns take ~3 ms to compile
+
     lists = list(whole_in_lists(sql, 2))
     if not lists:
         return sql
