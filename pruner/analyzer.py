@@ -49,7 +49,6 @@ from pruner.expressions import Unknown
 from pruner.stacks import on_big_stack
 
 __all__ = [
-    "DIALECTS",
     "Analysis",
     "Scan",
     "analyses_kept_in",

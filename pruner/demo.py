@@ -233,7 +233,7 @@ def engine_sql(example: SqlExample, engine: str) -> str:
     parameters in the engine's own placeholder syntax: DuckDB and DataFusion ``$1``, ``$2``...
     (numbered as written, or ``?`` counted in order), Spark ``?`` (so a numbered parameter
     must appear once each, in order)."""
-    from pruner.analyzer import DIALECTS
+    from pruner.analysis.parsing import DIALECTS
 
     if example.dialect == engine:
         return example.sql

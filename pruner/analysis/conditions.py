@@ -13,8 +13,7 @@ import pyarrow as pa
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
 
-from pruner.analysis.model import DIALECTS
-from pruner.analysis.parsing import PARAMETER_PREFIX
+from pruner.analysis.parsing import DIALECTS, PARAMETER_PREFIX
 from pruner.arithmetic import Interval, interval, plus_days, plus_interval
 from pruner.expressions import (
     AlwaysFalse,

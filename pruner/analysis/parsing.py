@@ -18,12 +18,17 @@ from pruner.errors import SqlSyntaxError
 from pruner.folding import Folded, fold, unfold
 
 __all__ = [
+    "DIALECTS",
     "MAX_PARSED_CHARS",
     "PARAMETER_PREFIX",
     "TooComplex",
     "check",
     "parse_folded",
 ]
+
+
+# pruner's dialects by sqlglot's names (analysis/model: DIALECTS), one of which is defined
+# here: use sqlglot with DIALECTS through this module, which defines it.
 
 
 class PrunerDuckDB(DuckDB):

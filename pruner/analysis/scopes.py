@@ -28,8 +28,9 @@ from pruner.analysis.conditions import (
     output_names,
 )
 from pruner.analysis.joins import _conjuncts, _edge, _edges, _implied, _same_equality
-from pruner.analysis.model import DIALECTS, JoinEdge, Scan
+from pruner.analysis.model import JoinEdge, Scan
 from pruner.analysis.nulls import _can_be_true_on_nulls, refused
+from pruner.analysis.parsing import DIALECTS
 from pruner.analysis.pushdown import _accepts_pushdown, _renamed
 from pruner.expressions import (
     AlwaysTrue,

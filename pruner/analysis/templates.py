@@ -254,6 +254,8 @@ def _sqlglot_lexemes(sql: str, dialect: str) -> list[_Lexeme] | None:
     import sqlglot
     from sqlglot.tokens import TokenType
 
+    import pruner.analysis.parsing  # noqa: F401  (registers sqlglot's dialect "prunerduckdb")
+
     try:
         tokens = sqlglot.Dialect.get_or_raise(DIALECTS[dialect]).tokenize(sql)
     except Exception:

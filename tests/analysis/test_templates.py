@@ -5,6 +5,10 @@ types, dialects or schemas."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -195,3 +199,26 @@ def test_a_later_process_answers_from_the_kept_template_as_the_sql_alone(
                     cache.analysis(sql, dialect, SCHEMAS)
                 continue
             assert cache.analysis(sql, dialect, SCHEMAS) == expected, sql
+
+
+def test_a_new_process_templates_text_only_sqlglot_s_tokenizer_reads() -> None:
+    """The first text of a process, before anything parsed (so before sqlglot or pruner's
+    DuckDB dialect were imported), is templated by sqlglot's tokenizer where the plain
+    reader refuses it (a comment), in every dialect."""
+    code = (
+        "import json, sys\n"
+        "from pruner.analysis.templates import template_of\n"
+        "assert 'sqlglot' not in sys.modules\n"
+        "print(json.dumps([template_of(sys.argv[1], d) is not None for d in sys.argv[2:]]))\n"
+    )
+    sql = "SELECT * FROM t WHERE i = 5 /* a comment */"
+    root = str(Path(__file__).resolve().parents[2])
+    done = subprocess.run(
+        [sys.executable, "-c", code, sql, *DIALECTS],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PYTHONPATH": root},
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [True] * len(DIALECTS)

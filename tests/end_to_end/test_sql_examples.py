@@ -25,7 +25,7 @@ import sqlglot
 from sqlglot import exp
 
 import pruner
-from pruner.analyzer import DIALECTS
+from pruner.analysis.parsing import DIALECTS
 from pruner.demo import EXAMPLE_INDEXES, engine_sql, read_sql_examples
 from pruner.explain import explain
 from pruner.table import open_tables
