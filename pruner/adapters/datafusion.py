@@ -148,10 +148,14 @@ shared contexts :func:`query` uses turn the cache on and empty it where it could
 
 
 def parquet_frame(
-    context: datafusion.SessionContext, table: Table, selection: Selection | None
+    context: datafusion.SessionContext,
+    table: Table,
+    selection: Selection | None,
+    before_scan: Callable[[], None] = lambda: None,
 ) -> datafusion.DataFrame:
     """The selected files and row groups of a Parquet table (all when ``selection`` is None),
-    as one DataFusion DataFrame read with DataFusion's semantics."""
+    as one DataFusion DataFrame read with DataFusion's semantics; ``before_scan`` is called
+    before DataFusion is asked to scan any Parquet file (not for row groups read ahead)."""
     parts = parquet_parts(table, selection)
     every_file_whole = len(parts) == len(table.files or {}) and all(
         part.row_groups is None for part in parts
@@ -159,6 +163,7 @@ def parquet_frame(
     recursive = context in _own_contexts
     whole_directory = _listed_alone(table, recursive) if every_file_whole else None
     if whole_directory is not None:
+        before_scan()
         return _listed_frame(context, whole_directory, _read_schema(table.schema))
     parts = read_ahead_on_store(table, parts)
     partial = [part for part in parts if part.row_groups is not None]
@@ -175,6 +180,8 @@ def parquet_frame(
     ]
     partial = [part for part in parts if part.row_groups is not None]
     schema = _read_schema(table.schema)
+    if len(partial) < len(parts):
+        before_scan()
     frames = [
         _as_table(
             table,
@@ -338,10 +345,8 @@ def register(
             "which binds pruner's tables only while DataFusion plans it"
         )
     opened = as_table(table)
-    with contextlib.ExitStack() as settings:
-        if opened.kind == "parquet":
-            settings.enter_context(_own_filters_only(context))
-        _register(context, quoted, opened, selection)
+    with _own_filters_only(context) as before_scan:
+        _register(context, quoted, opened, selection, before_scan=before_scan)
 
 
 def _register(
@@ -351,13 +356,14 @@ def _register(
     selection: Selection | None,
     keys: RowKeys | None = None,
     null_literals: bool = False,
+    before_scan: Callable[[], None] = lambda: None,
 ) -> None:
     if opened.kind == "parquet":
         if isinstance(opened.path, storage.ObjectPath):
             from pruner.adapters.stores import register_store  # fsspec: on a store only
 
             register_store(context, opened.path)
-        context.register_view(quoted, parquet_frame(context, opened, selection))
+        context.register_view(quoted, parquet_frame(context, opened, selection, before_scan))
         return
     source = lance_source(opened, selection, keys)
     if isinstance(source, pa.Table):
@@ -391,9 +397,7 @@ def registered(
     """
     saved: dict[str, datafusion.catalog.Table | None] = {}
     kept = kept_views.get(context)
-    with _registration_lock, contextlib.ExitStack() as settings:
-        if any(table.kind == "parquet" for table in prepared.tables.values()):
-            settings.enter_context(_own_filters_only(context))
+    with _registration_lock, _own_filters_only(context) as before_scan:
         if kept is not None:
             kept.forget_all_but(context, prepared)
         try:
@@ -414,6 +418,7 @@ def registered(
                     selection,
                     prepared.keys(name),
                     null_literals,
+                    before_scan,
                 )
                 if kept is not None and kept.keeps(quoted, table, prepared.reads_whole(name)):
                     del saved[quoted]
@@ -427,21 +432,30 @@ def registered(
 
 
 @contextlib.contextmanager
-def _own_filters_only(context: datafusion.SessionContext) -> Iterator[None]:
+def _own_filters_only(context: datafusion.SessionContext) -> Iterator[Callable[[], None]]:
     """``context`` not reading Parquet bloom filters while the ``with`` block registers
-    Parquet tables (they keep that option), then as it was (see :data:`SAFE_SETTINGS`)."""
-    if context in _own_contexts:
-        yield
-        return
-    (shown,) = context.sql(f"SHOW {BLOOM_ON_READ}").to_pylist()
-    if shown["value"] != "true":
-        yield
-        return
-    context.sql(f"SET {BLOOM_ON_READ} = false").collect()
+    Parquet scans (they keep that option), then as it was (see :data:`SAFE_SETTINGS`). The
+    block calls what it is given before it makes the first scan: only then is the setting
+    read (``SHOW``: ~1 ms of a caller's context's point lookup, whose row groups are read
+    ahead and scanned by no Parquet reader) and turned off."""
+    turned = False
+    checked = context in _own_contexts
+
+    def before_scan() -> None:
+        nonlocal turned, checked
+        if checked:
+            return
+        checked = True
+        (shown,) = context.sql(f"SHOW {BLOOM_ON_READ}").to_pylist()
+        if shown["value"] == "true":
+            context.sql(f"SET {BLOOM_ON_READ} = false").collect()
+            turned = True
+
     try:
-        yield
+        yield before_scan
     finally:
-        context.sql(f"SET {BLOOM_ON_READ} = true").collect()
+        if turned:
+            context.sql(f"SET {BLOOM_ON_READ} = true").collect()
 
 
 T = TypeVar("T")

@@ -609,6 +609,40 @@ def test_datafusion_alone_trusts_a_truncated_filter(tmp_path: Path) -> None:
     assert pruner.query(sql, {"t": root}, engine="datafusion").num_rows == 1
 
 
+@pytest.mark.parametrize("read_ahead", [True, False])
+def test_a_callers_context_scans_a_truncated_filter_s_file_without_its_filters(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, read_ahead: bool
+) -> None:
+    """On a caller's own context (bloom filters read, DataFusion's default), a file pruner
+    has DataFusion scan itself (the selection too large to read ahead) is registered with
+    the filters off (only then is the setting read and turned off, for the registration),
+    and the context's setting is back on after. Either way the answer is the file's rows
+    (DataFusion alone loses the row: test above)."""
+    from pruner import reads
+
+    root = tmp_path / "t"
+    root.mkdir()
+    for name, first in (("a", 0), ("b", 4_000)):
+        pq.write_table(
+            pa.table({"id": np.arange(first, first + 4_000)}),
+            root / f"{name}.parquet",
+            row_group_size=1_000,
+            bloom_filter_options={"id": {"ndv": 1_000, "fpp": 0.01}},
+        )
+    path = root / "a.parquet"
+    last = pq.ParquetFile(path).metadata.row_group(3).column(0)
+    _, header = read_header(_pread(path, last.bloom_filter_offset, 64))
+    _truncating(path, last.bloom_filter_offset + header + 16)()
+    if not read_ahead:
+        monkeypatch.setattr(reads, "PARQUET_READ_AHEAD_BYTES", 0)
+    context = SessionContext()
+    setting = "SHOW datafusion.execution.parquet.bloom_filter_on_read"
+    for sql in ("SELECT id FROM t WHERE id = 3005", "SELECT id FROM t WHERE id IN (3005, 3006)"):
+        got = datafusion_sql(context, sql, {"t": root}).to_arrow_table()
+        assert sorted(got.column("id").to_pylist()) == [v for v in (3005, 3006) if str(v) in sql]
+        assert context.sql(setting).to_pylist()[0]["value"] == "true"
+
+
 def test_a_filter_without_a_recorded_length_is_read_from_its_header(tmp_path: Path) -> None:
     """Writers may leave ``bloom_filter_length`` out (older parquet-java did); the header then
     says how long the bitset is. The metadata object here is the file's own, with only the
