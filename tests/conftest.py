@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -39,6 +40,20 @@ def _pruned_reads() -> Iterator[None]:
     yield
     for name, value in COST_MODEL.items():
         setattr(costs, name, value)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _analyses_kept_apart(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The ``pruner`` command's kept analyses (pruner.analysis.stored) in this run's own
+    folder, for the commands the tests run in this process and in new ones: none is read
+    from the user's cache or left in it."""
+    before = os.environ.get("PRUNER_CACHE_DIR")
+    os.environ["PRUNER_CACHE_DIR"] = str(tmp_path_factory.mktemp("pruner-cache"))
+    yield
+    if before is None:
+        del os.environ["PRUNER_CACHE_DIR"]
+    else:
+        os.environ["PRUNER_CACHE_DIR"] = before
 
 
 @pytest.fixture

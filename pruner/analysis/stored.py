@@ -51,7 +51,12 @@ def default_directory() -> Path | None:
     chosen = os.environ.get("PRUNER_CACHE_DIR")
     if chosen is not None:
         return Path(chosen) / "analyses" if chosen else None
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    base = os.environ.get("XDG_CACHE_HOME")
+    if not base:
+        try:
+            base = str(Path.home() / ".cache")
+        except (RuntimeError, KeyError):  # no home directory: keep none
+            return None
     return Path(base) / "pruner" / "analyses"
 
 
