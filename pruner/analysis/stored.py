@@ -7,28 +7,31 @@ and gives it what it learned: a template's sentinel analysis once both analyses 
 command keeps them in :func:`default_directory`; a program turns the store on for a block
 with :func:`pruner.analyzer.analyses_kept_in`.
 
-An entry is one file, named by a digest of its key, holding the key in full, the pickled
-value and a SHA-256 of both. Its key names everything an analysis depends on: pruner's code
-(every file of the package by size, times and inode: an edited or reinstalled pruner never
-reads an older one's entries), sqlglot's installed version likewise, Python's version, the
-dialect, each schema's Arrow IPC bytes and the SQL text (a template's: its text with the
-slots' classes). A file that does not match its checksum, holds another key or does not
-unpickle to what its kind holds is a miss: the text is analysed as if nothing were kept,
-and the entry written again. Nothing read from the folder can narrow a selection that the
-analysis would not.
+An entry is one JSON file, named by a digest of its key, holding the key in full and the
+value, behind a SHA-256 of both. The value is JSON's own values and the analysis's frozen
+dataclasses by name, read back by building only those: pruner unpickles nothing
+(tests/end_to_end/test_hostile.py). The key names everything an analysis depends on:
+pruner's code (every file of the package by size, times and inode: an edited or reinstalled
+pruner never reads an older one's entries), sqlglot's version files likewise, Python's
+version, the dialect, each schema's Arrow IPC bytes and the SQL text (a template's: its text
+with the slots' classes). A file that fails its checksum, holds another key or does not read
+back as what its kind holds is a miss: the text is analysed as if nothing were kept, and the
+entry written again. The checksum finds damage, not intent: the folder is the user's own,
+as Numba's and pip's caches are, and an entry written there on purpose is trusted as an
+index file written there would be.
 
 The folder holds at most :data:`MAX_ENTRIES` entries; a write past that removes the oldest
-quarter. It is the user's own, as Numba's and pip's caches are: whoever can write in it can
-run code as that user (pickle), like any of them.
+quarter.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import importlib.util
+import json
 import os
-import pickle
 import sys
 import threading
 import uuid
@@ -36,6 +39,22 @@ from pathlib import Path
 from typing import Any
 
 from pruner import storage
+from pruner.analysis.model import Analysis, JoinEdge, Scan
+from pruner.expressions import (
+    AlwaysFalse,
+    AlwaysTrue,
+    And,
+    Equals,
+    In,
+    IsNull,
+    Literal,
+    Not,
+    NotEquals,
+    NotIn,
+    NotNull,
+    Or,
+    Unknown,
+)
 
 __all__ = ["MAX_ENTRIES", "Store", "default_directory"]
 
@@ -110,7 +129,7 @@ class Store:
         self.directory = Path(directory)
 
     def _file(self, text: str) -> Path:
-        return self.directory / (hashlib.sha256(text.encode()).hexdigest()[:40] + ".pkl")
+        return self.directory / (hashlib.sha256(text.encode()).hexdigest()[:40] + ".json")
 
     def get(self, key: tuple[object, ...]) -> Any:
         """The value kept under ``key``, or None (none kept, or unreadable)."""
@@ -126,16 +145,18 @@ class Store:
         if hashlib.sha256(body).digest() != digest:
             return None
         try:
-            kept_text, value = pickle.loads(body)
-        except Exception:
+            kept = json.loads(body)
+            if kept["key"] != text:
+                return None
+            return _decoded(kept["value"])
+        except (ValueError, KeyError, TypeError, RecursionError):
             return None
-        return value if kept_text == text else None
 
     def put(self, key: tuple[object, ...], value: object) -> None:
         """Keep ``value`` under ``key``; a folder that cannot be written keeps nothing."""
         try:
             text = _plain_key(key)
-            body = pickle.dumps((text, value), protocol=pickle.HIGHEST_PROTOCOL)
+            body = json.dumps({"key": text, "value": _encoded(value)}).encode()
             target = self._file(text)
             storage.make_dirs(self.directory)
             temporary = storage.temporary_for(target, f".{uuid.uuid4().hex}.tmp")
@@ -146,7 +167,7 @@ class Store:
                 new.close()
             storage.publish(temporary, target)
             self._trim()
-        except (OSError, TypeError, pickle.PicklingError):
+        except (OSError, TypeError, ValueError, RecursionError):
             return
 
     def _trim(self) -> None:
@@ -157,3 +178,58 @@ class Store:
         for name in oldest[: len(stats) - MAX_ENTRIES * 3 // 4]:
             with contextlib.suppress(OSError):
                 storage.remove(self.directory / name)
+
+
+_KINDS: dict[str, type] = {
+    kind.__name__: kind
+    for kind in (
+        Analysis,
+        Scan,
+        JoinEdge,
+        Literal,
+        AlwaysTrue,
+        AlwaysFalse,
+        Unknown,
+        Equals,
+        In,
+        IsNull,
+        NotEquals,
+        NotIn,
+        NotNull,
+        Not,
+        And,
+        Or,
+    )
+}
+"""What an entry may hold besides text, numbers, tuples and frozensets: an analysis's own
+frozen dataclasses, by name; anything else is refused when kept and when read."""
+
+
+def _encoded(value: object) -> object:
+    """``value`` as JSON's values: a tuple ``{"t": [...]}``, a frozenset ``{"f": [...]}``, a
+    dataclass of :data:`_KINDS` ``{"d": name, "v": {field: value}}``."""
+    if value is None or isinstance(value, str | int):
+        return value
+    if isinstance(value, tuple):
+        return {"t": [_encoded(v) for v in value]}
+    if isinstance(value, frozenset):
+        return {"f": [_encoded(v) for v in value]}
+    name = type(value).__name__
+    if _KINDS.get(name) is type(value):
+        fields = dataclasses.fields(value)  # type: ignore[arg-type]
+        return {"d": name, "v": {f.name: _encoded(getattr(value, f.name)) for f in fields}}
+    raise TypeError(f"an analysis holds {name}, which is not kept")
+
+
+def _decoded(value: object) -> object:
+    """What :func:`_encoded` wrote, built again (only :data:`_KINDS` are built)."""
+    if value is None or isinstance(value, str | int):
+        return value
+    if isinstance(value, dict):
+        if value.keys() == {"t"}:
+            return tuple(_decoded(v) for v in value["t"])
+        if value.keys() == {"f"}:
+            return frozenset(_decoded(v) for v in value["f"])
+        if value.keys() == {"d", "v"} and isinstance(value["v"], dict):
+            return _KINDS[value["d"]](**{k: _decoded(v) for k, v in value["v"].items()})
+    raise ValueError("not an analysis")

@@ -5,6 +5,7 @@ of another key or of other code is a miss, never an answer; the folder stays bou
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -205,3 +206,20 @@ def test_the_command_s_next_run_of_a_shape_imports_no_sqlglot(tmp_path: Path) ->
     (tmp_path / "home").mkdir()
     got, loaded = _lookup(shape.format(5), path, "")
     assert loaded == ["sqlglot"] and list((tmp_path / "home").iterdir()) == []
+
+
+def test_an_entry_builds_nothing_but_an_analysis(tmp_path: Path) -> None:
+    """An entry rewritten with a valid checksum to name a class an analysis does not hold
+    (or to hold a list) reads as a miss: only the analysis's own dataclasses are built."""
+    _later(tmp_path, "SELECT * FROM t WHERE id = 7")
+    [entry] = tmp_path.iterdir()
+    data = entry.read_bytes()
+    head = len(stored._MAGIC) + 32
+    for old, new in ((b'"d": "Equals"', b'"d": "Popen"'), (b'{"t": [', b"[[")):
+        body = data[head:].replace(old, new, 1)
+        assert body != data[head:]
+        entry.write_bytes(stored._MAGIC + hashlib.sha256(body).digest() + body)
+        sql = "SELECT * FROM t WHERE id = 8"
+        analysis, calls = _later(tmp_path, sql)
+        assert calls and analysis == analyze_uncached(sql, "duckdb", SCHEMAS)
+        entry.write_bytes(data)
