@@ -1,9 +1,10 @@
 """What the ``pruner`` command prints: the index list, query results as a table, CSV or
 JSON, the summary of what a query read, and errors as one line.
 
-A query's table is DuckDB's own box (types under the names, long results cut in the middle,
-as ``duckdb`` and ``relation.show()`` print them) when DuckDB ran it; rich's table for the
-other engines. rich is imported only where it draws: ~20 ms of a new process's query."""
+A query's table is DuckDB's own box (types under the names, as ``duckdb`` and
+``relation.show()`` print them; every row, and on a terminal the columns that fit its width)
+when DuckDB ran it; rich's table for the other engines. rich is imported only where it
+draws: ~20 ms of a new process's query."""
 
 from __future__ import annotations
 
@@ -78,7 +79,11 @@ def _print_result(result: pa.Table, form: str, engine: str = "duckdb") -> None:
     if form == "table" and engine == "duckdb":
         from pruner.engines import adapter
 
-        adapter("duckdb").shared_connection().from_arrow(result).show()
+        relation = adapter("duckdb").shared_connection().from_arrow(result)
+        # every row, as pruner printed them before; on a terminal DuckDB fits the columns
+        # to its width (the ones left out are named in its footer), piped none is left out
+        width = None if sys.stdout.isatty() else 1 << 20
+        relation.show(max_rows=max(result.num_rows, 1), max_width=width)
         return
     result = _without_views(result)
     if form == "csv":
