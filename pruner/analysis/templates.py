@@ -497,7 +497,7 @@ class Templates:
         known = self._known.get(key, False)
         if known is False and self.store is not None:
             stored = _stored_template(self.store.get(("template", *key)))
-            if stored is not None:
+            if stored is not None and len(stored[1]) == len(template.values):
                 self._keep(key, stored)
                 known = stored
         if known is None:
