@@ -402,6 +402,17 @@ class ParquetFile:
         return dataclasses.replace(self.identity.as_stat(), inode=self.inode)
 
     @cached_property
+    def has_bloom_filters(self) -> bool:
+        """Does the footer place a bloom filter for any column chunk (``bloom_filter_offset``)?
+        A reader that trusts the file's filters reads only those."""
+        metadata = self.metadata
+        return any(
+            (metadata.row_group(g).column(c).bloom_filter_offset or 0) > 0
+            for g in range(metadata.num_row_groups)
+            for c in range(metadata.num_columns)
+        )
+
+    @cached_property
     def row_group_rows(self) -> tuple[int, ...]:
         """Each row group's rows (listed when a read or explain first asks: a lookup reads
         a few files of the table)."""

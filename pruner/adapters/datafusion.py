@@ -155,7 +155,8 @@ def parquet_frame(
 ) -> datafusion.DataFrame:
     """The selected files and row groups of a Parquet table (all when ``selection`` is None),
     as one DataFusion DataFrame read with DataFusion's semantics; ``before_scan`` is called
-    before DataFusion is asked to scan any Parquet file (not for row groups read ahead)."""
+    before DataFusion is asked to scan a Parquet file whose footer places a bloom filter (not
+    for row groups read ahead, nor for files with no filter to misread)."""
     parts = parquet_parts(table, selection)
     every_file_whole = len(parts) == len(table.files or {}) and all(
         part.row_groups is None for part in parts
@@ -163,7 +164,8 @@ def parquet_frame(
     recursive = context in _own_contexts
     whole_directory = _listed_alone(table, recursive) if every_file_whole else None
     if whole_directory is not None:
-        before_scan()
+        if any(file.has_bloom_filters for file in (table.files or {}).values()):
+            before_scan()
         return _listed_frame(context, whole_directory, _read_schema(table.schema))
     parts = read_ahead_on_store(table, parts)
     partial = [part for part in parts if part.row_groups is not None]
@@ -180,7 +182,7 @@ def parquet_frame(
     ]
     partial = [part for part in parts if part.row_groups is not None]
     schema = _read_schema(table.schema)
-    if len(partial) < len(parts):
+    if any(part.row_groups is None and part.file.has_bloom_filters for part in parts):
         before_scan()
     frames = [
         _as_table(

@@ -4,6 +4,7 @@ own listing of a whole Parquet directory and Lance's own scan of a whole dataset
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import duckdb
@@ -22,6 +23,7 @@ from pruner.adapters import sources
 from pruner.adapters.sources import PrunedLanceDataset, lance_source
 from pruner.index import build_index
 from pruner.plan import plan
+from pruner.reads import parquet_parts
 from tests.support.engine_check import engine_answer, multiset
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*fork-safe")
@@ -192,6 +194,42 @@ def test_whole_parquet_directory_is_datafusions_own_listing(parquet_path: Path) 
     scans = [line for line in physical.splitlines() if "DataSourceExec" in line]
     assert len(scans) == 1 and all(f"part-{i}.parquet" in scans[0] for i in range(3))
     assert "predicate=v@" in scans[0]  # the filter reaches DataFusion's Parquet reader
+
+
+@pytest.mark.parametrize("filters", [False, True])
+def test_datafusion_is_told_before_it_scans_a_file_with_filters(
+    tmp_path: Path, filters: bool
+) -> None:
+    """parquet_frame calls ``before_scan`` (which turns a caller's context's bloom filters
+    off) before DataFusion scans a file whose footer places a filter, read whole or listed,
+    and not for row groups read ahead or files with no filter."""
+    path = tmp_path / "t"
+    path.mkdir()
+    options = {"bloom_filter_options": {"id": {"ndv": 2_000, "fpp": 0.01}}} if filters else {}
+    rows = _rows()
+    for i in range(3):
+        pq.write_table(
+            rows.slice(i * 2_000, 2_000), path / f"part-{i}.parquet", row_group_size=500, **options
+        )
+    build_index(path, "id", items=500)
+    table = pruner.open_table(path)
+    assert all(f.has_bloom_filters is filters for f in (table.files or {}).values())
+    context = df_adapter.new_context()
+    for sql, scans in (
+        ("SELECT * FROM t WHERE v > 0.5", filters),  # the directory, listed
+        ("SELECT * FROM t WHERE id = 17", False),  # one row group, read ahead
+    ):
+        calls: list[str] = []
+        selection = plan(sql, {"t": table}, dialect="datafusion").selections["t"]
+        frame = df_adapter.parquet_frame(context, table, selection, partial(calls.append, sql))
+        assert frame.count() == sum(part.rows() for part in parquet_parts(table, selection))
+        assert calls == [sql] * scans
+    with pytest.MonkeyPatch.context() as patch:  # its file scanned whole, not read ahead
+        patch.setattr(reads, "PARQUET_READ_AHEAD_BYTES", 0)
+        calls = []
+        selection = plan(sql, {"t": table}, dialect="datafusion").selections["t"]
+        df_adapter.parquet_frame(context, table, selection, partial(calls.append, sql)).count()
+        assert calls == [sql] * filters
 
 
 def test_whole_lance_selection_scans_as_the_dataset(

@@ -80,6 +80,17 @@ def _fill(sql: str, values: list[str]) -> str:
     return sql.format(*values)
 
 
+def _answers_as_alone(sql: str, dialect: str, cache: Templates) -> None:
+    """``cache`` analyses ``sql`` exactly as it is alone, or raises what that raises."""
+    try:
+        expected = analyze_uncached(sql, dialect, SCHEMAS)
+    except Exception as err:
+        with pytest.raises(type(err)):
+            cache.analysis(sql, dialect, SCHEMAS)
+        return
+    assert cache.analysis(sql, dialect, SCHEMAS) == expected, sql
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     query=queries(),
@@ -96,14 +107,7 @@ def test_template_answers_as_the_sql_alone(
     second = data.draw(st.lists(literals, min_size=count, max_size=count), label="second")
     cache = Templates(analyze_uncached)
     for values in (first, second):
-        sql = _fill(shape, values)
-        try:
-            expected = analyze_uncached(sql, dialect, SCHEMAS)
-        except Exception as err:
-            with pytest.raises(type(err)):
-                cache.analysis(sql, dialect, SCHEMAS)
-            continue
-        assert cache.analysis(sql, dialect, SCHEMAS) == expected, sql
+        _answers_as_alone(_fill(shape, values), dialect, cache)
 
 
 @settings(max_examples=100, deadline=None)
@@ -191,14 +195,7 @@ def test_a_later_process_answers_from_the_kept_template_as_the_sql_alone(
         for values in (first, second):
             cache = Templates(analyze_uncached)  # a new process's
             cache.store = Store(Path(folder))
-            sql = _fill(shape, values)
-            try:
-                expected = analyze_uncached(sql, dialect, SCHEMAS)
-            except Exception as err:
-                with pytest.raises(type(err)):
-                    cache.analysis(sql, dialect, SCHEMAS)
-                continue
-            assert cache.analysis(sql, dialect, SCHEMAS) == expected, sql
+            _answers_as_alone(_fill(shape, values), dialect, cache)
 
 
 def test_a_new_process_templates_text_only_sqlglot_s_tokenizer_reads() -> None:
