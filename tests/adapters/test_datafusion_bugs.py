@@ -1,7 +1,7 @@
 """DataFusion bugs pruner works around, each checked on DataFusion alone: when one of these
 tests fails, DataFusion has fixed the bug and the workaround it names can go.
 
-The outer-join swap (worked around by ``pruner.adapters.datafusion.SAFE_SETTINGS``): with
+The outer-join swap (worked around by ``pruner.adapters.datafusion_settings.SAFE_SETTINGS``): with
 ``join_reordering`` on, DataFusion 55 turns ``big RIGHT JOIN small`` into ``small LEFT JOIN
 big`` and pushes the filter ``x.k IS NULL`` on the null-extended side into ``small``'s scan
 (both sides have a column ``k``); the scan's row-group pruning then drops every row.
@@ -18,7 +18,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pruner.adapters.datafusion import SAFE_SETTINGS, new_context, query
+from pruner.adapters.datafusion import query
+from pruner.adapters.datafusion_settings import SAFE_SETTINGS, new_context
 from tests.support.differential import TableSpec, assert_same_answer
 from tests.support.engine_check import engine_alone
 
@@ -262,7 +263,7 @@ def test_datafusion_alone_keeps_the_footer_of_a_file_rewritten_in_place(tmp_path
     footer (``NO_FOOTER_CACHE``)."""
     import os
 
-    from pruner.adapters.datafusion import NO_FOOTER_CACHE
+    from pruner.adapters.datafusion_settings import NO_FOOTER_CACHE
 
     directory = tmp_path / "t"
     directory.mkdir()

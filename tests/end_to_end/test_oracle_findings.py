@@ -7,7 +7,7 @@ condition the null-extended rows satisfy (``x.k IS NULL``). DataFusion alone (Pa
 ``pruner.query(..., engine="datafusion")`` answered no row, pruned *and* unpruned: pruner's
 Lance source has no row-count statistics, so DataFusion swapped the join's inputs and hit its
 own outer-join swap bug (``tests/adapters/test_datafusion_bugs.py``). Fixed by the settings
-pruner's DataFusion contexts use (``pruner.adapters.datafusion.SAFE_SETTINGS``).
+pruner's DataFusion contexts use (``pruner.adapters.datafusion_settings.SAFE_SETTINGS``).
 """
 
 from __future__ import annotations
