@@ -30,7 +30,7 @@ import contextlib
 import functools
 import threading
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TypeVar
 
 import lance
@@ -50,6 +50,7 @@ from pruner.adapters.sources import (
     lance_cannot_filter,
     lance_source,
 )
+from pruner.discover import ParquetFile
 from pruner.errors import EngineError
 from pruner.evaluate import RowKeys
 from pruner.parameters import Parameters
@@ -88,12 +89,12 @@ def parquet_frame(
     context: datafusion.SessionContext,
     table: Table,
     selection: Selection | None,
-    before_scan: Callable[[], None] = lambda: None,
+    before_scan: Callable[[Iterable[ParquetFile]], None] = lambda files: None,
 ) -> datafusion.DataFrame:
     """The selected files and row groups of a Parquet table (all when ``selection`` is None),
-    as one DataFusion DataFrame read with DataFusion's semantics; ``before_scan`` is called
-    before DataFusion is asked to scan a Parquet file whose footer places a bloom filter (not
-    for row groups read ahead, nor for files with no filter to misread)."""
+    as one DataFusion DataFrame read with DataFusion's semantics; ``before_scan`` is given
+    the files DataFusion's reader will scan before it is asked to (not those whose row
+    groups are read ahead)."""
     parts = parquet_parts(table, selection)
     every_file_whole = len(parts) == len(table.files or {}) and all(
         part.row_groups is None for part in parts
@@ -101,8 +102,7 @@ def parquet_frame(
     recursive = context in own_contexts
     whole_directory = _listed_alone(table, recursive) if every_file_whole else None
     if whole_directory is not None:
-        if any(file.has_bloom_filters for file in (table.files or {}).values()):
-            before_scan()
+        before_scan((table.files or {}).values())
         return _listed_frame(context, whole_directory, _read_schema(table.schema))
     parts = read_ahead_on_store(table, parts)
     partial = [part for part in parts if part.row_groups is not None]
@@ -119,8 +119,9 @@ def parquet_frame(
     ]
     partial = [part for part in parts if part.row_groups is not None]
     schema = _read_schema(table.schema)
-    if any(part.row_groups is None and part.file.has_bloom_filters for part in parts):
-        before_scan()
+    scanned = [part.file for part in parts if part.row_groups is None]
+    if scanned:
+        before_scan(scanned)
     frames = [
         _as_table(
             table,
@@ -295,7 +296,7 @@ def _register(
     selection: Selection | None,
     keys: RowKeys | None = None,
     null_literals: bool = False,
-    before_scan: Callable[[], None] = lambda: None,
+    before_scan: Callable[[Iterable[ParquetFile]], None] = lambda files: None,
 ) -> None:
     if opened.kind == "parquet":
         if isinstance(opened.path, storage.ObjectPath):

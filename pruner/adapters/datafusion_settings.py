@@ -7,9 +7,13 @@ from __future__ import annotations
 
 import contextlib
 import weakref
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING
 
 import datafusion
+
+if TYPE_CHECKING:
+    from pruner.discover import ParquetFile
 
 __all__ = [
     "BLOOM_ON_READ",
@@ -105,18 +109,22 @@ keys read whole: 37 ms against 49)."""
 
 
 @contextlib.contextmanager
-def own_filters_only(context: datafusion.SessionContext) -> Iterator[Callable[[], None]]:
+def own_filters_only(
+    context: datafusion.SessionContext,
+) -> Iterator[Callable[[Iterable[ParquetFile]], None]]:
     """``context`` not reading Parquet bloom filters while the ``with`` block registers
     Parquet scans (they keep that option), then as it was (see :data:`SAFE_SETTINGS`). The
-    block calls what it is given before it makes the first scan: only then is the setting
-    read (``SHOW``: ~1 ms of a caller's context's point lookup, whose row groups are read
-    ahead and scanned by no Parquet reader) and turned off."""
+    block calls what it is given with the files of each scan before it makes it: the setting
+    is read (``SHOW``: ~1 ms of a caller's context's point lookup) and turned off only when
+    one of them has a filter its footer places (``ParquetFile.has_bloom_filters``, looked up
+    only then: a file without one has nothing to misread, and row groups read ahead are
+    scanned by no Parquet reader)."""
     turned = False
     checked = context in own_contexts
 
-    def before_scan() -> None:
+    def before_scan(files: Iterable[ParquetFile]) -> None:
         nonlocal turned, checked
-        if checked:
+        if checked or not any(file.has_bloom_filters for file in files):
             return
         checked = True
         (shown,) = context.sql(f"SHOW {BLOOM_ON_READ}").to_pylist()

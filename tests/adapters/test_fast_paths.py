@@ -4,9 +4,11 @@ own listing of a whole Parquet directory and Lance's own scan of a whole dataset
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
 
+import datafusion
 import duckdb
 import lance
 import numpy as np
@@ -20,7 +22,9 @@ from pruner import reads
 from pruner.adapters import datafusion as df_adapter
 from pruner.adapters import duckdb as duck_adapter
 from pruner.adapters import sources
+from pruner.adapters.datafusion_settings import own_filters_only
 from pruner.adapters.sources import PrunedLanceDataset, lance_source
+from pruner.discover import ParquetFile
 from pruner.index import build_index
 from pruner.plan import plan
 from pruner.reads import parquet_parts
@@ -196,13 +200,18 @@ def test_whole_parquet_directory_is_datafusions_own_listing(parquet_path: Path) 
     assert "predicate=v@" in scans[0]  # the filter reaches DataFusion's Parquet reader
 
 
+def _record(calls: list[list[ParquetFile]], given: Iterable[ParquetFile]) -> None:
+    calls.append(list(given))
+
+
 @pytest.mark.parametrize("filters", [False, True])
-def test_datafusion_is_told_before_it_scans_a_file_with_filters(
+def test_a_callers_filters_are_turned_off_only_for_a_scan_of_files_with_filters(
     tmp_path: Path, filters: bool
 ) -> None:
-    """parquet_frame calls ``before_scan`` (which turns a caller's context's bloom filters
-    off) before DataFusion scans a file whose footer places a filter, read whole or listed,
-    and not for row groups read ahead or files with no filter."""
+    """parquet_frame gives ``before_scan`` the files DataFusion's reader will scan (a listed
+    directory, a file read whole), none for row groups read ahead; on a caller's context
+    (DataFusion reads bloom filters by default) own_filters_only turns them off, for the
+    block, only when a scanned file's footer places one."""
     path = tmp_path / "t"
     path.mkdir()
     options = {"bloom_filter_options": {"id": {"ndv": 2_000, "fpp": 0.01}}} if filters else {}
@@ -213,23 +222,37 @@ def test_datafusion_is_told_before_it_scans_a_file_with_filters(
         )
     build_index(path, "id", items=500)
     table = pruner.open_table(path)
-    assert all(f.has_bloom_filters is filters for f in (table.files or {}).values())
+    files = list((table.files or {}).values())
+    assert all(f.has_bloom_filters is filters for f in files)
+    point = "SELECT * FROM t WHERE id = 17"
     context = df_adapter.new_context()
-    for sql, scans in (
-        ("SELECT * FROM t WHERE v > 0.5", filters),  # the directory, listed
-        ("SELECT * FROM t WHERE id = 17", False),  # one row group, read ahead
+    for sql, read_ahead, scanned in (
+        ("SELECT * FROM t WHERE v > 0.5", True, files),  # the directory, listed
+        (point, True, []),  # one row group, read ahead
+        (point, False, None),  # its file scanned whole
     ):
-        calls: list[str] = []
-        selection = plan(sql, {"t": table}, dialect="datafusion").selections["t"]
-        frame = df_adapter.parquet_frame(context, table, selection, partial(calls.append, sql))
-        assert frame.count() == sum(part.rows() for part in parquet_parts(table, selection))
-        assert calls == [sql] * scans
-    with pytest.MonkeyPatch.context() as patch:  # its file scanned whole, not read ahead
-        patch.setattr(reads, "PARQUET_READ_AHEAD_BYTES", 0)
-        calls = []
-        selection = plan(sql, {"t": table}, dialect="datafusion").selections["t"]
-        df_adapter.parquet_frame(context, table, selection, partial(calls.append, sql)).count()
-        assert calls == [sql] * filters
+        calls: list[list[ParquetFile]] = []
+        with pytest.MonkeyPatch.context() as patch:
+            if not read_ahead:
+                patch.setattr(reads, "PARQUET_READ_AHEAD_BYTES", 0)
+            selection = plan(sql, {"t": table}, dialect="datafusion").selections["t"]
+            frame = df_adapter.parquet_frame(context, table, selection, partial(_record, calls))
+            parts = parquet_parts(table, selection)
+        whole = sum(part.file.rows for part in parts)
+        assert frame.count() == (sum(p.rows() for p in parts) if read_ahead else whole)
+        if scanned is None:
+            scanned = [part.file for part in parts]
+        assert len(scanned) == 1 or read_ahead
+        assert [sorted(f.relative for f in c) for c in calls] == (
+            [sorted(f.relative for f in scanned)] if scanned else []
+        )
+    callers = datafusion.SessionContext()
+    setting = "SHOW datafusion.execution.parquet.bloom_filter_on_read"
+    with own_filters_only(callers) as before_scan:
+        before_scan(files)
+        shown = callers.sql(setting).to_pylist()[0]["value"]
+    assert shown == ("false" if filters else "true")
+    assert callers.sql(setting).to_pylist()[0]["value"] == "true"
 
 
 def test_whole_lance_selection_scans_as_the_dataset(
