@@ -10,9 +10,9 @@ import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
-import datafusion
-
 if TYPE_CHECKING:
+    import datafusion
+
     from pruner.discover import ParquetFile
 
 __all__ = [
@@ -72,6 +72,8 @@ def new_context(settings: Mapping[str, str] = SAFE_SETTINGS) -> datafusion.Sessi
     """A SessionContext with ``settings`` (:data:`SAFE_SETTINGS`) and no cache of Parquet
     footers (:data:`NO_FOOTER_CACHE`; pruner's shared contexts keep one where it is sound:
     :func:`_shared_context`)."""
+    import datafusion  # the adapter imported it, or said which extra to install
+
     config = datafusion.SessionConfig()
     for key, value in settings.items():
         config = config.set(key, value)
