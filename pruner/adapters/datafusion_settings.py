@@ -61,8 +61,9 @@ which DataFusion 55 answered wrongly (see :func:`parquet_frame`).
 file cuts short and drops the row group it wrongly rules out (``id = 3005`` answered no row
 of 1). pruner probes the files' filters itself, checking each (:mod:`pruner.index.native`),
 and reads whatever a damaged filter covers; the engine need not read them again. A caller's
-own context has it off only while pruner's tables are registered (:func:`registered`):
-DataFusion fixes a Parquet table's options when it is registered.
+own context has it off only while pruner registers a scan of a file with filters
+(:func:`own_filters_only`): DataFusion fixes a Parquet table's options when it is
+registered.
 """
 
 BLOOM_ON_READ = "datafusion.execution.parquet.bloom_filter_on_read"
@@ -71,7 +72,7 @@ BLOOM_ON_READ = "datafusion.execution.parquet.bloom_filter_on_read"
 def new_context(settings: Mapping[str, str] = SAFE_SETTINGS) -> datafusion.SessionContext:
     """A SessionContext with ``settings`` (:data:`SAFE_SETTINGS`) and no cache of Parquet
     footers (:data:`NO_FOOTER_CACHE`; pruner's shared contexts keep one where it is sound:
-    :func:`_shared_context`)."""
+    :func:`pruner.adapters.datafusion._shared_context`)."""
     import datafusion  # the adapter imported it, or said which extra to install
 
     config = datafusion.SessionConfig()

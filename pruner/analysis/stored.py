@@ -162,18 +162,24 @@ class Store:
             temporary = storage.temporary_for(target, f".{uuid.uuid4().hex}.tmp")
             new = storage.NewFile(temporary)
             try:
-                new.write_at(_MAGIC + hashlib.sha256(body).digest() + body, 0)
-            finally:
-                new.close()
-            storage.publish(temporary, target)
+                try:
+                    new.write_at(_MAGIC + hashlib.sha256(body).digest() + body, 0)
+                finally:
+                    new.close()
+                storage.publish(temporary, target)
+            except OSError:
+                with contextlib.suppress(OSError):
+                    storage.remove(temporary)
+                raise
             self._trim()
         except (OSError, TypeError, ValueError, RecursionError):
             return
 
     def _trim(self) -> None:
-        stats = storage.list_stats(self.directory, hidden=(".",))
-        if len(stats) <= MAX_ENTRIES:
+        """Past :data:`MAX_ENTRIES`, the oldest entries go (files are stated only then)."""
+        if len(storage.list_dir(self.directory)) <= MAX_ENTRIES:
             return
+        stats = storage.list_stats(self.directory, hidden=(".",))
         oldest = sorted(stats, key=lambda name: stats[name].mtime_ns)
         for name in oldest[: len(stats) - MAX_ENTRIES * 3 // 4]:
             with contextlib.suppress(OSError):
