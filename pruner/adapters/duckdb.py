@@ -318,12 +318,17 @@ def _bind_table(
 
 
 READ_AHEAD_BYTES = 64 << 20
-"""A Parquet selection of only some row groups of each file it reads, of at most this many
-uncompressed bytes (footers' ``total_byte_size``), is read ahead by pyarrow and bound as
+"""A Parquet selection of only some row groups of each of two or more files, of at most this
+many uncompressed bytes (footers' ``total_byte_size``), is read ahead by pyarrow and bound as
 Arrow (:func:`_parquet_rows`): a view of one ``read_parquet`` per file costs DuckDB a set-up
 per file (a run-time join's 98 row groups in 77 files of a 20M-row table: 139 ms to bind and
 run the view, 48 ms to read them ahead). Past it, DuckDB's own reader, which reads only the
-columns the query uses, on every core."""
+columns the query uses, on every core.
+
+A selection in one file is DuckDB's own read of that file's row groups: one set-up costs
+less than pyarrow decoding every column of the row groups, where DuckDB decodes the other
+columns only for the rows the query's filter keeps (a point lookup of one row group of 8,192
+rows: 0.4-0.7 ms less at 200,000 to 5M rows; from four files, reading ahead is faster)."""
 
 
 def _reads_alike(arrow_type: pa.DataType) -> bool:
@@ -344,8 +349,9 @@ def _reads_alike(arrow_type: pa.DataType) -> bool:
 def _parquet_rows(table: Table, selection: Selection | None) -> pa.Table | None:
     """The selected row groups of ``table`` read ahead (:data:`READ_AHEAD_BYTES`; no rows
     when none is selected), or None when the view reads them: everything selected, a file
-    read whole, files that disagree on their schema, hive partitions (their columns come
-    from the paths), or a column of a type that pyarrow and DuckDB read differently."""
+    read whole, row groups of one file on the machine's own disk, files that disagree on
+    their schema, hive partitions (their columns come from the paths), or a column of a
+    type that pyarrow and DuckDB read differently."""
     if selection is None or not table.uniform_schema:
         return None
     if not all(_reads_alike(field.type) for field in table.schema):
@@ -355,6 +361,8 @@ def _parquet_rows(table: Table, selection: Selection | None) -> pa.Table | None:
         return None  # (a Delta table's partition values are its log's: read_row_groups')
     parts = read_ahead_on_store(table, parquet_parts(table, selection))
     if any(part.row_groups is None for part in parts):
+        return None
+    if len(parts) == 1 and not storage.is_remote(table.path):
         return None
     if read_ahead_bytes(parts) > READ_AHEAD_BYTES:
         return None

@@ -429,6 +429,31 @@ def test_duckdb_reads_the_selected_row_groups_ahead(
     assert multiset(pruner.query(sql, {"t": table})) == expected
 
 
+def test_duckdb_reads_one_files_row_groups_itself(parquet_path: Path) -> None:
+    """Row groups of one file are DuckDB's own read of that file, restricted to them by row
+    number (one reader's set-up costs less than pyarrow decoding every column of them): no
+    read-ahead, the plan reads Parquet, and the answer is DuckDB alone's, for one row group
+    and for two of the file; with nothing selected, no file is read."""
+    table = pruner.open_table(parquet_path)
+    for positions, groups in (([2_010], (0,)), ([2_010, 3_010], (0, 2))):
+        sql = _point_sql(positions)
+        prepared = plan(sql, {"t": table}, dialect="duckdb")
+        parts = reads.parquet_parts(table, prepared.selections["t"])
+        assert [(part.file.path.name, part.row_groups) for part in parts] == [
+            ("part-1.parquet", groups)
+        ]
+        assert duck_adapter._parquet_rows(table, prepared.selections["t"]) is None
+        physical = _duckdb_plan(table, sql)
+        assert "READ_PARQUET" in physical and "file_row_number" in physical.replace(" ", "")
+        assert multiset(pruner.query(sql, {"t": table})) == engine_answer(
+            "duckdb", sql, {"t": parquet_path}
+        )
+    absent = "SELECT id, name, v FROM t WHERE id = -1"
+    selection = plan(absent, {"t": table}, dialect="duckdb").selections["t"]
+    rows = duck_adapter._parquet_rows(table, selection)
+    assert rows is not None and rows.num_rows == 0  # nothing selected: no file is opened
+
+
 def test_duckdb_reads_ahead_only_what_it_reads_alike(tmp_path: Path) -> None:
     """No read-ahead for a column whose type pyarrow and DuckDB's reader may see differently
     (a timestamp), nor for hive partitions (their columns come from the folder names)."""
