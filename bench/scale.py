@@ -17,6 +17,9 @@ reports its seconds (the work only, not the imports) and its peak resident memor
   ``lance.dataset`` registered once, over Lance's own index and over pruner's, which Lance
   uses too), and cold (a table opened, a dataset registered, for each query); the median
   of each, and the companion bytes a cold pruner lookup read;
+* queries, warm, side by side in one process (``--query-repeat`` turns each): those no index
+  can prune (:data:`CANNOT_PRUNE`) and ``id IN`` lists of 100 and 1,000 random present keys,
+  pruner against DuckDB alone over the dataset with Lance's own index;
 * the peak memory of a process that only runs pruner's warm and cold lookups.
 
 Then, on paper (:func:`paper`), what each level costs at 1B and 10B rows, checked against
@@ -122,6 +125,9 @@ elif task == "spark_build":
 elif task == "lookups":
     from scale import lookups
     result = lookups(path, arguments)
+elif task == "queries":
+    from scale import queries
+    result = queries(path, arguments)
 elif task == "memory":
     from pruner.analyzer import templates
     keys = arguments["keys"]
@@ -171,6 +177,45 @@ def lookups(path: str, arguments: dict[str, Any]) -> dict[str, float]:
     got = common.measure(cases, sqls, repeat=len(sqls), check=common.sorted_rows)
     result = {name: case.median() for name, case in got.items()}
     result["cold bytes"] = float(np.median([b for b in seen if b >= 0] or [-1]))
+    return result
+
+
+CANNOT_PRUNE = {
+    "range": "SELECT count(*) AS n FROM t WHERE payload > {rows}",
+    "is not null": "SELECT count(*) AS n FROM t WHERE id IS NOT NULL",
+    "is distinct from": "SELECT count(*) AS n FROM t WHERE id IS DISTINCT FROM 5",
+    "group by": "SELECT id % 2 AS odd, count(*) AS n FROM t GROUP BY 1 ORDER BY 1",
+}
+"""Queries no index can prune (the data's ``payload`` is ``id * 3``): pruner against DuckDB
+alone over the dataset with Lance's own index, at each size."""
+
+IN_KEYS = (100, 1_000)
+
+
+def queries(path: str, arguments: dict[str, Any]) -> dict[str, list[float]]:
+    """The times (ms) of pruner (the table held) and of DuckDB alone over Lance's index
+    (the dataset registered once), side by side in this process, of each query of
+    :data:`CANNOT_PRUNE` and of ``id IN`` lists of :data:`IN_KEYS` random present keys (a new
+    list each turn): per case, pruner's times and the engine alone's, turn by turn."""
+    from engines import duckdb_alone, pruned
+
+    mine, theirs = Path(path), Path(arguments["lance"])
+    rows, repeat = arguments["rows"], arguments["repeat"]
+    cases = {"pruner": pruned({"t": mine}, opened="once"), "alone": duckdb_alone({"t": theirs})}
+    result: dict[str, list[float]] = {}
+    for name, sql in CANNOT_PRUNE.items():
+        got = common.measure(
+            cases, [sql.format(rows=rows)], repeat=repeat, check=common.sorted_rows
+        )
+        result[f"{name} pruner"] = [s * 1e3 for s in got["pruner"].seconds]
+        result[f"{name} alone"] = [s * 1e3 for s in got["alone"].seconds]
+    random = np.random.default_rng(rows + 1)
+    for keys in IN_KEYS:
+        lists = [random.choice(rows, keys, replace=False) for _ in range(repeat)]
+        sqls = [f"SELECT * FROM t WHERE id IN ({', '.join(map(str, chosen))})" for chosen in lists]
+        got = common.measure(cases, sqls, repeat=repeat, check=common.sorted_rows)
+        result[f"IN {keys} pruner"] = [s * 1e3 for s in got["pruner"].seconds]
+        result[f"IN {keys} alone"] = [s * 1e3 for s in got["alone"].seconds]
     return result
 
 
@@ -285,11 +330,15 @@ def main() -> None:
     made.add_argument("--sizes", nargs="*", default=list(SIZES), help="ROWS:FRAGMENTS ...")
     made.add_argument("--keys", type=int, default=15, help="point lookups per case")
     made.add_argument("--no-spark", action="store_true", help="skip the Spark build")
+    made.add_argument(
+        "--query-repeat", type=int, default=9, help="timed turns of each query at each size"
+    )
     made.add_argument("--output", type=Path, default=common.ROOT / "docs" / "scale.md")
     args = common.parse(made, np, lance)
     sizes = [tuple(int(part) for part in size.split(":")) for size in args.sizes]
     report = Report()
-    builds, lookups, sizes_rows, memory = [], [], [], []
+    builds, lookups, sizes_rows, memory, query_rows = [], [], [], [], []
+    query_ratios: dict[int, tuple[float, float, float, float]] = {}
     curve: dict[str, tuple[list[float], list[float]]] = {}
     first_warm = None
     for rows, fragments in sizes:
@@ -333,6 +382,38 @@ def main() -> None:
                 kib(got["cold bytes"]),
             ]
         )
+        timed = child(
+            "queries",
+            mine,
+            {"lance": str(theirs), "rows": rows, "repeat": args.query_repeat},
+        )
+        ratios = {
+            name: float(np.median(timed[f"{name} pruner"]) / np.median(timed[f"{name} alone"]))
+            for name in [*CANNOT_PRUNE, *(f"IN {k}" for k in IN_KEYS)]
+        }
+        worst = {  # the worst turn's ratio, each turn's two runs side by side
+            name: max(
+                p / a for p, a in zip(timed[f"{name} pruner"], timed[f"{name} alone"], strict=True)
+            )
+            for name in CANNOT_PRUNE
+        }
+        cannot = [ratios[name] for name in CANNOT_PRUNE]
+        query_rows.append(
+            [
+                label,
+                *(
+                    f"{np.median(timed[f'{name} alone']):,.1f} / "
+                    f"{np.median(timed[f'{name} pruner']):,.1f} ({ratios[name]:.2f})"
+                    for name in [*CANNOT_PRUNE, *(f"IN {k}" for k in IN_KEYS)]
+                ),
+            ]
+        )
+        query_ratios[rows] = (
+            float(np.median(cannot)),
+            max(cannot),
+            max(worst.values()),
+            ratios[f"IN {IN_KEYS[0]}"],
+        )
         used = child("memory", mine, {"keys": keys[:5]})
         memory.append([label, f"{used['peak_mib']:,.0f}", f"{used['base_mib']:,.0f}"])
         for path in (mine, theirs):  # the builds' dropped indexes stay on disk until then:
@@ -352,7 +433,7 @@ def main() -> None:
                 kib(model["cold_bytes"]),
             ]
         )
-        for done in (builds, lookups, memory, sizes_rows):
+        for done in (builds, lookups, query_rows, memory, sizes_rows):
             print(" | ".join(done[-1]), flush=True)
         for name, value in (
             ("pruner build s", best),
@@ -409,6 +490,30 @@ def main() -> None:
             "companion KiB read (cold)",
         ],
         lookups,
+    )
+    for rows, (median, worst_median, worst_turn, in_first) in query_ratios.items():
+        report.target(
+            f"{rows:,} rows: cannot prune, median of the queries' median pruner / alone",
+            median,
+            1.05,
+        )
+        report.target(
+            f"{rows:,} rows: cannot prune, worst query's median pruner / alone", worst_median, 1.1
+        )
+        report.note(
+            f"{rows:,} rows: cannot prune, the worst single turn (pruner / alone run side by "
+            f"side): {worst_turn:.2f}"
+        )
+        if rows >= 20_000_000:
+            report.target(f"{rows:,} rows: IN of {IN_KEYS[0]} ids, pruner / alone", in_first, 0.3)
+    report.table(
+        "Queries (median ms of the turns, DuckDB alone over Lance's index / pruner, and the "
+        "ratio pruner / alone; the cannot-prune queries: "
+        + "; ".join(f"{name}: `{sql.format(rows='ROWS')}`" for name, sql in CANNOT_PRUNE.items())
+        + "; IN: `SELECT * FROM t WHERE id IN (...)` of random present keys, a new list each "
+        "turn)",
+        ["rows / fragments", *CANNOT_PRUNE, *(f"IN of {k:,}" for k in IN_KEYS)],
+        query_rows,
     )
     report.table(
         "Memory of a query process (pruner's warm and cold lookups; MiB)",
