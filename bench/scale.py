@@ -19,7 +19,9 @@ reports its seconds (the work only, not the imports) and its peak resident memor
   of each, and the companion bytes a cold pruner lookup read;
 * queries, warm, side by side in one process (``--query-repeat`` turns each): those no index
   can prune (:data:`CANNOT_PRUNE`) and ``id IN`` lists of 100 and 1,000 random present keys,
-  pruner against DuckDB alone over the dataset with Lance's own index;
+  pruner against the engine alone (:data:`QUERY_GROUPS`): DuckDB over the Lance copy with
+  Lance's own index, and DuckDB and DataFusion over a third copy, ``parquet`` (one file per
+  fragment, 8,192-row row groups, pruner's index on ``id``);
 * the peak memory of a process that only runs pruner's warm and cold lookups.
 
 Then, on paper (:func:`paper`), what each level costs at 1B and 10B rows, checked against
@@ -44,8 +46,10 @@ import common
 import fixtures
 import lance
 import numpy as np
+import pyarrow.parquet as pq
 from common import Panel, Report
 
+import pruner
 from pruner import sbbf
 from pruner.index import DEFAULT_ITEMS, DEFAULT_PROBABILITY, companion_path, list_bloom_indexes
 from pruner.index.hierarchy.layout import zones_codec
@@ -57,11 +61,22 @@ SIZES = ("5000000:200", "20000000:200", "20000000:1000", "100000000:1000")
 
 
 def dataset(rows: int, fragments: int, copy: str) -> Path:
-    """The ``copy`` (``pruner`` or ``lance``) of the size's data, made when missing."""
+    """The ``copy`` of the size's data, made when missing: ``pruner`` and ``lance``, Lance
+    datasets (indexed by the build measured); ``parquet``, one Parquet file per fragment in
+    8,192-row row groups without bloom filters of their own, indexed by pruner on ``id``."""
     root = fixtures.data_path("scale", rows=rows, fragments=fragments)
 
     def make(target: Path) -> None:
-        fixtures.write_lance(fixtures.id_table(rows, SEED), target, fragments)
+        table = fixtures.id_table(rows, SEED)
+        if copy != "parquet":
+            fixtures.write_lance(table, target, fragments)
+            return
+        target.mkdir()
+        per_file = -(-rows // fragments)
+        for i in range(fragments):
+            part = table.slice(i * per_file, per_file)
+            pq.write_table(part, target / f"part-{i:04d}.parquet", row_group_size=8192)
+        pruner.build_index(target, "id")
 
     return fixtures.cached(root / copy, make)
 
@@ -186,36 +201,48 @@ CANNOT_PRUNE = {
     "is distinct from": "SELECT count(*) AS n FROM t WHERE id IS DISTINCT FROM 5",
     "group by": "SELECT id % 2 AS odd, count(*) AS n FROM t GROUP BY 1 ORDER BY 1",
 }
-"""Queries no index can prune (the data's ``payload`` is ``id * 3``): pruner against DuckDB
-alone over the dataset with Lance's own index, at each size."""
+"""Queries no index can prune (the data's ``payload`` is ``id * 3``), at each size."""
 
 IN_KEYS = (100, 1_000)
 
+QUERY_GROUPS = {
+    "DuckDB / Lance": ("pruner", "duckdb"),
+    "DuckDB / Parquet": ("parquet", "duckdb"),
+    "DataFusion / Parquet": ("parquet", "datafusion"),
+}
+"""Each engine / format the queries compare: the copy pruner reads (the Lance dataset
+pruner indexed, or the Parquet copy) and the engine. The engine alone reads Lance's own
+copy (DuckDB pushes filters into Lance, which probes its own index) or the same Parquet
+files (which hold no bloom filters of their own)."""
+
 
 def queries(path: str, arguments: dict[str, Any]) -> dict[str, list[float]]:
-    """The times (ms) of pruner (the table held) and of DuckDB alone over Lance's index
-    (the dataset registered once), side by side in this process, of each query of
-    :data:`CANNOT_PRUNE` and of ``id IN`` lists of :data:`IN_KEYS` random present keys (a new
-    list each turn): per case, pruner's times and the engine alone's, turn by turn."""
-    from engines import duckdb_alone, pruned
+    """The times (ms) of pruner (the table held) and of the engine alone, for each of
+    :data:`QUERY_GROUPS` (``arguments["copies"]``: its copy's path, and the path the
+    engine alone reads), side by side in this process, of each query of
+    :data:`CANNOT_PRUNE` and of ``id IN`` lists of :data:`IN_KEYS` random present keys (a
+    new list each turn): ``"<query> <group> pruner"`` and ``"... alone"``, turn by turn."""
+    from engines import datafusion_alone, duckdb_alone, pruned
 
-    mine, theirs = Path(path), Path(arguments["lance"])
     rows, repeat = arguments["rows"], arguments["repeat"]
-    cases = {"pruner": pruned({"t": mine}, opened="once"), "alone": duckdb_alone({"t": theirs})}
-    result: dict[str, list[float]] = {}
-    for name, sql in CANNOT_PRUNE.items():
-        got = common.measure(
-            cases, [sql.format(rows=rows)], repeat=repeat, check=common.sorted_rows
-        )
-        result[f"{name} pruner"] = [s * 1e3 for s in got["pruner"].seconds]
-        result[f"{name} alone"] = [s * 1e3 for s in got["alone"].seconds]
+    cases = {}
+    for group, (mine, theirs) in arguments["copies"].items():
+        engine = QUERY_GROUPS[group][1]
+        cases[f"{group} pruner"] = pruned({"t": Path(mine)}, engine, opened="once")
+        alone = duckdb_alone if engine == "duckdb" else datafusion_alone
+        cases[f"{group} alone"] = alone({"t": Path(theirs)})
     random = np.random.default_rng(rows + 1)
+    inputs = {name: [sql.format(rows=rows)] for name, sql in CANNOT_PRUNE.items()}
     for keys in IN_KEYS:
         lists = [random.choice(rows, keys, replace=False) for _ in range(repeat)]
-        sqls = [f"SELECT * FROM t WHERE id IN ({', '.join(map(str, chosen))})" for chosen in lists]
+        inputs[f"IN {keys}"] = [
+            f"SELECT * FROM t WHERE id IN ({', '.join(map(str, chosen))})" for chosen in lists
+        ]
+    result: dict[str, list[float]] = {}
+    for name, sqls in inputs.items():
         got = common.measure(cases, sqls, repeat=repeat, check=common.sorted_rows)
-        result[f"IN {keys} pruner"] = [s * 1e3 for s in got["pruner"].seconds]
-        result[f"IN {keys} alone"] = [s * 1e3 for s in got["alone"].seconds]
+        for case, timed in got.items():
+            result[f"{name} {case}"] = [s * 1e3 for s in timed.seconds]
     return result
 
 
@@ -338,7 +365,7 @@ def main() -> None:
     sizes = [tuple(int(part) for part in size.split(":")) for size in args.sizes]
     report = Report()
     builds, lookups, sizes_rows, memory, query_rows = [], [], [], [], []
-    query_ratios: dict[int, tuple[float, float, float, float]] = {}
+    query_ratios: dict[tuple[int, str], tuple[float, float, float, float]] = {}
     curve: dict[str, tuple[list[float], list[float]]] = {}
     first_warm = None
     for rows, fragments in sizes:
@@ -382,38 +409,43 @@ def main() -> None:
                 kib(got["cold bytes"]),
             ]
         )
+        parquet = dataset(rows, fragments, "parquet")
+        copies = {"DuckDB / Lance": (str(mine), str(theirs))}
+        copies |= {group: (str(parquet), str(parquet)) for group in list(QUERY_GROUPS)[1:]}
         timed = child(
             "queries",
             mine,
-            {"lance": str(theirs), "rows": rows, "repeat": args.query_repeat},
+            {"copies": copies, "rows": rows, "repeat": args.query_repeat},
         )
-        ratios = {
-            name: float(np.median(timed[f"{name} pruner"]) / np.median(timed[f"{name} alone"]))
-            for name in [*CANNOT_PRUNE, *(f"IN {k}" for k in IN_KEYS)]
-        }
-        worst = {  # the worst turn's ratio, each turn's two runs side by side
-            name: max(
-                p / a for p, a in zip(timed[f"{name} pruner"], timed[f"{name} alone"], strict=True)
+        names = [*CANNOT_PRUNE, *(f"IN {k}" for k in IN_KEYS)]
+        for group in QUERY_GROUPS:
+            mine_ms = {name: timed[f"{name} {group} pruner"] for name in names}
+            alone_ms = {name: timed[f"{name} {group} alone"] for name in names}
+            ratios = {n: float(np.median(mine_ms[n]) / np.median(alone_ms[n])) for n in names}
+            worst_turn = max(  # each turn's two runs side by side
+                p / a
+                for name in CANNOT_PRUNE
+                for p, a in zip(mine_ms[name], alone_ms[name], strict=True)
             )
-            for name in CANNOT_PRUNE
-        }
-        cannot = [ratios[name] for name in CANNOT_PRUNE]
-        query_rows.append(
-            [
-                label,
-                *(
-                    f"{np.median(timed[f'{name} alone']):,.1f} / "
-                    f"{np.median(timed[f'{name} pruner']):,.1f} ({ratios[name]:.2f})"
-                    for name in [*CANNOT_PRUNE, *(f"IN {k}" for k in IN_KEYS)]
-                ),
-            ]
-        )
-        query_ratios[rows] = (
-            float(np.median(cannot)),
-            max(cannot),
-            max(worst.values()),
-            ratios[f"IN {IN_KEYS[0]}"],
-        )
+            query_rows.append(
+                [
+                    label,
+                    group,
+                    *(
+                        f"{np.median(alone_ms[name]):,.1f} / {np.median(mine_ms[name]):,.1f} "
+                        f"({ratios[name]:.2f})"
+                        for name in names
+                    ),
+                ]
+            )
+            print(" | ".join(query_rows[-1]), flush=True)
+            cannot = [ratios[name] for name in CANNOT_PRUNE]
+            query_ratios[(rows, group)] = (
+                float(np.median(cannot)),
+                max(cannot),
+                worst_turn,
+                ratios[f"IN {IN_KEYS[0]}"],
+            )
         used = child("memory", mine, {"keys": keys[:5]})
         memory.append([label, f"{used['peak_mib']:,.0f}", f"{used['base_mib']:,.0f}"])
         for path in (mine, theirs):  # the builds' dropped indexes stay on disk until then:
@@ -433,7 +465,7 @@ def main() -> None:
                 kib(model["cold_bytes"]),
             ]
         )
-        for done in (builds, lookups, query_rows, memory, sizes_rows):
+        for done in (builds, lookups, memory, sizes_rows):
             print(" | ".join(done[-1]), flush=True)
         for name, value in (
             ("pruner build s", best),
@@ -491,28 +523,34 @@ def main() -> None:
         ],
         lookups,
     )
-    for rows, (median, worst_median, worst_turn, in_first) in query_ratios.items():
+    for (rows, group), (median, worst_median, worst_turn, in_first) in query_ratios.items():
         report.target(
-            f"{rows:,} rows: cannot prune, median of the queries' median pruner / alone",
+            f"{rows:,} rows, {group}: cannot prune, median of the queries' median pruner / alone",
             median,
             1.05,
         )
         report.target(
-            f"{rows:,} rows: cannot prune, worst query's median pruner / alone", worst_median, 1.1
+            f"{rows:,} rows, {group}: cannot prune, worst query's median pruner / alone",
+            worst_median,
+            1.1,
         )
         report.note(
-            f"{rows:,} rows: cannot prune, the worst single turn (pruner / alone run side by "
-            f"side): {worst_turn:.2f}"
+            f"{rows:,} rows, {group}: cannot prune, the worst single turn (pruner / alone run "
+            f"side by side): {worst_turn:.2f}"
         )
         if rows >= 20_000_000:
-            report.target(f"{rows:,} rows: IN of {IN_KEYS[0]} ids, pruner / alone", in_first, 0.3)
+            report.target(
+                f"{rows:,} rows, {group}: IN of {IN_KEYS[0]} ids, pruner / alone", in_first, 0.3
+            )
     report.table(
-        "Queries (median ms of the turns, DuckDB alone over Lance's index / pruner, and the "
-        "ratio pruner / alone; the cannot-prune queries: "
+        "Queries (median ms of the turns, the engine alone / pruner, and the ratio pruner / "
+        "alone; DuckDB alone over Lance's own copy with Lance's index, each engine alone over "
+        "the Parquet files pruner reads, which hold no bloom filters of their own; the "
+        "cannot-prune queries: "
         + "; ".join(f"{name}: `{sql.format(rows='ROWS')}`" for name, sql in CANNOT_PRUNE.items())
         + "; IN: `SELECT * FROM t WHERE id IN (...)` of random present keys, a new list each "
         "turn)",
-        ["rows / fragments", *CANNOT_PRUNE, *(f"IN of {k:,}" for k in IN_KEYS)],
+        ["rows / fragments", "engine / format", *CANNOT_PRUNE, *(f"IN of {k:,}" for k in IN_KEYS)],
         query_rows,
     )
     report.table(
