@@ -365,7 +365,7 @@ def main() -> None:
     sizes = [tuple(int(part) for part in size.split(":")) for size in args.sizes]
     report = Report()
     builds, lookups, sizes_rows, memory, query_rows = [], [], [], [], []
-    query_ratios: dict[tuple[int, str], tuple[float, float, float, float]] = {}
+    query_ratios: dict[tuple[int, str, str], tuple[float, float, float, float]] = {}
     curve: dict[str, tuple[list[float], list[float]]] = {}
     first_warm = None
     for rows, fragments in sizes:
@@ -440,7 +440,7 @@ def main() -> None:
             )
             print(" | ".join(query_rows[-1]), flush=True)
             cannot = [ratios[name] for name in CANNOT_PRUNE]
-            query_ratios[(rows, group)] = (
+            query_ratios[(rows, label, group)] = (
                 float(np.median(cannot)),
                 max(cannot),
                 worst_turn,
@@ -523,24 +523,25 @@ def main() -> None:
         ],
         lookups,
     )
-    for (rows, group), (median, worst_median, worst_turn, in_first) in query_ratios.items():
+    for (rows, label, group), ratios_of in query_ratios.items():
+        median, worst_median, worst_turn, in_first = ratios_of
         report.target(
-            f"{rows:,} rows, {group}: cannot prune, median of the queries' median pruner / alone",
+            f"{label}, {group}: cannot prune, median of the queries' median pruner / alone",
             median,
             1.05,
         )
         report.target(
-            f"{rows:,} rows, {group}: cannot prune, worst query's median pruner / alone",
+            f"{label}, {group}: cannot prune, worst query's median pruner / alone",
             worst_median,
             1.1,
         )
         report.note(
-            f"{rows:,} rows, {group}: cannot prune, the worst single turn (pruner / alone run "
+            f"{label}, {group}: cannot prune, the worst single turn (pruner / alone run "
             f"side by side): {worst_turn:.2f}"
         )
         if rows >= 20_000_000:
             report.target(
-                f"{rows:,} rows, {group}: IN of {IN_KEYS[0]} ids, pruner / alone", in_first, 0.3
+                f"{label}, {group}: IN of {IN_KEYS[0]} ids, pruner / alone", in_first, 0.3
             )
     report.table(
         "Queries (median ms of the turns, the engine alone / pruner, and the ratio pruner / "
