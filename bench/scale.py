@@ -142,7 +142,7 @@ elif task == "lookups":
     result = lookups(path, arguments)
 elif task == "queries":
     from scale import queries
-    result = queries(path, arguments)
+    result = queries(arguments)
 elif task == "memory":
     from pruner.analyzer import templates
     keys = arguments["keys"]
@@ -216,7 +216,7 @@ copy (DuckDB pushes filters into Lance, which probes its own index) or the same 
 files (which hold no bloom filters of their own)."""
 
 
-def queries(path: str, arguments: dict[str, Any]) -> dict[str, list[float]]:
+def queries(arguments: dict[str, Any]) -> dict[str, list[float]]:
     """The times (ms) of pruner (the table held) and of the engine alone, for each of
     :data:`QUERY_GROUPS` (``arguments["copies"]``: its copy's path, and the path the
     engine alone reads), side by side in this process, of each query of
