@@ -8,10 +8,10 @@ connection (so nothing leaks into the caller's session), to:
   (:class:`~pruner.adapters.sources.PrunedLanceDataset`), into whose scanner DuckDB still
   pushes its projection and filters;
 - Parquet: the selected row groups read ahead into Arrow when every file read is read in
-  part and they are few (:data:`READ_AHEAD_BYTES`; columns of types DuckDB and pyarrow read
-  alike, no hive partitions); else a view over ``read_parquet``: one list scan of the files
-  read whole, plus, per partial file, a ``file_row_number`` scan of its selected row groups
-  (DuckDB skips the others).
+  part and they are few (:data:`pruner.reads.DUCKDB_READ_AHEAD_BYTES`; columns of types
+  DuckDB and pyarrow read alike, no hive partitions); else a view over ``read_parquet``:
+  one list scan of the files read whole, plus, per partial file, a ``file_row_number`` scan
+  of its selected row groups (DuckDB skips the others).
 
 >>> import tempfile, pyarrow as pa, lance, duckdb
 >>> from pruner.index import build_index
@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from pruner import storage
+from pruner import reads, storage
 from pruner.adapters.kept import kept_cursors, reusable_binding
 from pruner.adapters.naming import quote_identifier
 from pruner.adapters.sources import lance_source
@@ -317,20 +317,6 @@ def _bind_table(
     )
 
 
-READ_AHEAD_BYTES = 64 << 20
-"""A Parquet selection of only some row groups of each of two or more files, of at most this
-many uncompressed bytes (footers' ``total_byte_size``), is read ahead by pyarrow and bound as
-Arrow (:func:`_parquet_rows`): a view of one ``read_parquet`` per file costs DuckDB a set-up
-per file (a run-time join's 98 row groups in 77 files of a 20M-row table: 139 ms to bind and
-run the view, 48 ms to read them ahead). Past it, DuckDB's own reader, which reads only the
-columns the query uses, on every core.
-
-A selection in one file is DuckDB's own read of that file's row groups: one set-up costs
-less than pyarrow decoding every column of the row groups, where DuckDB decodes the other
-columns only for the rows the query's filter keeps (a point lookup of one row group of 8,192
-rows: 0.4-0.7 ms less at 200,000 to 5M rows; from four files, reading ahead is faster)."""
-
-
 def _reads_alike(arrow_type: pa.DataType) -> bool:
     """Types that DuckDB's ``read_parquet`` and DuckDB over pyarrow's read of the same file
     see as the same DuckDB type (a timestamp, decimal, binary or nested column may map to
@@ -347,11 +333,12 @@ def _reads_alike(arrow_type: pa.DataType) -> bool:
 
 
 def _parquet_rows(table: Table, selection: Selection | None) -> pa.Table | None:
-    """The selected row groups of ``table`` read ahead (:data:`READ_AHEAD_BYTES`; no rows
-    when none is selected), or None when the view reads them: everything selected, a file
-    read whole, row groups of one file on the machine's own disk, files that disagree on
-    their schema, hive partitions (their columns come from the paths), or a column of a
-    type that pyarrow and DuckDB read differently."""
+    """The selected row groups of ``table`` read ahead
+    (:data:`pruner.reads.DUCKDB_READ_AHEAD_BYTES`; no rows when none is selected), or None
+    when the view reads them: everything selected, a file read whole, row groups of one
+    file on the machine's own disk, files that disagree on their schema, hive partitions
+    (their columns come from the paths), or a column of a type that pyarrow and DuckDB read
+    differently."""
     if selection is None or not table.uniform_schema:
         return None
     if not all(_reads_alike(field.type) for field in table.schema):
@@ -364,7 +351,7 @@ def _parquet_rows(table: Table, selection: Selection | None) -> pa.Table | None:
         return None
     if len(parts) == 1 and not storage.is_remote(table.path):
         return None
-    if read_ahead_bytes(parts) > READ_AHEAD_BYTES:
+    if read_ahead_bytes(parts) > reads.DUCKDB_READ_AHEAD_BYTES:
         return None
     return read_row_groups(table, parts)
 

@@ -423,7 +423,7 @@ def test_duckdb_reads_the_selected_row_groups_ahead(
     assert multiset(pruner.query(whole, {"t": table})) == engine_answer(
         "duckdb", whole, {"t": parquet_path}
     )
-    monkeypatch.setattr(duck_adapter, "READ_AHEAD_BYTES", 0)
+    monkeypatch.setattr(reads, "DUCKDB_READ_AHEAD_BYTES", 0)
     assert duck_adapter._parquet_rows(table, prepared.selections["t"]) is None
     assert "READ_PARQUET" in _duckdb_plan(table, sql)
     assert multiset(pruner.query(sql, {"t": table})) == expected
