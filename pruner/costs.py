@@ -2,9 +2,10 @@
 
 pruner's promise is "only faster", and pruning has costs of its own: analysing the SQL,
 hashing and probing the keys, and binding the engine to a selection rather than to the
-table. Three checks keep those costs where they pay. Each may only **widen** a read to the
-whole table, read by the engine as it reads it alone, so whichever is chosen the answer is
-the same (``tests/end_to_end/test_costs.py`` draws tables, selections and queries to show it).
+table. These checks keep those costs where they pay. Each may only **widen** a read: to
+whole files, or to the whole table, read by the engine as it reads it alone, so whichever
+is chosen the answer is the same (``tests/end_to_end/test_costs.py`` draws tables,
+selections and queries to show it).
 
 * :func:`needs_analysis`, before any parse: a query of one table, with no join and no
   subquery, whose text names no column pruner could probe, or holds no operator a term a
@@ -22,15 +23,25 @@ the same (``tests/end_to_end/test_costs.py`` draws tables, selections and querie
   probe, measured at 1M rows, to select every zone). A sorted or clustered column whose keys
   would have pruned is left to the engine's own min/max statistics (and Lance's to its own
   index); keys that cluster in an unsorted column lose their pruning only when they number
-  more than about 0.7 per unit of the table (50% touched at random).
-* :func:`whole_reason`, after the probes: a selection holding at least
-  :data:`WHOLE_FRACTION` of what the engine reads of the table (Parquet: the rows of the row
-  groups it must read; Lance: the rows) is read whole. Measured at 1M rows on DuckDB, a
-  Lance selection of 57% of the rows ran as fast pruned as whole, and a Parquet read of most
-  row groups ran slower pruned (pyarrow's read ahead, a view per query) than DuckDB's own
-  scan. On an object store the selection is always kept: there pruner fetches what it
-  selects in one batch, where the engine waits on each file's requests in turn.
-
+  more than about 0.7 per unit of the table (50% touched at random). For DuckDB over local
+  Parquet the unit may be the file (below): keys that would touch files holding
+  :data:`FILES_SKIP_FRACTION` of the rows are not probed either.
+* :func:`whole_files_reason`, after the probes, DuckDB over local Parquet only: where
+  DuckDB's binding is a view with one ``read_parquet`` of its own per partly read file (more
+  row groups than :data:`pruner.reads.DUCKDB_READ_AHEAD_BYTES` reads ahead, or a file read
+  whole besides), DuckDB sets each of those reads up apart, with its own copy of the
+  query's filter, and a file whose row groups left out are few is read faster whole, in the
+  view's one ``read_parquet`` of the files read whole (:data:`VIEW_SELECT_ROWS`).
+* :func:`whole_reason`, after the probes (and the files above): a selection holding at
+  least :data:`WHOLE_FRACTION` of what the engine reads of the table (Parquet: the rows of
+  the row groups it must read; Lance: the rows) is read whole. Measured at 1M rows on
+  DuckDB, a Lance selection of 57% of the rows ran as fast pruned as whole, and a Parquet
+  read of most row groups ran slower pruned (pyarrow's read ahead, a view per query) than
+  DuckDB's own scan. A DuckDB selection of whole files only is kept, whatever its share: it
+  is DuckDB's own read of fewer files (1,000 keys over 20M rows in 1,000 files, files of 63%
+  of the rows: 0.91x DuckDB alone kept, 1.07x read whole). On an object store the selection
+  is always kept: there pruner fetches what it selects in one batch, where the engine waits
+  on each file's requests in turn.
 * :func:`join_read_reason`, before a join's keys are read at run time: the keys of the
   other side of a join come from reading its rows, and they can only narrow what this side's
   own terms already selected. When the other side holds at least :data:`JOIN_READ_RATIO`
@@ -47,23 +58,31 @@ import math
 import re
 from collections.abc import Mapping
 
-from pruner import storage
+import numpy as np
+
+from pruner import reads, storage
 from pruner.analyzer import names_table
 from pruner.errors import PrunerError
-from pruner.reads import parquet_parts
+from pruner.expressions import In, NotIn, Predicate, leaves
+from pruner.reads import deleted_rows, parquet_parts, read_ahead_bytes
 from pruner.selection import Selection
 from pruner.table import Table
 
 __all__ = [
+    "FILES_SKIP_FRACTION",
     "JOIN_READ_RATIO",
     "PROBE_SKIP_FRACTION",
     "UNANALYSED",
+    "VIEW_SELECT_ROWS",
+    "VIEW_SELECT_ROWS_PER_LITERAL",
     "WHOLE_FRACTION",
     "join_read_reason",
+    "literals",
     "may_hold_term",
     "needs_analysis",
     "probe_reason",
     "sql_words",
+    "whole_files_reason",
     "whole_reason",
 ]
 
@@ -78,6 +97,26 @@ whole. Keys spread at random touch at least this share (a filter's false positiv
 it), so the probe cost its time for nothing: 100 keys over 130 row groups at 1M rows cost
 ~1.5 ms to hash, probe and check against the statistics, to select 57% of them. Keys that
 cluster in fewer units than that are read whole too (see the module's text)."""
+
+VIEW_SELECT_ROWS = 25_000
+VIEW_SELECT_ROWS_PER_LITERAL = 110
+"""DuckDB over local Parquet, bound as a view of one ``read_parquet`` per partly read file
+(:func:`whole_files_reason`): such a file is read whole, with the files read whole, when it
+would leave out fewer than ``VIEW_SELECT_ROWS + VIEW_SELECT_ROWS_PER_LITERAL * L`` rows
+(``L``: the literals of the table's terms, :func:`literals`). A ``read_parquet`` of its own
+cost DuckDB 0.55 ms a file for an ``IN`` of 7 keys and 2.8 ms for 1,000 keys, where the same
+files read whole in one ``read_parquet`` cost 0.13 and 0.72 ms a file (256 files of one
+8,192-row row group each), and DuckDB scans about 60 rows a microsecond on this machine's
+two cores: set-up costs of 0.42 ms + 1.7 us per literal buy 25,000 + 110 rows per literal.
+Measured at 20M rows in 1,000 files, an ``IN`` of 1,000 keys (831 row groups in 634 files):
+2.6 s as one read per file, 0.71 s with those files read whole, 0.79 s in DuckDB alone."""
+
+FILES_SKIP_FRACTION = 0.9
+"""DuckDB over local Parquet: a term whose keys, spread at random, would touch files holding
+at least this share of the rows, each of which DuckDB then reads whole
+(:func:`whole_files_reason`), is not probed: the probe would save the read of at most a
+tenth of the rows, and costs as much (1,000 keys over 1,000 files: 80 ms to probe, where
+DuckDB reads 20M rows in 750 ms; over 200 files they touch 99% of the rows)."""
 
 JOIN_READ_RATIO = 1.0
 """A join's keys are not read at run time from another side that holds at least this many
@@ -224,21 +263,58 @@ def _may_prune(table: Table, column: str) -> bool:
         return True
 
 
-def probe_reason(table: Table, column: str, keys: int) -> str | None:
+def probe_reason(table: Table, column: str, keys: int, dialect: str | None = None) -> str | None:
     """Why a term of ``keys`` distinct keys on ``column`` is not worth probing (see the
-    module's text), or None to probe it."""
+    module's text; ``dialect``: the engine's, for its own costs), or None to probe it."""
     if keys < 2 or storage.is_remote(table.path):
         return None
     units = _units(table, column)
     if units < 1:
         return None
-    touched = -math.expm1(keys * math.log1p(-1.0 / units)) if units > 1 else 1.0
-    if touched < PROBE_SKIP_FRACTION:
+    touched = _touched(keys, units)
+    if touched >= PROBE_SKIP_FRACTION:
+        return (
+            f"not probed: {keys:,} keys spread over {units:,} {_unit_name(table)} would "
+            f"select about {touched:.0%} of them; the engine's own read is cheaper"
+        )
+    files = _files_touched(table, keys, touched, dialect)
+    if files is None or files < FILES_SKIP_FRACTION:
         return None
     return (
-        f"not probed: {keys:,} keys spread over {units:,} {_unit_name(table)} would select "
-        f"about {touched:.0%} of them; the engine's own read is cheaper"
+        f"not probed: {keys:,} keys spread over {len(table.files or ()):,} files would select "
+        f"files of about {files:.0%} of the rows, and DuckDB reads every file they select in "
+        "part whole (cost model: a read of its own costs more); the engine's own read is "
+        "cheaper"
     )
+
+
+def _touched(keys: int, units: int) -> float:
+    """The share of ``units`` that ``keys`` keys spread at random touch."""
+    return -math.expm1(keys * math.log1p(-1.0 / units)) if units > 1 else 1.0
+
+
+def _files_touched(table: Table, keys: int, touched: float, dialect: str | None) -> float | None:
+    """DuckDB over local Parquet: the share of the rows in the files ``keys`` keys spread
+    at random would touch, when :func:`whole_files_reason` would read each such file whole
+    (its selection past the read-ahead budget, at ``touched`` of the bytes, and every file
+    leaving out fewer rows than :data:`VIEW_SELECT_ROWS` allows for ``keys`` literals even
+    with one row group selected; no deleted rows), else None."""
+    if dialect != "duckdb" or table.kind != "parquet" or table.deleted is not None:
+        return None
+    files = list((table.files or {}).values())
+    if len(files) < 2:
+        return None
+    most = VIEW_SELECT_ROWS + VIEW_SELECT_ROWS_PER_LITERAL * keys
+    if any(f.rows - min(f.row_group_rows, default=0) >= most for f in files):
+        return None
+    if touched * sum(f.byte_size for f in files) <= reads.DUCKDB_READ_AHEAD_BYTES:
+        return None  # read ahead, by row groups
+    rows = np.array([f.rows for f in files], dtype=np.float64)
+    total = rows.sum()
+    if total == 0:
+        return None
+    hit = -np.expm1(keys * np.log1p(-rows / total))
+    return float((rows * hit).sum() / total)
 
 
 def _units(table: Table, column: str) -> int:
@@ -257,16 +333,19 @@ def _unit_name(table: Table) -> str:
     return "row groups" if table.kind == "parquet" else "zones"
 
 
-def whole_reason(table: Table, selection: Selection) -> str | None:
-    """Why ``table`` is read whole rather than as ``selection`` (see the module's text), or
-    None to read the selection."""
+def whole_reason(table: Table, selection: Selection, dialect: str | None = None) -> str | None:
+    """Why ``table`` is read whole rather than as ``selection`` (see the module's text;
+    ``dialect``: the engine's), or None to read the selection."""
     if storage.is_remote(table.path):
         return None
     total = table.num_rows
     if total == 0:
         return None
     if table.kind == "parquet":
-        read = sum(part.rows() for part in parquet_parts(table, selection))
+        parts = parquet_parts(table, selection)
+        if dialect == "duckdb" and all(part.row_groups is None for part in parts):
+            return None  # one read_parquet of fewer files: DuckDB's own read, of less
+        read = sum(part.rows() for part in parts)
         what = "the rows of the row groups it selects"
     else:
         read = selection.num_rows
@@ -277,6 +356,48 @@ def whole_reason(table: Table, selection: Selection) -> str | None:
     return (
         f"cost model: read whole by the engine's own read; the selection's reads, {what}, "
         f"are {share:.0%} of the table (pruning pays under {WHOLE_FRACTION:.0%})"
+    )
+
+
+def literals(predicate: Predicate) -> int:
+    """How many literals ``predicate``'s terms hold (an ``IN`` list's each, another term 1):
+    what each of DuckDB's reads copies of the query's filter grows with."""
+    return sum(
+        len(leaf.values) if isinstance(leaf, In | NotIn) else 1 for leaf in leaves(predicate)
+    )
+
+
+def whole_files_reason(
+    table: Table, selection: Selection, literal_count: int, dialect: str
+) -> tuple[Selection, str] | None:
+    """``selection`` with the files DuckDB reads faster whole than as a read of their own
+    (:data:`VIEW_SELECT_ROWS`; ``literal_count``: :func:`literals` of the table's terms),
+    and why, or None to read ``selection`` as it is: another engine (``dialect``), a table
+    on an object store (pruner reads its files ahead, in one batch), or a selection DuckDB's
+    binding reads ahead (every file in part, two or more, of few bytes) or reads with one
+    ``read_parquet`` of its own at most. A file with deleted rows (Delta's deletion vectors)
+    is read by row number all the same, so it is never widened."""
+    if dialect != "duckdb" or table.kind != "parquet" or storage.is_remote(table.path):
+        return None
+    parts = parquet_parts(table, selection)
+    partial = [p for p in parts if p.row_groups is not None]
+    if len(partial) < 2:
+        return None
+    if len(partial) == len(parts) and read_ahead_bytes(partial) <= reads.DUCKDB_READ_AHEAD_BYTES:
+        return None
+    most = VIEW_SELECT_ROWS + VIEW_SELECT_ROWS_PER_LITERAL * literal_count
+    wide = [
+        p for p in partial if p.file.rows - p.rows() < most and deleted_rows(table, p.file) is None
+    ]
+    if not wide:
+        return None
+    ids = {file.path: fid for fid, file in (table.files or {}).items()}
+    widened = selection | Selection.whole({ids[p.file.path]: p.file.rows for p in wide})
+    return widened, (
+        f"cost model: {len(wide):,} of the {len(partial):,} files selected in part are read "
+        f"whole, in DuckDB's one read of the files read whole (each leaves out fewer than "
+        f"{most:,} rows: DuckDB scans them faster than it sets up a read of that file alone "
+        f"with {literal_count:,} literals)"
     )
 
 

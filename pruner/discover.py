@@ -419,6 +419,12 @@ class ParquetFile:
         metadata = self.metadata
         return tuple(metadata.row_group(g).num_rows for g in range(metadata.num_row_groups))
 
+    @cached_property
+    def byte_size(self) -> int:
+        """The row groups' uncompressed bytes, from the footer (``total_byte_size``)."""
+        metadata = self.metadata
+        return sum(metadata.row_group(g).total_byte_size for g in range(metadata.num_row_groups))
+
 
 def read_parquet_file(path: storage.Location, relative: str) -> ParquetFile:
     """The Parquet file at ``path`` (``relative``, ``/``-separated, to its table's

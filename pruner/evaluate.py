@@ -347,7 +347,7 @@ def _run(
         table.schema,
         dialect,
         table.hash_type,
-        lambda column, keys: probe_reason(table, column, keys),
+        lambda column, keys: probe_reason(table, column, keys, dialect),
     )
     selected = visit(bound, evaluator)
     evaluator.unused_keys()

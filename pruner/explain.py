@@ -16,11 +16,12 @@ import dataclasses
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from pruner import storage
 from pruner.analysis.model import Analysis, Scan
 from pruner.analyzer import analyze, names_table
-from pruner.costs import UNANALYSED, needs_analysis, whole_reason
+from pruner.costs import UNANALYSED, literals, needs_analysis, whole_files_reason, whole_reason
 from pruner.errors import SqlSyntaxError
 from pruner.evaluate import RowKeys, ScanSelection, select_scans, table_keys, table_selections
 from pruner.expressions import Unknown
@@ -29,7 +30,7 @@ from pruner.reads import parquet_parts
 from pruner.selection import Selection
 from pruner.table import Table, TableSource, open_tables
 
-__all__ = ["Explanation", "engine_reads", "explain", "explain_opened"]
+__all__ = ["Explanation", "engine_reads", "explain", "explain_opened", "parquet_reads"]
 
 
 @dataclass(frozen=True)
@@ -46,14 +47,24 @@ class Explanation:
     # Per table name the cost model reads whole although its scans selected less: why
     # (pruner.costs.whole_reason).
     read_whole: tuple[tuple[str, str], ...] = ()
+    # Per table name the cost model reads some files of whole, where its scans selected
+    # part of them: the wider selection and why (pruner.costs.whole_files_reason).
+    read_files_whole: tuple[tuple[str, Selection, str], ...] = ()
     # False: a query does not analyse this SQL (pruner.costs.needs_analysis), it reads
     # every table whole; explain analyses it all the same, to say why no term could prune.
     analysed: bool = True
 
     def selections(self) -> dict[str, Selection]:
         """Per table name, the rows an engine must read (the union over its scans); the
-        cost model may still read a table whole (:attr:`read_whole`)."""
+        cost model may still read a table whole (:attr:`read_whole`), or some of its files
+        (:attr:`read_files_whole`)."""
         return table_selections(list(self.scans))
+
+    def chosen(self) -> dict[str, Selection]:
+        """:meth:`selections` as the cost model widened them: what the engine is bound to
+        (a table in :attr:`read_whole` is read whole, by the engine's own read)."""
+        wider = {name: selection for name, selection, _ in self.read_files_whole}
+        return {name: wider.get(name, found) for name, found in self.selections().items()}
 
     def keys(self) -> dict[str, RowKeys]:
         """Per table name, the keys every row the query keeps of it holds (when known)."""
@@ -84,6 +95,7 @@ class Explanation:
                     "engine_reads": engine_reads(s),
                     "unindexed_fragments": list(s.unindexed_fragments),
                     "read_whole": dict(self.read_whole).get(s.scan.table),
+                    "read_files_whole": self._files_whole(s),
                 }
                 for s in self.scans
             ],
@@ -107,11 +119,7 @@ class Explanation:
             )
             reads = engine_reads(s)
             if reads is not None:
-                lines.append(
-                    f"  the engine reads {reads['row_groups_read']:,} of "
-                    f"{reads['row_groups_total']:,} row groups ({reads['rows_read']:,} rows) "
-                    f"in {reads['files_read']:,} of {reads['files_total']:,} files"
-                )
+                lines.append(f"  {_reads_text(reads)}")
             used_index = any(t.used_index for t in s.terms)
             if s.unindexed_fragments and s.table is not None and used_index:
                 lines.append(f"  {_unindexed(s)}")
@@ -127,6 +135,9 @@ class Explanation:
             whole = dict(self.read_whole).get(s.scan.table)
             if whole is not None:
                 lines.append(f"  {whole}")
+            files = self._files_whole(s)
+            if files is not None:
+                lines.append(f"  {files['reason']}; {_reads_text(files['engine_reads'])}")
         if not self.analysed:
             lines.append(f"query: {UNANALYSED}")
         if self.store_reads is not None:
@@ -137,6 +148,22 @@ class Explanation:
             )
         return "\n".join(lines)
 
+    def _files_whole(self, scan: ScanSelection) -> dict[str, Any] | None:
+        """The cost model's files read whole of the scan's table: why, and what the engine
+        reads then (:attr:`read_files_whole`), or None."""
+        for name, selection, reason in self.read_files_whole:
+            if name == scan.scan.table and scan.table is not None:
+                return {"reason": reason, "engine_reads": parquet_reads(scan.table, selection)}
+        return None
+
+
+def _reads_text(reads: dict[str, int]) -> str:
+    return (
+        f"the engine reads {reads['row_groups_read']:,} of {reads['row_groups_total']:,} row "
+        f"groups ({reads['rows_read']:,} rows) in {reads['files_read']:,} of "
+        f"{reads['files_total']:,} files"
+    )
+
 
 def engine_reads(scan: ScanSelection) -> dict[str, int] | None:
     """What the engine reads of a Parquet table for the scan's selection: its row groups
@@ -145,8 +172,13 @@ def engine_reads(scan: ScanSelection) -> dict[str, int] | None:
     table = scan.table
     if table is None or table.kind != "parquet":
         return None
+    return parquet_reads(table, scan.selection)
+
+
+def parquet_reads(table: Table, selection: Selection) -> dict[str, int]:
+    """What the engine reads of Parquet ``table`` for ``selection`` (:func:`engine_reads`)."""
     files = table.files or {}
-    parts = parquet_parts(table, scan.selection)
+    parts = parquet_parts(table, selection)
     return {
         "row_groups_read": sum(
             len(p.file.row_group_rows) if p.row_groups is None else len(p.row_groups) for p in parts
@@ -233,26 +265,39 @@ def explain_opened(
     if analysed is None:
         named = {name: table for name, table in opened.items() if names_table(name, sql)}
         analysed = needs_analysis(sql, named)
+    read_whole, files_whole = _cost_choices(found, dialect)
     return Explanation(
         sql,
         dialect,
         found,
         analysis.inner_joins_only,
-        read_whole=_cost_choices(found),
+        read_whole=read_whole,
+        read_files_whole=files_whole,
         analysed=analysed,
     )
 
 
-def _cost_choices(scans: tuple[ScanSelection, ...]) -> tuple[tuple[str, str], ...]:
-    """The tables whose scans used an index that the cost model reads whole, and why."""
+def _cost_choices(
+    scans: tuple[ScanSelection, ...], dialect: str
+) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, Selection, str], ...]]:
+    """The tables whose scans used an index that the cost model reads whole, and why; and
+    those it reads some files of whole (for ``dialect``'s engine), the wider selection and
+    why."""
     pruned = {s.scan.table: s.table for s in scans if s.table is not None and _used_index(s)}
     selections = table_selections(list(scans))
-    found = []
+    whole, files_whole = [], []
     for name, table in pruned.items():
-        reason = whole_reason(table, selections[name])
+        selection = selections[name]
+        count = sum(literals(s.scan.predicate) for s in scans if s.scan.table == name)
+        wider = whole_files_reason(table, selection, count, dialect)
+        if wider is not None:
+            selection = wider[0]
+        reason = whole_reason(table, selection, dialect)
         if reason is not None:
-            found.append((name, reason))
-    return tuple(found)
+            whole.append((name, reason))
+        elif wider is not None:
+            files_whole.append((name, *wider))
+    return tuple(whole), tuple(files_whole)
 
 
 def _used_index(scan: ScanSelection) -> bool:

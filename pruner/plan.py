@@ -105,7 +105,7 @@ def plan(
     # SQL pruner's parser refuses is the engine's to judge: explain reads every table whole
     # then, and the engine raises its own error (as it would without pruner) or answers.
     explanation = explain_opened(sql, opened, dialect=dialect, parameters=parameters, analysed=True)
-    found = explanation.selections()
+    found = explanation.chosen()
     whole = dict(explanation.read_whole)  # the cost model's choice (pruner.costs)
     selections: dict[str, Selection | None] = {
         name: table.whole() if name in whole else found.get(name) for name, table in opened.items()

@@ -17,9 +17,19 @@ from pruner import costs
 COST_MODEL = {
     "WHOLE_FRACTION": costs.WHOLE_FRACTION,
     "PROBE_SKIP_FRACTION": costs.PROBE_SKIP_FRACTION,
+    "FILES_SKIP_FRACTION": costs.FILES_SKIP_FRACTION,
     "JOIN_READ_RATIO": costs.JOIN_READ_RATIO,
+    "VIEW_SELECT_ROWS": costs.VIEW_SELECT_ROWS,
+    "VIEW_SELECT_ROWS_PER_LITERAL": costs.VIEW_SELECT_ROWS_PER_LITERAL,
 }
 """pruner's cost model as shipped (pruner.costs)."""
+
+COST_MODEL_OFF = dict.fromkeys(COST_MODEL, math.inf) | {
+    "VIEW_SELECT_ROWS": 0,
+    "VIEW_SELECT_ROWS_PER_LITERAL": 0,
+}
+"""The thresholds at which the cost model never chooses: no read whole, every term probed,
+every join's keys read, no file read whole that its selection reads in part."""
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
@@ -35,8 +45,8 @@ def _pruned_reads() -> Iterator[None]:
     would read most of them whole, so the tests of pruned reads (and the differential
     harness) would test whole reads. The tests of the model turn it on (:func:`cost_model`);
     commands run in a new process have it as shipped."""
-    for name in COST_MODEL:
-        setattr(costs, name, math.inf)
+    for name, value in COST_MODEL_OFF.items():
+        setattr(costs, name, value)
     yield
     for name, value in COST_MODEL.items():
         setattr(costs, name, value)

@@ -60,13 +60,18 @@ def _print_index_list(rows: list[dict[str, object]], path: str) -> None:
 
 
 def _row_groups_read(prepared: Any) -> str:
-    """What the engine reads of the Parquet tables, where a row group holds more than the
-    zones selected in it: ``; Parquet row groups read 3 / 60 (750,000 rows)``."""
-    from pruner.explain import engine_reads
+    """What the engine reads of the Parquet tables, as the plan binds them (the cost model's
+    choices included), where a row group holds more than the zones selected in it:
+    ``; Parquet row groups read 3 / 60 (750,000 rows)``."""
+    from pruner.explain import parquet_reads
 
     if prepared.explanation is None:
         return ""
-    found = [r for r in map(engine_reads, prepared.explanation.scans) if r is not None]
+    found = [
+        parquet_reads(prepared.tables[name], selection)
+        for name, selection in prepared.selections.items()
+        if selection is not None and prepared.tables[name].kind == "parquet"
+    ]
     if not found:
         return ""
     groups = sum(r["row_groups_read"] for r in found)

@@ -21,10 +21,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pruner
-from pruner import costs
+from pruner import costs, reads
 from pruner.adapters import duckdb as duck_adapter
 from pruner.adapters import kept
 from pruner.adapters.kept import reusable_binding
+from pruner.cli import main
 from pruner.index import build_index
 from pruner.plan import plan
 from tests.support.engine_check import engine_alone, multiset
@@ -91,6 +92,10 @@ def _in_list(keys: list[int]) -> str:
     whole=st.floats(0.0, 1.01),
     skip=st.floats(0.0, 1.01),
     join_ratio=st.floats(0.0, 8.0),
+    view_rows=st.sampled_from([0, 500, 1_500, 25_000]),
+    per_literal=st.sampled_from([0, 5, 110]),
+    files_skip=st.floats(0.0, 1.01),
+    read_ahead=st.sampled_from([0, 64 << 20]),
 )
 def test_every_choice_answers_as_the_engine_alone(
     tables: dict[str, Path],
@@ -102,9 +107,14 @@ def test_every_choice_answers_as_the_engine_alone(
     whole: float,
     skip: float,
     join_ratio: float,
+    view_rows: int,
+    per_literal: int,
+    files_skip: float,
+    read_ahead: int,
 ) -> None:
-    """Thresholds drawn anywhere from 'always read whole' to 'never': the answer never
-    changes, only what is read."""
+    """Thresholds drawn anywhere from 'always read whole' to 'never' (and DuckDB's files
+    read whole, from none to every file it reads in part, read ahead or not): the answer
+    never changes, only what is read."""
     if engine == "datafusion" and kind == "lance":
         engine = "duckdb"
     listed = ", ".join(map(str, keys))
@@ -122,6 +132,10 @@ def test_every_choice_answers_as_the_engine_alone(
     monkeypatch.setattr(costs, "WHOLE_FRACTION", whole)
     monkeypatch.setattr(costs, "PROBE_SKIP_FRACTION", skip)
     monkeypatch.setattr(costs, "JOIN_READ_RATIO", join_ratio)
+    monkeypatch.setattr(costs, "VIEW_SELECT_ROWS", view_rows)
+    monkeypatch.setattr(costs, "VIEW_SELECT_ROWS_PER_LITERAL", per_literal)
+    monkeypatch.setattr(costs, "FILES_SKIP_FRACTION", files_skip)
+    monkeypatch.setattr(reads, "DUCKDB_READ_AHEAD_BYTES", read_ahead)
     named = {"t": tables[kind], "s": tables["s"]}
     expected = engine_alone(engine, sql, named)
     got = pruner.query(sql, named, engine=engine)
@@ -172,6 +186,78 @@ def test_explain_names_the_cost_models_choice(tables: dict[str, Path], cost_mode
         [scan] = pruner.explain(one, {"t": path}).to_json()["scans"]  # type: ignore[index]
         assert scan["read_whole"] is None
         assert not plan(one, {"t": path}, dialect="duckdb").reads_whole("t")
+
+
+def test_duckdb_reads_files_whole_that_a_read_of_their_own_would_cost_more(
+    tables: dict[str, Path],
+    cost_model: None,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """DuckDB bound to a view of one read per partly read file (past the read-ahead budget,
+    here 0): files of 2,000 rows, each leaving out fewer rows than such a read costs, are
+    read whole in the view's one read of whole files. The plan binds that wider selection,
+    explain names the choice and DuckDB's count of the bound rows equals explain's (and the
+    command's summary); another
+    engine reads the selection as it is, and every answer is the engine alone's."""
+    monkeypatch.setattr(reads, "DUCKDB_READ_AHEAD_BYTES", 0)
+    ids = _data().column("id").to_pylist()
+    # one key in the first zone (and row group) of each of files 0 and 1
+    keys = [next(i for i in ids[z * 2_000 : z * 2_000 + 500] if i is not None) for z in (0, 1)]
+    sql = _in_list(keys)
+    path = tables["parquet"]
+    found = pruner.explain(sql, {"t": path})
+    [scan] = found.to_json()["scans"]  # type: ignore[index]
+    assert scan["engine_reads"]["rows_read"] == 1_000 and scan["read_whole"] is None
+    wider = scan["read_files_whole"]
+    assert "2 of the 2 files selected in part are read whole" in wider["reason"], wider
+    assert wider["engine_reads"] == {
+        "row_groups_read": 8,
+        "row_groups_total": 12,
+        "rows_read": 4_000,
+        "files_read": 2,
+        "files_total": 3,
+    }
+    assert "the engine reads 8 of 12 row groups (4,000 rows) in 2 of 3 files" in str(found)
+    prepared = plan(sql, {"t": path}, dialect="duckdb")
+    assert prepared.selections["t"] is not None and prepared.selections["t"].num_rows == 4_000
+    cursor = duck_adapter.registered(duck_adapter.shared_connection(), prepared)
+    [(rows,)] = cursor.execute("SELECT count(*) FROM t").fetchall()
+    cursor.close()
+    assert rows == 4_000
+    assert pruner.query(sql, {"t": path}) == engine_alone("duckdb", sql, {"t": path})
+    assert main(["query", sql, "--table", f"t={path}", "--format", "csv"]) == 0
+    assert "Parquet row groups read 8 / 12 (4,000 rows)" in capsys.readouterr().err
+    other = pruner.explain(sql, {"t": path}, dialect="datafusion").to_json()["scans"]
+    assert other[0]["read_files_whole"] is None  # type: ignore[index]
+    assert plan(sql, {"t": path}, dialect="datafusion").selections["t"].num_rows == 1_000
+    got = pruner.query(sql, {"t": path}, engine="datafusion")
+    assert multiset(got) == multiset(engine_alone("datafusion", sql, {"t": path}))
+    # read ahead (within the budget), the two row groups are read as they are
+    monkeypatch.setattr(reads, "DUCKDB_READ_AHEAD_BYTES", 64 << 20)
+    [scan] = pruner.explain(sql, {"t": path}).to_json()["scans"]  # type: ignore[index]
+    assert scan["read_files_whole"] is None
+
+
+def test_duckdb_does_not_probe_keys_that_touch_files_it_reads_whole(
+    tables: dict[str, Path], cost_model: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """7 keys, one in each of 7 row groups over the 3 files: 45% of the 12 row groups at
+    random, probed on the row groups' count alone; but files holding 94% of the rows, each
+    of which DuckDB would read whole (past its read-ahead budget, here 0): not probed for
+    DuckDB, and explain says why; probed for DataFusion. Every answer is the engine's."""
+    monkeypatch.setattr(reads, "DUCKDB_READ_AHEAD_BYTES", 0)
+    ids = [i for i in _data().column("id").to_pylist() if i is not None]
+    sql = _in_list([ids[r] for r in range(0, 6_000, 900)][:7])
+    path = tables["parquet"]
+    [term] = pruner.explain(sql, {"t": path}).to_json()["scans"][0]["terms"]  # type: ignore[index]
+    assert not term["used_index"] and "DuckDB reads every file" in term["reason"], term
+    assert plan(sql, {"t": path}, dialect="duckdb").reads_whole("t")
+    assert pruner.query(sql, {"t": path}) == engine_alone("duckdb", sql, {"t": path})
+    found = pruner.explain(sql, {"t": path}, dialect="datafusion").to_json()
+    assert found["scans"][0]["terms"][0]["used_index"]  # type: ignore[index]
+    got = pruner.query(sql, {"t": path}, engine="datafusion")
+    assert multiset(got) == multiset(engine_alone("datafusion", sql, {"t": path}))
 
 
 def test_a_join_reads_the_other_sides_keys_only_when_they_can_pay(
