@@ -178,9 +178,12 @@ def needs_analysis(sql: str, tables: Mapping[str, Table]) -> bool:
     return False
 
 
-LONG_SQL = 2_000
-"""SQL at least this long is searched for literal lists too long to probe
-(:func:`_without_unprobed_lists`); shorter SQL is not worth the search."""
+LONG_SQL = 200
+"""SQL at least this long that says IN is searched for literal lists too long to probe
+(:func:`_without_unprobed_lists`); shorter SQL holds too few literals to be worth the search.
+An IN of 100 keys (809 characters) not probed on a table of 1M rows, 10 fragments: 0.37 ms
+to plan with the search (not analysed), 1.04 ms analysed; a query of 263 characters that is
+analysed all the same costs no more with the search (0.92 against 0.95 ms)."""
 
 
 def _without_unprobed_lists(sql: str, tables: Mapping[str, Table]) -> str:
@@ -195,7 +198,7 @@ def _without_unprobed_lists(sql: str, tables: Mapping[str, Table]) -> str:
     string or comment, or one that is no column's, changes only whether the rest is
     analysed; the analysis may only be skipped where it could select nothing narrower.
     """
-    if len(sql) < LONG_SQL:
+    if len(sql) < LONG_SQL or "in" not in sql_words(sql):
         return sql
     from pruner.folding import whole_in_lists  # its patterns take ~3 ms to compile
 
