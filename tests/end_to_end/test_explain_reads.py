@@ -9,10 +9,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 import pruner
-from pruner.adapters import duckdb as duck_adapter
 from pruner.explain import engine_reads, explain
 from pruner.index import build_index
 from pruner.plan import plan
+from tests.support.engine_check import duckdb_bound_rows
 
 
 def _directory(tmp_path: Path) -> Path:
@@ -42,10 +42,7 @@ def test_explain_counts_the_row_groups_the_engine_reads(tmp_path: Path) -> None:
     assert "the engine reads 1 of 6 row groups (5,000 rows) in 1 of 3 files" in str(explanation)
     # The rows DuckDB scans: the pruned source bound for the query holds exactly those.
     prepared = plan(sql, {"t": directory}, dialect="duckdb")
-    cursor = duck_adapter.registered(duck_adapter.shared_connection(), prepared)
-    [(rows,)] = cursor.execute("SELECT count(*) FROM t").fetchall()
-    cursor.close()
-    assert rows == reads["rows_read"]
+    assert duckdb_bound_rows(prepared) == reads["rows_read"]
 
 
 def test_explain_names_files_the_index_does_not_cover(tmp_path: Path) -> None:

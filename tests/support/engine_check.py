@@ -240,3 +240,16 @@ def restrict(
     table: pa.Table, fragments: np.ndarray, offsets: np.ndarray, selection: Selection
 ) -> pa.Table:
     return table.filter(pa.array(selection.contains(fragments, offsets)))
+
+
+def duckdb_bound_rows(prepared: Any, name: str = "t") -> int:
+    """How many rows DuckDB scans of table ``name`` as pruner binds it for ``prepared`` (a
+    :class:`pruner.plan.Plan`): what explain says the engine reads must equal it."""
+    from pruner.adapters import duckdb as duck_adapter
+
+    cursor = duck_adapter.registered(duck_adapter.shared_connection(), prepared)
+    try:
+        [(rows,)] = cursor.execute(f"SELECT count(*) FROM {_quoted(name)}").fetchall()
+    finally:
+        cursor.close()
+    return int(rows)
