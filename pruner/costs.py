@@ -346,9 +346,9 @@ def whole_reason(table: Table, selection: Selection, dialect: str | None = None)
         return None
     if table.kind == "parquet":
         parts = parquet_parts(table, selection)
-        if dialect == "duckdb" and all(part.row_groups is None for part in parts):
-            return None  # one read_parquet of fewer files: DuckDB's own read, of less
         read = sum(part.rows() for part in parts)
+        if dialect == "duckdb" and read < total and all(p.row_groups is None for p in parts):
+            return None  # one read_parquet of fewer files: DuckDB's own read, of less
         what = "the rows of the row groups it selects"
     else:
         read = selection.num_rows

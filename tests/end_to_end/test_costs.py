@@ -230,6 +230,11 @@ def test_duckdb_reads_files_whole_that_a_read_of_their_own_would_cost_more(
     assert plan(sql, {"t": path}, dialect="datafusion").selections["t"].num_rows == 1_000
     got = pruner.query(sql, {"t": path}, engine="datafusion")
     assert multiset(got) == multiset(engine_alone("datafusion", sql, {"t": path}))
+    # a key in every file: each read whole is the whole table, read as DuckDB reads it alone
+    every = [next(i for i in ids[z * 2_000 : z * 2_000 + 500] if i is not None) for z in (0, 1, 2)]
+    [scan] = pruner.explain(_in_list(every), {"t": path}).to_json()["scans"]  # type: ignore[index]
+    assert scan["read_whole"] is not None and scan["read_files_whole"] is None, scan
+    assert plan(_in_list(every), {"t": path}, dialect="duckdb").reads_whole("t")
     # read ahead (within the budget), the two row groups are read as they are
     monkeypatch.setattr(reads, "DUCKDB_READ_AHEAD_BYTES", 64 << 20)
     [scan] = pruner.explain(sql, {"t": path}).to_json()["scans"]  # type: ignore[index]
