@@ -56,7 +56,9 @@ from __future__ import annotations
 
 import math
 import re
+import weakref
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -304,20 +306,48 @@ def _files_touched(table: Table, keys: int, touched: float, dialect: str | None)
     with one row group selected; no deleted rows), else None."""
     if dialect != "duckdb" or table.kind != "parquet" or table.deleted is not None:
         return None
-    files = list((table.files or {}).values())
-    if len(files) < 2:
+    files = _files_of(table)
+    if files is None:
         return None
     most = VIEW_SELECT_ROWS + VIEW_SELECT_ROWS_PER_LITERAL * keys
-    if any(f.rows - min(f.row_group_rows, default=0) >= most for f in files):
+    if files.widest >= most:
         return None
-    if touched * sum(f.byte_size for f in files) <= reads.DUCKDB_READ_AHEAD_BYTES:
+    if touched * files.byte_size <= reads.DUCKDB_READ_AHEAD_BYTES:
         return None  # read ahead, by row groups
-    rows = np.array([f.rows for f in files], dtype=np.float64)
-    total = rows.sum()
-    if total == 0:
-        return None
-    hit = -np.expm1(keys * np.log1p(-rows / total))
-    return float((rows * hit).sum() / total)
+    share = files.rows / files.rows.sum()
+    return float((share * -np.expm1(keys * np.log1p(-share))).sum())
+
+
+@dataclass(frozen=True)
+class _Files:
+    """What :func:`_files_touched` weighs of a Parquet table's files, the same for every
+    query of the opened table (a table whose files change is opened anew): the most rows a
+    file leaves out with one row group selected, the row groups' bytes, each file's rows."""
+
+    widest: int
+    byte_size: int
+    rows: np.ndarray
+
+
+_FILES: weakref.WeakKeyDictionary[Table, _Files | None] = weakref.WeakKeyDictionary()
+""":class:`_Files` per opened table, None for fewer than two files or no rows (0.6-0.9 ms
+a term to gather at 1,000 files, every query, before)."""
+
+
+def _files_of(table: Table) -> _Files | None:
+    if table not in _FILES:
+        files = list((table.files or {}).values())
+        rows = np.array([f.rows for f in files], dtype=np.float64)
+        _FILES[table] = (
+            _Files(
+                max(f.rows - min(f.row_group_rows, default=0) for f in files),
+                sum(f.byte_size for f in files),
+                rows,
+            )
+            if len(files) >= 2 and rows.sum() > 0
+            else None
+        )
+    return _FILES[table]
 
 
 def _units(table: Table, column: str) -> int:

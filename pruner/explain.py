@@ -61,8 +61,9 @@ class Explanation:
         return table_selections(list(self.scans))
 
     def chosen(self) -> dict[str, Selection]:
-        """:meth:`selections` as the cost model widened them: what the engine is bound to
-        (a table in :attr:`read_whole` is read whole, by the engine's own read)."""
+        """:meth:`selections` with the files the cost model reads whole added
+        (:attr:`read_files_whole`); a table in :attr:`read_whole` the plan reads whole all
+        the same, by the engine's own read."""
         wider = {name: selection for name, selection, _ in self.read_files_whole}
         return {name: wider.get(name, found) for name, found in self.selections().items()}
 
