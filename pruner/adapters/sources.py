@@ -33,7 +33,7 @@ from pruner.evaluate import RowKeys
 from pruner.reads import ParquetPart, parquet_parts
 from pruner.selection import Selection
 from pruner.table import Table
-from pruner.table.trust import lance_may_probe
+from pruner.table.trust import lance_cannot_filter, lance_may_probe
 
 __all__ = [
     "KEYS_IN_SCAN",
@@ -153,20 +153,6 @@ def _add_keys(options: dict[str, Any], keys: pc.Expression | None) -> None:
         options["filter"] = keys
     elif isinstance(condition, pc.Expression):
         options["filter"] = keys & condition
-
-
-def lance_cannot_filter(arrow_type: pa.DataType) -> bool:
-    """Types Lance 14's scanner cannot filter on: it turns a pushed filter into Substrait and
-    refuses one that names a column of these types (measured: unsigned integers, large
-    strings and binaries, date64, times, durations), when the scan is built or starts."""
-    return (
-        pa.types.is_unsigned_integer(arrow_type)
-        or pa.types.is_large_string(arrow_type)
-        or pa.types.is_large_binary(arrow_type)
-        or pa.types.is_date64(arrow_type)
-        or pa.types.is_time(arrow_type)
-        or pa.types.is_duration(arrow_type)
-    )
 
 
 _LANCE_FILTER_DEPTH = 12

@@ -3,12 +3,14 @@ proved whole, since Lance trusts an index as it is on disk."""
 
 from __future__ import annotations
 
+import pyarrow as pa
+
 from pruner import storage
 from pruner.errors import PrunerError
 from pruner.index.lance import BLOOM_INDEX_DETAILS, lance_index_path, passes_checksums
 from pruner.table.model import Table
 
-__all__ = ["lance_may_probe"]
+__all__ = ["lance_cannot_filter", "lance_may_probe"]
 
 
 def lance_may_probe(table: Table, condition: str) -> bool:
@@ -46,3 +48,17 @@ def lance_may_probe(table: Table, condition: str) -> bool:
         if not claimed.isdisjoint(bound.uncovered.fragment_ids()):
             return False
     return True
+
+
+def lance_cannot_filter(arrow_type: pa.DataType) -> bool:
+    """Types Lance 14's scanner cannot filter on: it turns a pushed filter into Substrait and
+    refuses one that names a column of these types (measured: unsigned integers, large
+    strings and binaries, date64, times, durations), when the scan is built or starts."""
+    return (
+        pa.types.is_unsigned_integer(arrow_type)
+        or pa.types.is_large_string(arrow_type)
+        or pa.types.is_large_binary(arrow_type)
+        or pa.types.is_date64(arrow_type)
+        or pa.types.is_time(arrow_type)
+        or pa.types.is_duration(arrow_type)
+    )
