@@ -1,12 +1,13 @@
 """From a Selection to what an engine reads: the half every adapter shares.
 
-- **Lance**: a small selection (at most :data:`READ_AHEAD_VALUES` values) is read into an Arrow
-  table before the query runs: one Lance read of the selected rows costs less than an
-  engine's set-up of a streamed scan. A larger one is a :class:`PrunedLanceDataset`, a
-  ``LanceDataset`` whose scans are forced onto the selected fragments and row addresses.
-  DuckDB calls ``scanner(columns=..., filter=...)`` and DataFusion calls ``get_fragments()``
-  then each part's ``scanner(...)``; both keep their projection and filter pushdown, and
-  pruner adds ``fragments=`` and ``row_addr_allowlist=``.
+- **Lance**: a small selection (at most :data:`pruner.reads.LANCE_READ_AHEAD_VALUES`
+  values) is read into an Arrow table before the query runs: one Lance read of the
+  selected rows costs less than an engine's set-up of a streamed scan. A larger one is a
+  :class:`PrunedLanceDataset`, a ``LanceDataset`` whose scans are forced onto the selected
+  fragments and row addresses. DuckDB calls ``scanner(columns=..., filter=...)`` and
+  DataFusion calls ``get_fragments()`` then each part's ``scanner(...)``; both keep their
+  projection and filter pushdown, and pruner adds ``fragments=`` and
+  ``row_addr_allowlist=``.
 - **Parquet**: :func:`parquet_parts` maps a Selection to files read whole and files of which
   only some row groups are read. A row group is read when any selected row falls in it, so a
   zone (which never straddles a row group, see :mod:`pruner.zones`) always maps to whole
@@ -28,7 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
-from pruner import roaring, storage
+from pruner import reads, roaring, storage
 from pruner.evaluate import RowKeys
 from pruner.reads import ParquetPart, parquet_parts
 from pruner.selection import Selection
@@ -37,7 +38,6 @@ from pruner.table.trust import lance_cannot_filter, lance_may_probe
 
 __all__ = [
     "KEYS_IN_SCAN",
-    "READ_AHEAD_VALUES",
     "ParquetPart",
     "PrunedLanceDataset",
     "lance_allowlist",
@@ -211,19 +211,13 @@ rows only (a 100,000-key batch lookup: 1,000 rows of 990,144 read; DuckDB's semi
 them took 122 ms against 49 ms for the read). Lance turns the list into Substrait at about
 3 us a value (measured: 1,000 values 5.7 ms, 10,000 29 ms), hence the limit."""
 
-READ_AHEAD_VALUES = 1 << 18
-"""A Lance selection of at most this many values (rows x columns) is read before the query
-runs and handed to the engine as an Arrow table (a zone of 8,192 rows of up to 32 columns).
-A point lookup then costs one Lance read (~0.6 ms for a zone) instead of an engine's streamed
-scan set-up (~3 ms in DuckDB); the engine gives up projection pushdown only on rows that few.
-"""
-
 
 def lance_source(
     table: Table, selection: Selection | None, keys: RowKeys | None = None
 ) -> pa.Table | lance.LanceDataset:
     """``table``'s dataset restricted to ``selection`` (all of it when None): the selected rows
-    themselves when they are few (:data:`READ_AHEAD_VALUES`), else a pruned dataset.
+    themselves when they are few (:data:`pruner.reads.LANCE_READ_AHEAD_VALUES`), else a
+    pruned dataset.
 
     ``keys`` (the values every row the query keeps holds in one column) lets the read-ahead
     drop the selected rows that hold none of them: it reads that column of the selected
@@ -247,7 +241,7 @@ def lance_source(
         for fragment, ranges in selection.by_fragment().items():
             if ranges != [(0, table.fragment_rows.get(fragment, -1))]:
                 partial[fragment] = ranges
-        if selection.num_rows * max(1, len(table.schema)) <= READ_AHEAD_VALUES:
+        if selection.num_rows * max(1, len(table.schema)) <= reads.LANCE_READ_AHEAD_VALUES:
             names = table.schema.names
             if (
                 keys is not None

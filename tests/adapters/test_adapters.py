@@ -19,9 +19,9 @@ import pyarrow.parquet as pq
 import pytest
 
 import pruner
+from pruner import reads
 from pruner.adapters import datafusion as df_adapter
 from pruner.adapters import duckdb as duck_adapter
-from pruner.adapters import sources
 from pruner.adapters.sources import lance_source
 from pruner.demo import engine_sql, read_sql_examples
 from pruner.errors import EngineError
@@ -97,7 +97,7 @@ def test_every_example_gives_the_engines_own_answer(
     is the answer: pruner unpruned and pruned, with each table in either format, must give
     it, or raise exactly the exception type the engine alone raised. Parameters are written
     in the engine's own placeholders (DuckDB ``?`` / ``$n``, DataFusion ``$n``)."""
-    monkeypatch.setattr(sources, "READ_AHEAD_VALUES", READ_AHEAD[lance_read])
+    monkeypatch.setattr(reads, "LANCE_READ_AHEAD_VALUES", READ_AHEAD[lance_read])
     sql = engine_sql(example, engine)
     parameters = list(example.parameters)
     as_written = {name: example_paths[name] for name in LAYOUTS["as_written"]}
@@ -205,7 +205,7 @@ def test_lance_source_reads_exactly_the_selected_live_rows(
     lance.write_dataset(pa.table({"id": ids}), path, max_rows_per_file=5_000)
     if deletions:  # offsets then stop matching positions among live rows
         lance.dataset(path).delete("id < 3000")
-    monkeypatch.setattr(sources, "READ_AHEAD_VALUES", READ_AHEAD[lance_read])
+    monkeypatch.setattr(reads, "LANCE_READ_AHEAD_VALUES", READ_AHEAD[lance_read])
     table = open_table(path)
     selection = Selection.from_ranges(ranges)
     source = lance_source(table, selection)
@@ -528,7 +528,7 @@ def test_filters_lance_cannot_apply_are_applied_by_pyarrow(
     )
     lance.write_dataset(table, str(path), max_rows_per_file=2)
     build_index(path, "u16", items=1)
-    monkeypatch.setattr(sources, "READ_AHEAD_VALUES", 0)  # stream: the engine pushes filters
+    monkeypatch.setattr(reads, "LANCE_READ_AHEAD_VALUES", 0)  # stream: the engine pushes filters
     cases = {
         "SELECT k FROM u WHERE u16 = 6": [0, 3],
         "SELECT k FROM u WHERE u16 > 5 AND ls = 'a'": [0, 3],
@@ -575,7 +575,7 @@ def test_datafusion_answers_with_its_own_semantics_on_lance(
     lance.write_dataset(data, str(path), max_rows_per_file=2)
     build_index(path, "k", items=1)
     if streamed:
-        monkeypatch.setattr(sources, "READ_AHEAD_VALUES", 0)
+        monkeypatch.setattr(reads, "LANCE_READ_AHEAD_VALUES", 0)
     for sql in SEMANTICS_SQL:
         expected = _datafusion_in_memory(sql, "t", data)
         for prune in (True, False):
@@ -638,7 +638,7 @@ def test_a_filter_pyarrow_cannot_put_into_substrait_is_applied_by_pyarrow(
     )
     lance.write_dataset(table, str(path), max_rows_per_file=2)
     build_index(path, "k", items=1)
-    monkeypatch.setattr(sources, "READ_AHEAD_VALUES", 0)  # stream: the engine pushes filters
+    monkeypatch.setattr(reads, "LANCE_READ_AHEAD_VALUES", 0)  # stream: the engine pushes filters
     mark = "?" if engine == "duckdb" else "$1"
     for value, expected in [(stamp.replace(tzinfo=None), [2, 3]), (dt.datetime(1969, 12, 31), [])]:
         for prune in (True, False):

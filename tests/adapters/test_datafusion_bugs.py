@@ -68,9 +68,9 @@ def test_pruner_answers_right(two_tables: dict[str, Path], prune: bool) -> None:
 @pytest.fixture
 def lance_as_dataset(monkeypatch: pytest.MonkeyPatch) -> None:
     """pruner registers Lance selections as datasets, never as rows read ahead."""
-    from pruner.adapters import sources
+    from pruner import reads
 
-    monkeypatch.setattr(sources, "READ_AHEAD_VALUES", 0)
+    monkeypatch.setattr(reads, "LANCE_READ_AHEAD_VALUES", 0)
 
 
 def test_datafusion_alone_cannot_push_a_null_literal_into_a_dataset(

@@ -120,7 +120,7 @@ def test_scans_that_add_the_keys_to_their_filter_answer_as_the_engine_alone(
 ) -> None:
     """Selections too large to read ahead are scanned with ``column IN (keys)`` added to the
     filter the engine pushes, or as the filter when it pushes none."""
-    monkeypatch.setattr(sources, "READ_AHEAD_VALUES", 0)
+    monkeypatch.setattr(reads, "LANCE_READ_AHEAD_VALUES", 0)
     table = pruner.open_table(lance_path)
     expected = engine_answer(engine, sql, {"t": lance_path})
     assert multiset(pruner.query(sql, {"t": table}, engine=engine)) == expected
@@ -129,7 +129,7 @@ def test_scans_that_add_the_keys_to_their_filter_answer_as_the_engine_alone(
 def test_a_streamed_scan_reads_only_the_rows_of_its_keys(
     lance_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sources, "READ_AHEAD_VALUES", 0)
+    monkeypatch.setattr(reads, "LANCE_READ_AHEAD_VALUES", 0)
     table = pruner.open_table(lance_path)
     prepared = plan("SELECT * FROM t WHERE name IN ('n5', 'n6')", {"t": table}, dialect="duckdb")
     keys = prepared.keys("t")
@@ -258,7 +258,7 @@ def test_a_callers_filters_are_turned_off_only_for_a_scan_of_files_with_filters(
 def test_whole_lance_selection_scans_as_the_dataset(
     lance_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sources, "READ_AHEAD_VALUES", 0)  # a dataset, not rows read ahead
+    monkeypatch.setattr(reads, "LANCE_READ_AHEAD_VALUES", 0)  # a dataset, not rows read ahead
     table = pruner.open_table(lance_path)
     prepared = plan("SELECT * FROM t WHERE v > 0.5", {"t": table}, dialect="duckdb")
     source = lance_source(table, prepared.selections["t"])

@@ -525,7 +525,7 @@ def test_lance_never_reads_a_damaged_index_for_pruner(
     import lance
 
     import pruner
-    from pruner.adapters import sources
+    from pruner import reads
 
     path, index_file = _make("lance", tmp_path)
     first, _ = _probe_values()
@@ -534,7 +534,7 @@ def test_lance_never_reads_a_damaged_index_for_pruner(
     assert len(expected) == 1
     hidden = lance.dataset(str(path)).to_table(filter=f"id = {first}")
     assert hidden.num_rows == 0, "Lance alone probes the damaged filter"
-    monkeypatch.setattr(sources, "READ_AHEAD_VALUES", 0)
+    monkeypatch.setattr(reads, "LANCE_READ_AHEAD_VALUES", 0)
     for sql in (
         f"SELECT pos FROM t WHERE id = {first}",
         f"SELECT pos FROM t WHERE id IN ({first}, -5)",
@@ -555,6 +555,7 @@ def test_a_whole_read_lets_lance_probe_only_an_index_pruner_checked(
     import pyarrow.compute as pc
 
     import pruner
+    from pruner import reads
     from pruner.adapters import sources
 
     def probes(path: Path, selection: str = "whole") -> bool:
@@ -565,7 +566,7 @@ def test_a_whole_read_lets_lance_probe_only_an_index_pruner_checked(
         plan = source.scanner(filter=pc.field("id") == 5).explain_plan()
         return "ScalarIndexQuery" in plan
 
-    monkeypatch.setattr(sources, "READ_AHEAD_VALUES", 0)
+    monkeypatch.setattr(reads, "LANCE_READ_AHEAD_VALUES", 0)
     path, index_file = _make("lance", tmp_path)
     first, _ = _probe_values()
     assert probes(path)
@@ -596,9 +597,10 @@ def test_a_whole_read_never_lets_lance_probe_a_damaged_index(
     import pyarrow.compute as pc
 
     import pruner
+    from pruner import reads
     from pruner.adapters import sources
 
-    monkeypatch.setattr(sources, "READ_AHEAD_VALUES", 0)
+    monkeypatch.setattr(reads, "LANCE_READ_AHEAD_VALUES", 0)
     path, index_file = _make("lance", tmp_path)
     change, checksums, _ = ZONE_DAMAGES[damage]
     _rewrite(index_file, change, checksums)
