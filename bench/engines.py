@@ -134,3 +134,16 @@ def pruned(
         return pruner.query(sql, given, engine=engine, **options)
 
     return run
+
+
+def warmed(table: pruner.Table, sql_of: Callable[[int], str], limit: int = 100_000) -> int:
+    """Plan point lookups of ``table`` (held open) on DuckDB, the ``n``-th ``sql_of(n)``, until
+    one is read whole for Lance's scanner to probe the index
+    (:func:`pruner.costs.lance_probes_reason`), as a table a user holds is after that many
+    lookups: how many it took. Raises when ``limit`` lookups are not enough."""
+    from pruner.plan import plan
+
+    for count in range(1, limit + 1):
+        if plan(sql_of(count), {"t": table}, dialect="duckdb").reads_whole("t"):
+            return count
+    raise SystemExit(f"{table.path}: no lookup left to Lance's scanner after {limit:,}")

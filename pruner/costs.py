@@ -26,6 +26,16 @@ selections and queries to show it).
   more than about 0.7 per unit of the table (50% touched at random). For DuckDB over local
   Parquet the unit may be the file (below): keys that would touch files holding
   :data:`FILES_SKIP_FRACTION` of the rows are not probed either.
+* :func:`lance_probes_reason`, before binding a scan's terms, DuckDB over a local Lance table
+  held open: Lance's scanner probes a bloom index itself when DuckDB pushes ``column =
+  literal`` into its scan, as it does for DuckDB alone, and costs less than pruner's own
+  probe and read of the zone (5M rows in 200 fragments: 2.9 against 4.9 ms a lookup). So a
+  statement of one SELECT of the table whose terms are ``=`` of one literal is read whole,
+  with Lance probing the index, once pruner has checked every zone of that index
+  (:func:`pruner.table.trust.lance_may_probe`), which it does only after the held table was
+  looked up :data:`LANCE_WARM_LOOKUPS_PER_MIB` times (the check and Lance's load of the
+  index cost once what about that many lookups save). A damaged or changed index file is
+  checked again and left to pruner's own probe.
 * :func:`whole_files_reason`, after the probes, DuckDB over local Parquet only: where
   DuckDB's binding is a view with one ``read_parquet`` of its own per partly read file (more
   row groups than :data:`pruner.reads.DUCKDB_READ_AHEAD_BYTES` reads ahead, or a file read
@@ -57,32 +67,40 @@ from __future__ import annotations
 import math
 import re
 import weakref
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow as pa
 
 from pruner import reads, storage
 from pruner.analyzer import names_table
 from pruner.errors import PrunerError
-from pruner.expressions import In, NotIn, Predicate, leaves
+from pruner.expressions import And, Equals, In, NotIn, Predicate, leaves
 from pruner.reads import deleted_rows, parquet_parts, read_ahead_bytes
 from pruner.selection import Selection
 from pruner.table import Table
+from pruner.table.trust import lance_lookup, lance_may_probe
 
 __all__ = [
     "FILES_SKIP_FRACTION",
     "JOIN_READ_RATIO",
+    "LANCE_WARM_LOOKUPS",
+    "LANCE_WARM_LOOKUPS_PER_MIB",
+    "LEFT_TO_LANCE",
     "PROBE_SKIP_FRACTION",
     "UNANALYSED",
     "VIEW_SELECT_ROWS",
     "VIEW_SELECT_ROWS_PER_LITERAL",
     "WHOLE_FRACTION",
     "join_read_reason",
+    "lance_probes_reason",
+    "lance_still_probes",
     "literals",
     "may_hold_term",
     "needs_analysis",
     "probe_reason",
+    "single_select",
     "sql_words",
     "whole_files_reason",
     "whole_reason",
@@ -119,6 +137,16 @@ at least this share of the rows, each of which DuckDB then reads whole
 (:func:`whole_files_reason`), is not probed: the probe would save the read of at most a
 tenth of the rows, and costs as much (1,000 keys over 1,000 files: 80 ms to probe, where
 DuckDB reads 20M rows in 750 ms; over 200 files they touch 99% of the rows)."""
+
+LANCE_WARM_LOOKUPS_PER_MIB = 2.0
+LANCE_WARM_LOOKUPS = 8.0
+"""DuckDB over a local Lance table held open: the point lookups of a column pruner probes
+itself before Lance's scanner probes the index (:func:`lance_probes_reason`), per MiB of the
+index's files, and at least. The switch costs once what pruner's check of the index (every
+zone read and checked: ~1.5 ms a MiB) and Lance's load of it into its cache (~2.6 ms a MiB)
+cost, and then saves about 2 ms a lookup (5M rows in 200 fragments: 3.4 against 4.9 ms a
+lookup): pruner switches once its own lookups have cost about what the switch costs, so a
+table looked up a few times never pays for it, and one looked up often at most twice."""
 
 JOIN_READ_RATIO = 1.0
 """A join's keys are not read at run time from another side that holds at least this many
@@ -178,6 +206,21 @@ def needs_analysis(sql: str, tables: Mapping[str, Table]) -> bool:
             if named and _may_prune(table, column):
                 return True
     return False
+
+
+_SET_WORDS = frozenset({"union", "intersect", "except", "exists"})
+"""Words of a statement that may join its one SELECT to something else with no second
+SELECT (``... EXCEPT TABLE t``, ``... UNION VALUES (1)``)."""
+
+
+def single_select(sql: str) -> bool:
+    """Is ``sql`` (by its words) at most one SELECT, with no join and no set operation?
+
+    >>> single_select("SELECT * FROM t WHERE id = 5"), single_select("FROM t UNION FROM u")
+    (True, False)
+    """
+    words = sql_words(sql)
+    return words.count("select") <= 1 and "join" not in words and _SET_WORDS.isdisjoint(words)
 
 
 LONG_SQL = 200
@@ -291,6 +334,73 @@ def probe_reason(table: Table, column: str, keys: int, dialect: str | None = Non
         "part whole (cost model: a read of its own costs more); the engine's own read is "
         "cheaper"
     )
+
+
+def lance_probes_reason(table: Table, predicate: Predicate, dialect: str) -> str | None:
+    """Why the terms of a scan are left to Lance's scanner (see the module's text), or None
+    to probe them: DuckDB, a local Lance table too large to read whole ahead
+    (:data:`pruner.reads.LANCE_READ_AHEAD_VALUES`), held open and looked up often enough
+    (:data:`LANCE_WARM_LOOKUPS_PER_MIB`), the scan the only one of a statement of
+    one SELECT (the caller's part), and its predicate a conjunction whose every ``=`` or
+    ``IN`` term is an ``=`` of one literal, each on a column Lance's scanner may probe the
+    index of (integers and strings) and at least one with an index. DuckDB pushes each such
+    ``column = literal`` into Lance's scan, where Lance probes the index pruner checked."""
+    if not _lance_table(table, dialect):
+        return None
+    conjuncts = predicate.children if isinstance(predicate, And) else (predicate,)
+    columns = []
+    for term in conjuncts:
+        if isinstance(term, Equals) and not term.null_safe:
+            columns.append(term.column)
+        elif any(isinstance(leaf, Equals | In) for leaf in leaves(term)):
+            return None
+    indexed = sorted({c for c in columns if c in table.schema.names and _may_prune(table, c)})
+    if not indexed:
+        return None
+    for column in indexed:
+        kind = table.schema.field(column).type
+        if not (pa.types.is_signed_integer(kind) or pa.types.is_string(kind)):
+            return None
+    if not all(_lance_warm(table, column) for column in indexed):
+        return None
+    return LEFT_TO_LANCE
+
+
+LEFT_TO_LANCE = (
+    "not probed: Lance's scanner probes this index itself, which pruner checked, on a table "
+    "looked up often (DuckDB pushes the equality into Lance's scan); the engine's own read is "
+    "cheaper"
+)
+"""The reason of every term :func:`lance_probes_reason` leaves to Lance's scanner."""
+
+
+def lance_still_probes(table: Table, columns: Iterable[str], dialect: str) -> bool:
+    """Does :func:`lance_probes_reason`'s choice to leave terms on ``columns`` of ``table`` to
+    Lance's scanner still hold, whatever the predicate (a plan made before, reused for a text
+    of the same shape): the table, its lookups counted so far and its indexes' files now?"""
+    if not _lance_table(table, dialect):
+        return False
+    indexed = [column for column in columns if _may_prune(table, column)]
+    return bool(indexed) and all(_lance_warm(table, column, count=False) for column in indexed)
+
+
+def _lance_table(table: Table, dialect: str) -> bool:
+    """DuckDB, a local Lance table too large to read whole ahead, with no compound key."""
+    if dialect != "duckdb" or table.kind != "lance" or storage.is_remote(table.path):
+        return False
+    if table.num_rows * max(1, len(table.schema)) <= reads.LANCE_READ_AHEAD_VALUES:
+        return False  # read whole ahead, as pruner reads a zone: no index of Lance's probed
+    return not table.compound_keys()
+
+
+def _lance_warm(table: Table, column: str, count: bool = True) -> bool:
+    """Has ``table`` (held open) been looked up on ``column`` often enough for Lance's
+    scanner to probe that column's index itself (:data:`LANCE_WARM_LOOKUPS_PER_MIB`), and may
+    it (:func:`pruner.table.trust.lance_may_probe`: the index's files are checked whole once,
+    when first asked)? With ``count``, counts this lookup."""
+    lookups, size = lance_lookup(table, column, count)
+    needed = max(LANCE_WARM_LOOKUPS, LANCE_WARM_LOOKUPS_PER_MIB * size / (1 << 20))
+    return size > 0 and lookups >= needed and lance_may_probe(table, column)
 
 
 def _touched(keys: int, units: int) -> float:

@@ -25,7 +25,7 @@ from pruner import storage
 from pruner.analysis.model import JoinEdge
 from pruner.analyzer import Analysis, Scan
 from pruner.binding import bind
-from pruner.costs import join_read_reason, probe_reason
+from pruner.costs import join_read_reason, lance_probes_reason, probe_reason, single_select
 from pruner.discover import ParquetFile, open_parquet
 from pruner.errors import IndexFormatError, PrunerError
 from pruner.expressions import (
@@ -337,17 +337,19 @@ class _Evaluator(PredicateVisitor[Selection | None]):
 
 
 def _run(
-    predicate: Predicate, table: Table, dialect: str
+    predicate: Predicate, table: Table, dialect: str, alone: bool = False
 ) -> tuple[_Evaluator, Selection | None, Predicate]:
     """The evaluator (its term reports, its layout), the selection (None for every row) and
-    the bound predicate."""
+    the bound predicate. ``alone``: the statement is one SELECT of this one scan, whose
+    terms may then be left to Lance's scanner (:func:`pruner.costs.lance_probes_reason`)."""
     evaluator = _Evaluator(table)
+    lance = lance_probes_reason(table, predicate, dialect) if alone else None
     bound = bind(
         predicate,
         table.schema,
         dialect,
         table.hash_type,
-        lambda column, keys: probe_reason(table, column, keys, dialect),
+        lambda column, keys: lance or probe_reason(table, column, keys, dialect),
     )
     selected = visit(bound, evaluator)
     evaluator.unused_keys()
@@ -527,9 +529,13 @@ def _overlaps(index: TableIndex, selection: Selection) -> np.ndarray:
 
 
 def _select_scan(
-    scan: Scan, table: Table, dialect: str, tables: Mapping[str, Table] | None = None
+    scan: Scan,
+    table: Table,
+    dialect: str,
+    tables: Mapping[str, Table] | None = None,
+    alone: bool = False,
 ) -> ScanSelection:
-    evaluator, selected, bound = _run(scan.predicate, table, dialect)
+    evaluator, selected, bound = _run(scan.predicate, table, dialect, alone and not scan.joins)
     if scan.joins and tables is not None:
         joined = _joined(scan, table, tables, dialect, evaluator, selected)
         if joined is not None:
@@ -560,8 +566,9 @@ def _select_scan(
 
 def select_scans(analysis: Analysis, tables: Mapping[str, Table]) -> list[ScanSelection]:
     """Evaluate every scan of a known table in the analysis."""
+    alone = len(analysis.scans) == 1 and single_select(analysis.sql)
     return [
-        _select_scan(scan, tables[scan.table], analysis.dialect, tables)
+        _select_scan(scan, tables[scan.table], analysis.dialect, tables, alone)
         for scan in analysis.scans
         if scan.table in tables
     ]

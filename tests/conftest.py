@@ -21,6 +21,8 @@ COST_MODEL = {
     "JOIN_READ_RATIO": costs.JOIN_READ_RATIO,
     "VIEW_SELECT_ROWS": costs.VIEW_SELECT_ROWS,
     "VIEW_SELECT_ROWS_PER_LITERAL": costs.VIEW_SELECT_ROWS_PER_LITERAL,
+    "LANCE_WARM_LOOKUPS": costs.LANCE_WARM_LOOKUPS,
+    "LANCE_WARM_LOOKUPS_PER_MIB": costs.LANCE_WARM_LOOKUPS_PER_MIB,
 }
 """pruner's cost model as shipped (pruner.costs)."""
 
@@ -29,7 +31,8 @@ COST_MODEL_OFF = dict.fromkeys(COST_MODEL, math.inf) | {
     "VIEW_SELECT_ROWS_PER_LITERAL": 0,
 }
 """The thresholds at which the cost model never chooses: no read whole, every term probed,
-every join's keys read, no file read whole that its selection reads in part."""
+every join's keys read, no file read whole that its selection reads in part, no lookup
+left to Lance's scanner."""
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"

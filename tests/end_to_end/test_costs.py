@@ -9,12 +9,14 @@ rows to join them with; the judge is DuckDB (and DataFusion) alone over the same
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
 import lance
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -23,7 +25,7 @@ from hypothesis import strategies as st
 import pruner
 from pruner import costs, reads
 from pruner.adapters import duckdb as duck_adapter
-from pruner.adapters import kept
+from pruner.adapters import kept, sources
 from pruner.adapters.kept import reusable_binding
 from pruner.cli import main
 from pruner.index import build_index
@@ -88,7 +90,7 @@ def _in_list(keys: list[int]) -> str:
     kind=st.sampled_from(["lance", "parquet"]),
     engine=st.sampled_from(["duckdb", "datafusion"]),
     keys=st.lists(st.integers(-5, ROWS + 5), min_size=1, max_size=400, unique=True),
-    shape=st.sampled_from(["in", "in or null", "in and tag", "not in", "range", "join"]),
+    shape=st.sampled_from(["point", "in", "in or null", "in and tag", "not in", "range", "join"]),
     whole=st.floats(0.0, 1.01),
     skip=st.floats(0.0, 1.01),
     join_ratio=st.floats(0.0, 8.0),
@@ -96,6 +98,8 @@ def _in_list(keys: list[int]) -> str:
     per_literal=st.sampled_from([0, 5, 110]),
     files_skip=st.floats(0.0, 1.01),
     read_ahead=st.sampled_from([0, 64 << 20]),
+    lance_warm=st.sampled_from([0.0, math.inf]),
+    lance_read=st.sampled_from([0, 1 << 18]),
 )
 def test_every_choice_answers_as_the_engine_alone(
     tables: dict[str, Path],
@@ -111,14 +115,18 @@ def test_every_choice_answers_as_the_engine_alone(
     per_literal: int,
     files_skip: float,
     read_ahead: int,
+    lance_warm: float,
+    lance_read: int,
 ) -> None:
     """Thresholds drawn anywhere from 'always read whole' to 'never' (and DuckDB's files
-    read whole, from none to every file it reads in part, read ahead or not): the answer
-    never changes, only what is read."""
+    read whole, from none to every file it reads in part, read ahead or not; point lookups
+    left to Lance's scanner from the first or never; Lance's rows read ahead or streamed):
+    the answer never changes, only what is read."""
     if engine == "datafusion" and kind == "lance":
         engine = "duckdb"
     listed = ", ".join(map(str, keys))
     sql = {
+        "point": f"SELECT id, amount FROM t WHERE id = {keys[0]} AND tag <> 'x' ORDER BY id",
         "in": _in_list(keys),
         "in or null": f"SELECT id FROM t WHERE id IN ({listed}) OR id IS NULL ORDER BY id",
         "in and tag": f"SELECT id, tag FROM t WHERE id IN ({listed}) AND tag = 't3' ORDER BY id",
@@ -136,6 +144,9 @@ def test_every_choice_answers_as_the_engine_alone(
     monkeypatch.setattr(costs, "VIEW_SELECT_ROWS_PER_LITERAL", per_literal)
     monkeypatch.setattr(costs, "FILES_SKIP_FRACTION", files_skip)
     monkeypatch.setattr(reads, "DUCKDB_READ_AHEAD_BYTES", read_ahead)
+    monkeypatch.setattr(costs, "LANCE_WARM_LOOKUPS", lance_warm)
+    monkeypatch.setattr(costs, "LANCE_WARM_LOOKUPS_PER_MIB", 0.0)
+    monkeypatch.setattr(reads, "LANCE_READ_AHEAD_VALUES", lance_read)
     named = {"t": tables[kind], "s": tables["s"]}
     expected = engine_alone(engine, sql, named)
     got = pruner.query(sql, named, engine=engine)
@@ -281,6 +292,64 @@ def test_a_join_reads_the_other_sides_keys_only_when_they_can_pay(
             assert multiset(pruner.query(sql, named)) == multiset(
                 engine_alone("duckdb", sql, named)
             )
+
+
+def test_a_held_lance_table_looked_up_often_leaves_point_lookups_to_lance(
+    tables: dict[str, Path], cost_model: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DuckDB over a Lance table held open, too large to read whole ahead: its first point
+    lookups are probed by pruner; from the third (the threshold here), a statement of one
+    SELECT whose terms are ``=`` of one literal is read whole, bound as for any query (a kept
+    cursor serves it), and Lance's scanner probes the index pruner checked; explain says so,
+    and the next text of that shape reuses the plan without an analysis. An IN list, an OR,
+    a join, a second SELECT, another engine, a Parquet table and a table read whole ahead
+    are still probed. Every answer is the engine alone's."""
+    monkeypatch.setattr(costs, "LANCE_WARM_LOOKUPS", 3.0)
+    monkeypatch.setattr(costs, "LANCE_WARM_LOOKUPS_PER_MIB", 0.0)
+    monkeypatch.setattr(reads, "LANCE_READ_AHEAD_VALUES", 0)  # a table too large to read ahead
+    held = pruner.open_table(tables["lance"])
+    ids = [i for i in _data().column("id").to_pylist() if i is not None]
+
+    def check(sql: str, left: bool, dialect: str = "duckdb", table: Any = held) -> None:
+        named = {"t": table, "s": tables["s"]}
+        prepared = plan(sql, named, dialect=dialect)
+        assert prepared.explanation is not None
+        found: Any = prepared.explanation.to_json()["scans"]
+        terms = [term for scan in found if scan["name"] == "t" for term in scan["terms"]]
+        reasons = [term["reason"] or "" for term in terms]
+        assert any("Lance's scanner probes" in r for r in reasons) is left, (sql, reasons)
+        assert any(term["used_index"] for term in terms) is not left, (sql, reasons)
+        if dialect == "duckdb":
+            assert prepared.reads_whole("t") is left, sql
+            got = duck_adapter.query(sql, named, prepared=prepared)
+        else:
+            got = pruner.query(sql, named, engine=dialect)
+        plain = {"t": table.path, "s": tables["s"]}
+        assert multiset(got) == multiset(engine_alone(dialect, sql, plain)), sql
+
+    point = "SELECT id, amount FROM t WHERE id = {}"
+    check(point.format(ids[0]), False)
+    check(point.format(ids[1]), False)
+    check(point.format(ids[2]), True)
+    sql = point.format(ids[3])
+    prepared = plan(sql, {"t": held}, dialect="duckdb")
+    assert prepared.explanation is None, "a text of the same shape reuses the plan unanalysed"
+    assert reusable_binding(prepared, sql) == (("t", held, "whole"),)
+    source = sources.lance_source(held, prepared.selections["t"])
+    assert not isinstance(source, pa.Table)
+    assert "ScalarIndexQuery" in source.scanner(filter=pc.field("id") == ids[3]).explain_plan()
+    check(f"SELECT id, tag FROM t WHERE id = {ids[4]} AND tag = 't3'", True)
+    check(f"SELECT id FROM t WHERE id IN ({ids[5]}, {ids[6]})", False)
+    check(f"SELECT id FROM t WHERE id = {ids[5]} OR id = {ids[6]}", False)
+    check(f"SELECT t.id, s.k FROM t JOIN s ON t.id = s.id WHERE t.id = {ids[5]}", False)
+    check(f"SELECT id FROM t WHERE id = {ids[5]} UNION ALL SELECT id FROM t WHERE id = 3", False)
+    check(point.format(ids[5]), False, dialect="datafusion")
+    parquet = pruner.open_table(tables["parquet"])
+    for _ in range(3):
+        check(point.format(ids[6]), False, table=parquet)
+    # a table read whole ahead (its rows held in memory) probes no index of Lance's
+    monkeypatch.setattr(reads, "LANCE_READ_AHEAD_VALUES", 1 << 18)
+    check(point.format(ids[7]), False)
 
 
 def test_a_long_in_list_is_not_probed(tables: dict[str, Path], cost_model: None) -> None:

@@ -614,3 +614,37 @@ def test_a_whole_read_never_lets_lance_probe_a_damaged_index(
         sql = f"SELECT pos FROM (SELECT * REPLACE (id + 0 AS pos) FROM t) WHERE id = {key}"
         expected = int((_ids() == key).sum())
         assert pruner.query(sql, {"t": path}).column("pos").to_pylist() == [key] * expected
+
+
+def test_lookups_left_to_lance_come_back_once_the_index_is_damaged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A held table looked up often leaves its point lookups to Lance's scanner, which probes
+    the index pruner checked (:func:`pruner.costs.lance_probes_reason`). Its index damaged in
+    place afterwards (a bit cleared that hides a value: Lance alone then drops that value's
+    row), the next lookup of the same held table is pruner's own again and loses no row."""
+    import lance
+
+    import pruner
+    from pruner import costs, reads
+    from pruner.adapters import duckdb as duck_adapter
+    from pruner.plan import plan
+
+    monkeypatch.setattr(reads, "LANCE_READ_AHEAD_VALUES", 0)
+    monkeypatch.setattr(costs, "LANCE_WARM_LOOKUPS", 0.0)
+    monkeypatch.setattr(costs, "LANCE_WARM_LOOKUPS_PER_MIB", 0.0)
+    path, index_file = _make("lance", tmp_path)
+    held = pruner.open_table(path)
+    first, _ = _probe_values()
+    sql = f"SELECT pos FROM t WHERE id = {first}"
+    expected = np.flatnonzero(_ids() == first).tolist()
+
+    def lookup() -> tuple[bool, list[int]]:
+        prepared = plan(sql, {"t": held}, dialect="duckdb")
+        got = duck_adapter.query(sql, {"t": held}, prepared=prepared)
+        return prepared.reads_whole("t"), sorted(got.column("pos").to_pylist())
+
+    assert lookup() == (True, expected)
+    _rewrite(index_file, _flip_bits_hiding(first), "keep")
+    assert lance.dataset(str(path)).to_table(filter=f"id = {first}").num_rows == 0
+    assert lookup() == (False, expected)
