@@ -29,11 +29,12 @@ _OFFSET_MASK = (1 << FRAGMENT_SHIFT) - 1
 class Selection:
     """Sorted, disjoint, non-adjacent (within a fragment) half-open address ranges."""
 
-    __slots__ = ("ends", "starts")
+    __slots__ = ("_rows", "ends", "starts")
 
     def __init__(self, starts: np.ndarray, ends: np.ndarray) -> None:
         self.starts = starts
         self.ends = ends
+        self._rows: int | None = None
 
     # ------------------------------------------------------------------ construction
 
@@ -124,8 +125,11 @@ class Selection:
 
     @property
     def num_rows(self) -> int:
-        """Rows (row addresses) selected, deleted rows inside ranges included."""
-        return int((self.ends - self.starts).sum())
+        """Rows (row addresses) selected, deleted rows inside ranges included (counted once:
+        a Selection is never changed; a plan asks several times a query)."""
+        if self._rows is None:
+            self._rows = int((self.ends - self.starts).sum())
+        return self._rows
 
     @property
     def num_ranges(self) -> int:
