@@ -367,9 +367,9 @@ def lance_probes_reason(table: Table, predicate: Predicate, dialect: str) -> str
 
 
 LEFT_TO_LANCE = (
-    "not probed: Lance's scanner probes this index itself, which pruner checked, on a table "
-    "looked up often (DuckDB pushes the equality into Lance's scan); the engine's own read is "
-    "cheaper"
+    "not probed: left to Lance's scanner, which probes the index pruner checked itself (DuckDB "
+    "pushes each equality into Lance's scan; a table looked up often); the engine's own read "
+    "is cheaper"
 )
 """The reason of every term :func:`lance_probes_reason` leaves to Lance's scanner."""
 

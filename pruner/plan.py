@@ -100,15 +100,15 @@ def plan(
     opened = open_tables({n: t for n, t in tables.items() if named_in(n, sql)})
     if not prune:
         return Plan(opened, dict.fromkeys(opened))
-    if _LEFT and not parameters:
-        known = _left_to_lance(sql, dialect, opened)
-        if known is not None:
-            return known
     if not needs_analysis(sql, opened):
         # Nothing the text names could prune (pruner.costs): not analysed; each table is
         # read whole as the engine reads it alone.
         every: dict[str, Selection | None] = {n: t.whole() for n, t in opened.items()}
         return Plan(opened, every, one_table_select=single_select(sql))
+    if _LEFT and not parameters:
+        known = _left_to_lance(sql, dialect, opened)
+        if known is not None:
+            return known
     # SQL pruner's parser refuses is the engine's to judge: explain reads every table whole
     # then, and the engine raises its own error (as it would without pruner) or answers.
     explanation = explain_opened(sql, opened, dialect=dialect, parameters=parameters, analysed=True)
