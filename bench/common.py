@@ -1,5 +1,5 @@
 """The harness every benchmark runs in: its arguments, the header it prints first, the one
-timing loop (cases side by side, round-robin, each turn in a rotated order), and the one
+timing loop (cases side by side, round-robin, each turn in its own shuffled order), and the one
 writer of its output (markdown tables, targets met or missed, notes, plots, a docs page).
 
 Importing it puts the checkout first on ``sys.path``, so a benchmark run as a script uses the
@@ -12,6 +12,7 @@ import argparse
 import io
 import os
 import platform
+import random
 import re
 import shlex
 import statistics
@@ -105,13 +106,17 @@ class Case:
         return min(self.seconds) * 1000
 
 
-def rotated(cases: Sequence[T], rep: int) -> list[T]:
-    """``cases`` in the order of round-robin repetition ``rep``: each starts a turn in
-    turn, so each runs after each other as often. In one fixed order, the case run right
-    after DataFusion alone took up to twice its time (5M rows: pruner on DuckDB 13.6 ms
-    after DataFusion alone, 7.0 ms after nothing), DataFusion's threads still busy."""
-    shift = rep % len(cases) if cases else 0
-    return [*cases[shift:], *cases[:shift]]
+def turn_order(cases: Sequence[T], turn: int) -> list[T]:
+    """``cases`` in the order of round-robin turn ``turn``: a shuffle seeded by the turn, so
+    over the turns each case starts a turn, and runs right after each other case, about as
+    often. What ran just before a case changes its time: a case run right after DataFusion
+    alone took up to twice its time (5M rows: pruner on DuckDB 13.6 ms after DataFusion
+    alone, 7.0 ms after nothing), DataFusion's threads still busy; and one run right after a
+    table reopened (Lance loading its index anew) 1.4x its time after a warm lookup. A
+    rotation of one order, as this was, always put each case after the same one."""
+    order = list(cases)
+    random.Random(turn).shuffle(order)
+    return order
 
 
 def measure(
@@ -124,7 +129,7 @@ def measure(
 ) -> dict[str, Case]:
     """The cases timed side by side: ``warmup`` untimed turns, then ``repeat`` timed ones.
     In each turn every case runs once on the turn's input (turn ``r``:
-    ``inputs[r % len(inputs)]``), in the order :func:`rotated` gives the turn; where
+    ``inputs[r % len(inputs)]``), in the order :func:`turn_order` gives the turn; where
     ``check`` is given, ``check(input, answer)`` must come out the same for every case of a
     turn. A case's previous answer is released before its next call, untimed."""
     listed = [Case(n, r) for n, r in cases.items()] if isinstance(cases, Mapping) else [*cases]
@@ -133,7 +138,7 @@ def measure(
     for turn in range(-warmup, repeat):
         value = inputs[turn % len(inputs)]
         reference: list[Any] = []
-        for case in rotated(listed, turn):
+        for case in turn_order(listed, turn):
             if case.setup is not None:
                 case.setup()
             case.answer = None

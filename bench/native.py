@@ -61,7 +61,7 @@ def main() -> None:
                 for state in ("warm", "cold"):
                     warm = state == "warm"
                     # One engine's cases at a time: a query run right after DataFusion's
-                    # took up to twice its time (common.rotated), whichever engine ran it.
+                    # took up to twice its time (common.turn_order), whichever engine ran it.
                     got: dict[str, float] = {}
                     for engine, alone in (
                         ("DuckDB", duckdb_alone({"t": path}, "no" if warm else "connection")),

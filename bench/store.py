@@ -575,7 +575,7 @@ def run_lookups(
     store: Store, data: Data, delays: Sequence[int], repeat: int, warmup: int
 ) -> Lookups:
     """Every group at every delay: its cases side by side (common.measure: round-robin,
-    each turn in a rotated order), a new key every turn. ``warmup`` untimed turns at the
+    each turn in its own shuffled order), a new key every turn. ``warmup`` untimed turns at the
     first delay only: they make what the cases keep (warm cases' tables, connections) and
     import what the first calls import; at the later delays nothing is left to warm."""
     found = Lookups()
@@ -611,7 +611,7 @@ def run_lookups(
                 )
                 cases.append(Case(name, run))
             began = time.perf_counter()
-            # common.measure orders the turns (round-robin, each rotated; the timed turns take
+            # common.measure orders the turns (round-robin, each turn shuffled; the timed turns take
             # sqls[0..repeat-1], the warm-up turns the last ones); each case times its own
             # call, without the proxy's bookkeeping
             measure(cases, sqls, repeat, warmup=untimed)
