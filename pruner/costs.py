@@ -29,7 +29,7 @@ selections and queries to show it).
 * :func:`lance_probes_reason`, before binding a scan's terms, DuckDB over a local Lance table
   held open: Lance's scanner probes a bloom index itself when DuckDB pushes ``column =
   literal`` into its scan, as it does for DuckDB alone, and costs less than pruner's own
-  probe and read of the zone (5M rows in 200 fragments: 2.9 against 4.9 ms a lookup). So a
+  probe and read of the zone (docs/scale.md, 5M rows: 3.0-3.8 against 4.8-5.2 ms). So a
   statement of one SELECT of the table whose terms are ``=`` of one literal is read whole,
   with Lance probing the index, once pruner has checked every zone of that index
   (:func:`pruner.table.trust.lance_may_probe`), which it does only after the held table was
@@ -144,8 +144,8 @@ LANCE_WARM_LOOKUPS = 8.0
 itself before Lance's scanner probes the index (:func:`lance_probes_reason`), per MiB of the
 index's files, and at least. The switch costs once what pruner's check of the index (every
 zone read and checked: ~1.5 ms a MiB) and Lance's load of it into its cache (~2.6 ms a MiB)
-cost, and then saves about 2 ms a lookup (5M rows in 200 fragments: 3.4 against 4.9 ms a
-lookup): pruner switches once its own lookups have cost about what the switch costs, so a
+cost, and then saves 0.6-1.8 ms a lookup (docs/scale.md, 5M to 100M rows; 1.1-1.8 ms up to
+20M): pruner switches once its own lookups have cost about what the switch costs, so a
 table looked up a few times never pays for it, and one looked up often at most twice."""
 
 JOIN_READ_RATIO = 1.0
