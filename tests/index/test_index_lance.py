@@ -229,6 +229,32 @@ def test_segments_added_by_lance_after_an_append_are_all_loaded(tmp_path: Path) 
     ], "Lance's delta segment equals what pruner builds for the new fragment"
 
 
+def _addresses(pieces: list[tuple[int, list[int]]]) -> np.ndarray:
+    return np.array([(f << 32) | r for f, rows in pieces for r in rows], np.uint64)
+
+
+def test_a_group_is_cut_only_where_its_row_addresses_say() -> None:
+    """A group's scan is cut at its fragments' row counts only when its row addresses are
+    rows 0 to n - 1 of each fragment in turn; any other order, gap or repeat is refused
+    (each fragment is then read on its own)."""
+    ids, rows = [7, 3, 9, 4], [3, 0, 2, 1]
+    good = _addresses([(7, [0, 1, 2]), (9, [0, 1]), (4, [0])])
+    assert index_build._in_place(good, ids, rows)
+    wrong = {
+        "fragments swapped": [(9, [0, 1]), (7, [0, 1, 2]), (4, [0])],
+        "rows out of order": [(7, [0, 2, 1]), (9, [0, 1]), (4, [0])],
+        "a row missing, one more elsewhere": [(7, [0, 1]), (9, [0, 1, 2]), (4, [0])],
+        "a row twice": [(7, [0, 1, 1]), (9, [0, 1]), (4, [0])],
+        "not from row 0": [(7, [1, 2, 3]), (9, [0, 1]), (4, [0])],
+        "another fragment": [(7, [0, 1, 2]), (8, [0, 1]), (4, [0])],
+        "the empty one's id": [(7, [0, 1, 2]), (3, [0, 1]), (4, [0])],
+    }
+    for name, pieces in wrong.items():
+        assert not index_build._in_place(_addresses(pieces), ids, rows), name
+    assert not index_build._in_place(good[:-1], ids, rows), "a row short"
+    assert index_build._in_place(np.zeros(0, np.uint64), [1], [0]), "one empty fragment"
+
+
 @pytest.mark.parametrize("group_rows", [1, 2_500, 1 << 20])
 def test_fragments_read_in_groups_give_lances_own_index(
     tmp_path: Path, group_rows: int, monkeypatch: pytest.MonkeyPatch
