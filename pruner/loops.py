@@ -12,12 +12,11 @@ shared with a mutation run): 5M random hashes into one 16 MiB filter 0.76 s with
 image, 0.26 s here (0.06 s when the hashes come sorted, as a fragment's distinct hashes
 do); 5M into 8,192-value zones 0.12-0.18 s -> 0.08-0.10 s.
 
-``cache=True`` keeps the compiled code beside this file (or in Numba's per-user cache when
-this directory is not writable), so it is compiled once (about 2 s); a process's first build
-still pays 0.6-1 s to import Numba and load it. A 1M-row `pruner index build` in a new
-process took as long as before (2.1-2.6 s against 2.1-2.4 s, five runs each); larger builds,
-and every later build of a process, are faster. ``nogil``: a build's threads insert side by
-side.
+``make install`` compiles these loops ahead of time (:mod:`pruner.kernels`), and builds run
+that module. Where it is missing, Numba compiles them just in time: ``cache=True`` keeps the
+compiled code beside this file (or in Numba's per-user cache when this directory is not
+writable), so it is compiled once (about 2 s), and a process's first build still pays about
+0.36 s to import Numba and load it. ``nogil``: a build's threads insert side by side.
 """
 
 from __future__ import annotations
