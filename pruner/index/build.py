@@ -148,7 +148,7 @@ def _build(
     With a ``sink``, each fragment's zones are written while the next ones build.
     """
     built = index_in_threads(readers, items, probability, threads)
-    return assemble(column, items, probability, built, total_rows, progress, sink)
+    return assemble(column, items, probability, built, total_rows, progress, sink, total_rows)
 
 
 STORE_READERS = 32
@@ -193,17 +193,24 @@ def assemble(
     total_rows: int,
     progress: ProgressCallback | None,
     sink: IndexFileWriter | None,
+    distinct_at_most: int | None = None,
 ) -> ZoneIndex:
     """The index of the fragments' zones, in the order given (every build's last step).
 
     Each fragment's zones go to ``sink`` and ``progress`` hears of it as soon as the iterable
-    yields it, so a lazy iterable overlaps writing with building.
+    yields it, so a lazy iterable overlaps writing with building. ``distinct_at_most``: a
+    full build's rows, which bound the distinct values its companion's dataset filter is
+    sized for (:class:`DatasetFill`; an update's filter holds other fragments' values too).
     """
     num_bytes = sbbf.optimal_num_bytes(items, probability)
     results: list[FragmentZoneRows] = []
     # what the build holds goes where it is used: the zone filters into the index's one
     # array, the hashes into the dataset filter (a build held both twice over at the end)
-    fill = DatasetFill()
+    fill = (
+        DatasetFill()
+        if distinct_at_most is None
+        else DatasetFill(sbbf.optimal_num_bytes(max(distinct_at_most, 1), probability))
+    )
     filters = RowsAppended(total_rows // items + 1024, num_bytes)
     done = 0
     for rows in fragments:

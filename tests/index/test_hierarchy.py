@@ -781,24 +781,34 @@ def test_the_zones_table_is_read_compressed(tmp_path: Path) -> None:
         assert np.array_equal(getattr(opened, name), getattr(flat, name)), name
 
 
+@pytest.mark.parametrize("filled_at", [None, 1, 4, 1 / 2])
 @pytest.mark.parametrize("size", [1 << 10, 1 << 16, 1 << 20])
 def test_the_dataset_filter_filled_as_fragments_come_is_the_filter_of_every_value(
-    size: int, monkeypatch: pytest.MonkeyPatch
+    size: int, filled_at: float | None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A build fills the dataset filter whenever enough hashes wait, at the largest size,
-    and folds it to its size at the end: bit for bit the filter of all the values at once."""
+    """A build fills the dataset filter whenever enough hashes wait, at the largest size or
+    at one its rows bound (``filled_at`` times ``size``), and folds it to its size at the
+    end: bit for bit the filter of all the values at once. Filled at a smaller size, it is
+    that filter doubled: every value still in it."""
     monkeypatch.setattr(hierarchy_write, "_FLUSH_VALUES", 5_000)
     rng = np.random.default_rng(size)
     runs = [
         FragmentCoarse.of(rng.integers(0, 2**64 - 1, n, dtype=np.uint64, endpoint=True), 0.01)
         for n in (3_000, 0, 1, 7_777, 20_000, 4_000)
     ]
-    fill = hierarchy_write.DatasetFill()
+    filled = None if filled_at is None else int(size * filled_at)
+    fill = hierarchy_write.DatasetFill() if filled is None else hierarchy_write.DatasetFill(filled)
     for run in runs:
         fill.add(run.hashes)
     everything = np.concatenate([r.hashes for r in runs])
-    direct = sbbf.insert(everything, np.array([0, len(everything)]), size)[0]
-    assert np.array_equal(fill.result(size), direct)
+    got = fill.result(size)
+    if filled is None or filled >= size:
+        direct = sbbf.insert(everything, np.array([0, len(everything)]), size)[0]
+        assert np.array_equal(got, direct)
+        return
+    smaller = sbbf.insert(everything, np.array([0, len(everything)]), filled)
+    assert np.array_equal(got, sbbf.resize(smaller, size)[0])
+    assert sbbf.check(got[None, :], everything).all()
 
 
 def test_a_build_that_fills_its_dataset_filter_as_it_goes_writes_the_same_companion(

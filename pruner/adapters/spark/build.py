@@ -392,7 +392,8 @@ def build_zone_index_spark(
     parts = fragment_rows(table, order, expected_rows, num_bytes)
     # A compound key's index is named by its columns and types, as the local build names it.
     name = column if isinstance(column, str) else column.describe(column.types(schema, where))
-    index = assemble(name, items, probability, parts, sum(expected_rows), progress, sink)
+    rows = sum(expected_rows)
+    index = assemble(name, items, probability, parts, rows, progress, sink, rows)
     index.files, index.value_type = files, value_type
     if isinstance(column, Key):
         index.value_encoding = KEY_ENCODING

@@ -242,16 +242,18 @@ def _fill_regions(runs: list[np.ndarray], words: np.ndarray) -> None:
 class DatasetFill:
     """The dataset filter of a build's fresh fragments, filled as the fragments come: a
     fragment's hashes wait (:meth:`add`) until :data:`_FLUSH_VALUES` of them do, and then go
-    into a filter of the largest size (:data:`pruner.sbbf.MAX_BYTES`), which :meth:`result`
-    folds to the size the counts give (halving ORs pairs of blocks, which is inserting at
-    half the size: the same bits). A build held every hash to the end: 800 MB at 100M rows,
-    twice that while they were copied together. A build of fewer values fills the filter at
-    its size once, at the end, as before."""
+    into a filter of ``num_bytes`` (default the largest size, :data:`pruner.sbbf.MAX_BYTES`;
+    a full build's: the size for its rows, which its distinct values never pass), which
+    :meth:`result` folds to the size the counts give (halving ORs pairs of blocks, which is
+    inserting at half the size: the same bits). A build held every hash to the end: 800 MB
+    at 100M rows, twice that while they were copied together. A build of fewer values fills
+    the filter at its size once, at the end, as before. (20M rows: 64 MiB filled, not 128.)"""
 
-    def __init__(self) -> None:
+    def __init__(self, num_bytes: int = sbbf.MAX_BYTES) -> None:
         self._runs: list[np.ndarray] = []
         self._waiting = 0
         self._words: np.ndarray | None = None
+        self._bytes = num_bytes
 
     def add(self, hashes: np.ndarray) -> None:
         """A fresh fragment's hashes (in the order of their top bits)."""
@@ -263,13 +265,14 @@ class DatasetFill:
 
     def _flush(self) -> None:
         if self._words is None:
-            self._words = np.zeros((1, sbbf.MAX_BYTES // 4), "<u4")
+            self._words = np.zeros((1, self._bytes // 4), "<u4")
         _fill_regions(self._runs, self._words)
         self._runs, self._waiting = [], 0
 
     def result(self, num_bytes: int) -> np.ndarray:
         """The filter of ``num_bytes`` (at most :data:`pruner.sbbf.MAX_BYTES`) holding
-        every hash added."""
+        every hash added (larger than the size it was filled at: that filter doubled, which
+        keeps its rate, as an update's dataset filter is)."""
         if self._words is None:
             return _dataset_filter(self._runs, num_bytes)
         self._flush()
