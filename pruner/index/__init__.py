@@ -5,6 +5,7 @@ One job per module:
 - :mod:`~pruner.index.model`: :class:`ZoneIndex` in memory and how it is probed;
 - :mod:`~pruner.index.fileformat`: the ``bloomfilter.lance`` file, written and read
   (``docs/format.md``);
+- :mod:`~pruner.index.reading`: a build's reads of each fragment's values and zones;
 - :mod:`~pruner.index.build`: the engine-neutral build from Lance fragments or Parquet files;
 - :mod:`~pruner.index.lance`: indexes committed in a Lance dataset;
 - :mod:`~pruner.index.store`: where an index is stored, and loading it (Parquet: in

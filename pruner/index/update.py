@@ -39,19 +39,18 @@ import pyarrow as pa
 from pruner import sbbf, storage
 from pruner.discover import is_lance_dataset
 from pruner.errors import IndexFormatError, IndexNotFoundError
-from pruner.index.build import (
-    FragmentZoneRows,
-    index_in_threads,
+from pruner.index.build import FragmentZoneRows, index_in_threads
+from pruner.index.fileformat import read_index_file, read_index_zones
+from pruner.index.keys import Key, key_index_path, lance_key_files
+from pruner.index.lance import list_bloom_indexes, load_lance_index, open_lance
+from pruner.index.model import FragmentFile, ZoneIndex
+from pruner.index.reading import (
     lance_fragments,
     parquet_fragments,
     parquet_index_value_type,
     read_lance_fragment,
     read_parquet_fragment,
 )
-from pruner.index.fileformat import read_index_file, read_index_zones
-from pruner.index.keys import Key, key_index_path, lance_key_files
-from pruner.index.lance import list_bloom_indexes, load_lance_index, open_lance
-from pruner.index.model import FragmentFile, ZoneIndex
 from pruner.index.store import column_index_path
 from pruner.zones import lance_fragment_zones
 

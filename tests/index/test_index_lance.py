@@ -13,7 +13,6 @@ from lance.file import LanceFileReader
 from lance.indices import IndexConfig
 
 from pruner.errors import InvalidParameterError, UnsupportedTypeError
-from pruner.index import build as index_build
 from pruner.index import (
     build_index,
     build_lance_index,
@@ -23,6 +22,7 @@ from pruner.index import (
     read_index_file,
     write_index_file,
 )
+from pruner.index import reading as index_reading
 from tests.support.index_check import assert_same_index
 from tests.support.lance_data import INDEXABLE_TYPES, write_random_dataset
 
@@ -239,7 +239,7 @@ def test_a_group_is_cut_only_where_its_row_addresses_say() -> None:
     (each fragment is then read on its own)."""
     ids, rows = [7, 3, 9, 4], [3, 0, 2, 1]
     good = _addresses([(7, [0, 1, 2]), (9, [0, 1]), (4, [0])])
-    assert index_build._in_place(good, ids, rows)
+    assert index_reading._in_place(good, ids, rows)
     wrong = {
         "fragments swapped": [(9, [0, 1]), (7, [0, 1, 2]), (4, [0])],
         "rows out of order": [(7, [0, 2, 1]), (9, [0, 1]), (4, [0])],
@@ -250,9 +250,9 @@ def test_a_group_is_cut_only_where_its_row_addresses_say() -> None:
         "the empty one's id": [(7, [0, 1, 2]), (3, [0, 1]), (4, [0])],
     }
     for name, pieces in wrong.items():
-        assert not index_build._in_place(_addresses(pieces), ids, rows), name
-    assert not index_build._in_place(good[:-1], ids, rows), "a row short"
-    assert index_build._in_place(np.zeros(0, np.uint64), [1], [0]), "one empty fragment"
+        assert not index_reading._in_place(_addresses(pieces), ids, rows), name
+    assert not index_reading._in_place(good[:-1], ids, rows), "a row short"
+    assert index_reading._in_place(np.zeros(0, np.uint64), [1], [0]), "one empty fragment"
 
 
 @pytest.mark.parametrize("group_rows", [1, 2_500, 1 << 20])
@@ -262,7 +262,7 @@ def test_fragments_read_in_groups_give_lances_own_index(
     """Neighbouring fragments without deleted rows are read in one scan and cut at their
     row counts; one with deleted rows between them is read on its own: every grouping gives
     the index Lance builds, zone for zone."""
-    monkeypatch.setattr(index_build, "GROUP_ROWS", group_rows)
+    monkeypatch.setattr(index_reading, "GROUP_ROWS", group_rows)
     path = tmp_path / "g.lance"
     rng = np.random.default_rng(group_rows)
     values = rng.permutation(10_000).astype(np.int64)

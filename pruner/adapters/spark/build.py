@@ -45,19 +45,17 @@ from pruner.index import (
     UpdatePlan,
     ZoneIndex,
 )
-from pruner.index.build import (
+from pruner.index.build import FragmentZoneRows, assemble, index_fragment
+from pruner.index.hierarchy import FragmentCoarse
+from pruner.index.keys import KEY_ENCODING, Key, lance_key_files
+from pruner.index.reading import (
     FragmentColumn,
-    FragmentZoneRows,
-    assemble,
-    index_fragment,
     lance_fragments,
     parquet_fragments,
     parquet_index_value_type,
     read_lance_fragment,
     read_parquet_fragment,
 )
-from pruner.index.hierarchy import FragmentCoarse
-from pruner.index.keys import KEY_ENCODING, Key, lance_key_files
 
 __all__ = [
     "ZONE_ROWS_SCHEMA",
