@@ -4,16 +4,17 @@ inserts, xxHash64 of whole fragments and a companion's checksums. Their one sour
 
 * **ahead of time**, by ``python -m pruner.kernels`` (``make install`` runs it): Numba's
   ahead-of-time compiler (``numba.pycc``) writes them as an extension module beside this
-  file, ``_loops_<digest>``. The digest covers the loops' source, the signatures below and
-  NumPy's major version, so a module compiled from any other source is never loaded.
-  Loading it takes under a millisecond and imports no Numba.
+  file, ``_loops_<digest>``. The digest covers the loops' source, the signatures below,
+  NumPy's major version and the CPU's instruction sets (:func:`_cpu`), so a module compiled
+  from any other source, or for another CPU, is never loaded. Loading it takes under a
+  millisecond and imports no Numba.
 * **just in time**, by Numba (``cache=True``), when there is no such module, and for any
   call whose arguments are not exactly what the module's signatures say.
 
 Measured on this machine: a new process paid 0.36 s to import Numba and load its cached
 code before a build's first value (0.20 s the import, 0.15 s the first call), where Lance's
 whole build of a 5M-row column takes 0.30 s. The module's loops run as fast as Numba's
-(5M hashes inserted into 8 KiB zones 34 ms both; ordered and inserted 71-74 ms).
+(5M hashes inserted into 32 KiB zones 34 ms both; ordered and inserted 71-74 ms).
 
 The module's functions do not check what they are given (measured: a strided array was
 read as if contiguous; int32 bounds where the signature says int64 crashed the process).
