@@ -851,3 +851,27 @@ def test_the_compiled_part_checksums_are_the_row_checksums_of_each_part(
     assert got.shape == (rows, len(parts))
     for p in range(len(parts)):
         assert np.array_equal(got[:, p], _row_checksums(data[:, edges[p] : edges[p + 1]]))
+
+
+@pytest.mark.parametrize("shape", [(0, 64), (3, 0), (1, 32), (5, 96), (40, 4096)])
+def test_filters_laid_out_block_major_hold_block_b_of_every_filter_in_row_b(
+    shape: tuple[int, int],
+) -> None:
+    """A companion's block-major section: row ``b`` is block ``b`` of each filter in turn,
+    whole or from a first row on (the pieces a build writes), from an array of filters or
+    a list of them."""
+    from pruner.index.hierarchy.layout import _block_major
+
+    count, num_bytes = shape
+    filters = np.random.default_rng(count).integers(0, 256, shape, dtype=np.uint8)
+    blocks = num_bytes // sbbf.BLOCK_BYTES
+    expected = [b"".join(bytes(f[b * 32 : (b + 1) * 32]) for f in filters) for b in range(blocks)]
+    for laid in (filters, list(filters)):
+        if isinstance(laid, list) and not laid:
+            continue
+        whole = _block_major(laid)
+        assert whole.shape == (blocks, count * 32)
+        assert [bytes(row) for row in whole] == expected
+        for first in range(blocks):
+            part = _block_major(laid, first, min(blocks, first + 2))
+            assert [bytes(row) for row in part] == expected[first : first + 2]

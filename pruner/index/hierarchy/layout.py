@@ -21,6 +21,7 @@ Since version 6 the zones' table is stored compressed (:func:`zones_codec`)."""
 
 _PREFIX = len(MAGIC) + 4 + 8  # magic, header length, header checksum
 _BLOCK = sbbf.BLOCK_BYTES
+_CELL = np.dtype((np.void, _BLOCK))  # one filter block as one item
 _DATASET_CHUNK = 1024
 """The dataset filter is checksummed (and read) in chunks of this many bytes: a checksum
 per 32-byte block cost the build more than the rest of the companion."""
@@ -81,8 +82,10 @@ def _block_major(
     count, num_bytes = filters.shape
     blocks = num_bytes // _BLOCK
     stop = blocks if stop is None else stop
-    picked = filters.reshape(count, blocks, _BLOCK)[:, first:stop]
-    return np.ascontiguousarray(picked.transpose(1, 0, 2).reshape(stop - first, count * _BLOCK))
+    # Each block as one 32-byte item: NumPy moves whole items, not bytes along three axes
+    # (80 MB of zones, 20M rows: 31-46 ms against 58-185 ms).
+    cells = np.ascontiguousarray(filters).view(_CELL).reshape(count, blocks)[:, first:stop]
+    return np.ascontiguousarray(cells.T).view(np.uint8).reshape(stop - first, count * _BLOCK)
 
 
 def _part_checksums(rows: np.ndarray, edges: list[int]) -> np.ndarray:
