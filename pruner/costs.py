@@ -354,16 +354,7 @@ def lance_probes_reason(table: Table, predicate: Predicate, dialect: str) -> str
             columns.append(term.column)
         elif any(isinstance(leaf, Equals | In) for leaf in leaves(term)):
             return None
-    indexed = sorted({c for c in columns if c in table.schema.names and _may_prune(table, c)})
-    if not indexed:
-        return None
-    for column in indexed:
-        kind = table.schema.field(column).type
-        if not (pa.types.is_signed_integer(kind) or pa.types.is_string(kind)):
-            return None
-    if not all(_lance_warm(table, column) for column in indexed):
-        return None
-    return LEFT_TO_LANCE
+    return LEFT_TO_LANCE if lance_still_probes(table, columns, dialect, count=True) else None
 
 
 LEFT_TO_LANCE = (
@@ -374,14 +365,24 @@ LEFT_TO_LANCE = (
 """The reason of every term :func:`lance_probes_reason` leaves to Lance's scanner."""
 
 
-def lance_still_probes(table: Table, columns: Iterable[str], dialect: str) -> bool:
-    """Does :func:`lance_probes_reason`'s choice to leave terms on ``columns`` of ``table`` to
-    Lance's scanner still hold, whatever the predicate (a plan made before, reused for a text
-    of the same shape): the table, its lookups counted so far and its indexes' files now?"""
+def lance_still_probes(
+    table: Table, columns: Iterable[str], dialect: str, count: bool = False
+) -> bool:
+    """May terms ``column = literal`` on ``columns`` of ``table`` be left to Lance's scanner
+    (:func:`lance_probes_reason`'s choice, once it has read the predicate; or a plan made
+    before, reused for a text of the same shape): the table, the columns' types and indexes,
+    the lookups counted so far and the indexes' files now? With ``count``, counts this
+    lookup."""
     if not _lance_table(table, dialect):
         return False
-    indexed = [column for column in columns if _may_prune(table, column)]
-    return bool(indexed) and all(_lance_warm(table, column, count=False) for column in indexed)
+    indexed = sorted({c for c in columns if c in table.schema.names and _may_prune(table, c)})
+    if not indexed:
+        return False
+    for column in indexed:
+        kind = table.schema.field(column).type
+        if not (pa.types.is_signed_integer(kind) or pa.types.is_string(kind)):
+            return False
+    return all(_lance_warm(table, column, count) for column in indexed)
 
 
 def _lance_table(table: Table, dialect: str) -> bool:
