@@ -165,19 +165,21 @@ _PLAIN = re.compile(r"[\w$]+\Z")
 
 def sql_words(sql: str) -> list[str]:
     """The words of ``sql`` (runs of letters, digits, ``_`` and ``$``), case-folded, in order:
-    what the cheap checks on a query's text read instead of parsing it. The last text's
-    words are kept for the next call with that very string (the plan and the adapter ask
-    again: ~2 ms each for an IN list of 10,000 keys); callers only read the list."""
+    what the cheap checks on a query's text read instead of parsing it. The last two texts'
+    words are kept for the next calls with those very strings: the plan asks for a query's
+    words, for those of its text without the IN lists too long to probe
+    (:func:`needs_analysis`), and for the query's again (:func:`single_select`, the
+    adapter), ~2 ms each for an IN list of 10,000 keys. Callers only read the list."""
     global _last_words
-    last = _last_words
-    if last is not None and last[0] is sql:
-        return last[1]
-    words: list[str] = _WORDS.findall(sql.casefold())
-    _last_words = (sql, words)
+    for text, words in _last_words:
+        if text is sql:
+            return words
+    words = _WORDS.findall(sql.casefold())
+    _last_words = ((sql, words), _last_words[0])
     return words
 
 
-_last_words: tuple[str, list[str]] | None = None
+_last_words: tuple[tuple[str, list[str]], ...] = (("", []), ("", []))
 
 
 def needs_analysis(sql: str, tables: Mapping[str, Table]) -> bool:

@@ -192,15 +192,20 @@ _VALUES = st.one_of(
 _COLUMNS = st.sampled_from(["id", "s", "t.id", "k", "u.id", "u.s"])
 
 
+_SEPARATORS = st.sampled_from([", ", ",", " ,\n", "\t,\r\n  "])
+"""Between an IN list's values: blanks of every kind on either side of the comma."""
+
+
 @st.composite
 def _condition(draw: st.DrawFn, depth: int = 0) -> str:
     column = draw(_COLUMNS)
     values = draw(st.lists(_VALUES, min_size=1, max_size=5))
     shape = draw(st.integers(0, 12 if depth < 2 else 4))
+    separator = draw(_SEPARATORS)
     if shape == 0:
-        return f"{column} IN ({', '.join(values)})"
+        return f"{column} IN ({separator.join(values)})"
     if shape == 1:
-        return f"{column} NOT IN ({', '.join(values)})"
+        return f"{column} NOT IN ({separator.join(values)})"
     if shape == 2:
         return " OR ".join(f"{column} = {value}" for value in values)
     if shape == 3:
@@ -317,6 +322,23 @@ def test_folding_is_checked_where_it_lands(condition: str, folds: bool) -> None:
     folded = folding.fold(sql, 3)
     kept = [name for name in folded.lists if name in parsing.check(folded, _parse(folded.sql))]
     assert bool(kept) == folds, (folded.sql, kept)
+
+
+@pytest.mark.parametrize("quoted", [False, True])
+def test_an_in_lists_values_are_its_literals_whatever_the_blanks(quoted: bool) -> None:
+    values = ["1", "-22", "3.5", "-4.25", "0"] if not quoted else ["'a'", "-1", "'b c'", "2"]
+    text = "IN (" + " ,\n".join(values[:2]) + "\t,\r\n " + ",".join(values[2:]) + " )"
+    sql = f"SELECT * FROM t WHERE id {text} AND id IN (7, 8)"
+    found = list(folding.whole_in_lists(sql, 2))
+    assert [(sql[start:end], got) for start, end, got in found] == [
+        (text, values),
+        ("IN (7, 8)", ["7", "8"]),
+    ]
+    folded = folding.fold(sql, 2)
+    assert [[(v.kind, v.text) for v in f.values] for f in folded.lists.values()] == [
+        [("string", v[1:-1]) if v[0] == "'" else ("number", v) for v in values],
+        [("number", "7"), ("number", "8")],
+    ]
 
 
 def _parse(sql: str) -> list[Any]:
