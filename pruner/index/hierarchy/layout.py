@@ -77,8 +77,10 @@ def _block_major(
             return np.zeros((0 if stop is None else stop - first, 0), np.uint8)
         blocks = len(filters[0]) // _BLOCK
         stop = blocks if stop is None else stop
-        rows = [f.reshape(blocks, _BLOCK)[first:stop] for f in filters]
-        return np.stack(rows, axis=1).reshape(stop - first, len(filters) * _BLOCK)
+        # Each block as one 32-byte item, as below (64 MB of fragment filters, 1,000 of
+        # them: 43-59 ms against 63-100 ms as bytes along three axes).
+        rows = [np.ascontiguousarray(f).view(_CELL)[first:stop] for f in filters]
+        return np.stack(rows, axis=1).view(np.uint8).reshape(stop - first, len(filters) * _BLOCK)
     count, num_bytes = filters.shape
     blocks = num_bytes // _BLOCK
     stop = blocks if stop is None else stop
