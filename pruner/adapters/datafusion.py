@@ -39,10 +39,12 @@ import pyarrow as pa
 from pruner import reads, storage
 from pruner.adapters.datafusion_settings import (
     INNER_SETTINGS,
+    PUSHED_SCANS,
     SAFE_SETTINGS,
     new_context,
     own_contexts,
     own_filters_only,
+    pushed_scan,
 )
 from pruner.adapters.kept import KeptFooters, KeptViews, kept_footers, kept_views
 from pruner.adapters.naming import quote_identifier
@@ -90,11 +92,13 @@ def parquet_frame(
     table: Table,
     selection: Selection | None,
     before_scan: Callable[[Iterable[ParquetFile]], None] = lambda files: None,
+    push_filters: bool = False,
 ) -> datafusion.DataFrame:
     """The selected files and row groups of a Parquet table (all when ``selection`` is None),
     as one DataFusion DataFrame read with DataFusion's semantics; ``before_scan`` is given
     the files DataFusion's reader will scan before it is asked to (not those whose row
-    groups are read ahead)."""
+    groups are read ahead, nor those ``push_filters`` scans: :func:`pushed_scan`, up to
+    :data:`PUSHED_SCANS` files of a local table)."""
     parts = parquet_parts(table, selection)
     every_file_whole = len(parts) == len(table.files or {}) and all(
         part.row_groups is None for part in parts
@@ -120,18 +124,25 @@ def parquet_frame(
     partial = [part for part in parts if part.row_groups is not None]
     schema = _read_schema(table.schema)
     scanned = [part.file for part in parts if part.row_groups is None]
-    if scanned:
-        before_scan(scanned)
+
+    def file_schema(file: ParquetFile) -> pa.Schema:
+        return schema if table.layouts is None else _read_schema(table.stored_schema(file))
+
+    pushed: dict[str, datafusion.DataFrame] = {}
+    if push_filters and len(scanned) <= PUSHED_SCANS and not storage.is_remote(table.path):
+        for file in scanned:
+            frame = pushed_scan(context, file.path.as_uri(), file_schema(file))
+            if frame is not None:
+                pushed[str(file.path)] = frame
+    if len(pushed) < len(scanned):
+        before_scan([file for file in scanned if str(file.path) not in pushed])
     frames = [
         _as_table(
             table,
             part,
-            context.read_parquet(
-                part.file.path.as_uri(),
-                schema=schema
-                if table.layouts is None
-                else _read_schema(table.stored_schema(part.file)),
-                file_extension="",
+            pushed.get(str(part.file.path))
+            or context.read_parquet(
+                part.file.path.as_uri(), schema=file_schema(part.file), file_extension=""
             ),
         )
         for part in parts
@@ -297,13 +308,15 @@ def _register(
     keys: RowKeys | None = None,
     null_literals: bool = False,
     before_scan: Callable[[Iterable[ParquetFile]], None] = lambda files: None,
+    push_filters: bool = False,
 ) -> None:
     if opened.kind == "parquet":
         if isinstance(opened.path, storage.ObjectPath):
             from pruner.adapters.stores import register_store  # fsspec: on a store only
 
             register_store(context, opened.path)
-        context.register_view(quoted, parquet_frame(context, opened, selection, before_scan))
+        frame = parquet_frame(context, opened, selection, before_scan, push_filters)
+        context.register_view(quoted, frame)
         return
     source = lance_source(opened, selection, keys)
     if isinstance(source, pa.Table):
@@ -333,10 +346,13 @@ def registered(
 
     A DataFrame planned inside the block keeps the pruned sources it was planned with, so it
     can be collected after the block. ``null_literals`` False (the query has no NULL literal
-    and no NULL parameter) lets DataFusion push its filters into Lance's scans.
+    and no NULL parameter) lets DataFusion push its filters into Lance's scans. On a
+    caller's own context, a statement with no outer join scans Parquet files filtering rows
+    as they are decoded, as pruner's shared context does (:func:`parquet_frame`).
     """
     saved: dict[str, datafusion.catalog.Table | None] = {}
     kept = kept_views.get(context)
+    push_filters = prepared.no_outer_join and context not in own_contexts
     with _registration_lock, own_filters_only(context) as before_scan:
         if kept is not None:
             kept.forget_all_but(context, prepared)
@@ -359,6 +375,7 @@ def registered(
                     prepared.keys(name),
                     null_literals,
                     before_scan,
+                    push_filters,
                 )
                 if kept is not None and kept.keeps(quoted, table, prepared.reads_whole(name)):
                     del saved[quoted]

@@ -6,12 +6,14 @@ registers a scan that could read them (:mod:`pruner.adapters.datafusion` runs th
 from __future__ import annotations
 
 import contextlib
+import uuid
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import datafusion
+    import pyarrow as pa
 
     from pruner.discover import ParquetFile
 
@@ -19,10 +21,12 @@ __all__ = [
     "BLOOM_ON_READ",
     "INNER_SETTINGS",
     "NO_FOOTER_CACHE",
+    "PUSHED_SCANS",
     "SAFE_SETTINGS",
     "new_context",
     "own_contexts",
     "own_filters_only",
+    "pushed_scan",
 ]
 
 
@@ -140,3 +144,50 @@ def own_filters_only(
     finally:
         if turned:
             context.sql(f"SET {BLOOM_ON_READ} = true").collect()
+
+
+PUSHED_SCANS = 8
+"""A pruned read of a caller's own context scans at most this many files the pushing way
+(:func:`pushed_scan`); past it, each costs DataFusion ~0.55 ms more to register than a
+``read_parquet`` (it reads the file's footer for its schema), and the files are read as
+before."""
+
+_PUSHED_OPTIONS = {
+    "format.pushdown_filters": "true",
+    "format.bloom_filter_on_read": "false",
+    "format.schema_force_view_types": "false",
+}
+
+
+def pushed_scan(
+    context: datafusion.SessionContext, uri: str, schema: pa.Schema
+) -> datafusion.DataFrame | None:
+    """A scan of the one Parquet file ``uri`` on a caller's own ``context`` that filters rows
+    while the file is decoded (``pushdown_filters``, as pruner's shared context for a
+    statement with no outer join: :data:`INNER_SETTINGS`) and reads no bloom filter of the
+    file's (:data:`SAFE_SETTINGS`), whatever the context's own settings; or None where
+    DataFusion makes it otherwise than ``read_parquet`` of ``schema`` would (then it is read
+    that way, as before).
+
+    A caller's context keeps its own settings: the options are the scan's own
+    (``CREATE EXTERNAL TABLE ... OPTIONS``), registered under a name of its own only while
+    the frame is made; the context's ``SHOW`` would cost ~1 ms a query. The one caller is a
+    statement with no outer join (``Plan.no_outer_join``), as for the shared context. A
+    point lookup pruned to one file of 100,000 rows on a context with DataFusion's defaults:
+    6.7 ms against 11.2 read as before (``schema_force_view_types`` off: its strings read as
+    ``read_parquet`` of ``schema`` reads them, not as views)."""
+    name = f"pruner_scan_{uuid.uuid4().hex}"
+    options = ", ".join(f"'{key}' '{value}'" for key, value in _PUSHED_OPTIONS.items())
+    location = uri.replace("'", "''")
+    try:
+        context.sql(
+            f"CREATE EXTERNAL TABLE {name} STORED AS PARQUET LOCATION '{location}' "
+            f"OPTIONS ({options})"
+        ).collect()
+    except Exception:  # DataFusion refused it (its errors are Exception): read as before
+        return None
+    try:
+        frame = context.table(name)
+    finally:
+        context.deregister_table(name)
+    return frame if frame.schema() == schema else None

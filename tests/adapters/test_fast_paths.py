@@ -4,6 +4,7 @@ own listing of a whole Parquet directory and Lance's own scan of a whole dataset
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
@@ -253,6 +254,63 @@ def test_a_callers_filters_are_turned_off_only_for_a_scan_of_files_with_filters(
         shown = callers.sql(setting).to_pylist()[0]["value"]
     assert shown == ("false" if filters else "true")
     assert callers.sql(setting).to_pylist()[0]["value"] == "true"
+
+
+def _pushed_rows(context: datafusion.SessionContext, frame: datafusion.DataFrame) -> int:
+    """Run ``frame``; the rows its Parquet scans left out while decoding (``pushdown_rows_pruned``
+    in DataFusion's metrics: 0 when the reader filtered no row)."""
+    plan = frame.execution_plan()
+    for partition in range(plan.partition_count):
+        for _ in context.execute(plan, partition):
+            pass
+    text = str(plan.collect_metrics())
+    pruned = re.findall(r"pushdown_rows_pruned\{[^}]*\}=([0-9.]+)( K)?", text)
+    return int(sum(float(n) * (1_000 if k else 1) for n, k in pruned))
+
+
+def test_a_callers_context_filters_pruned_files_as_they_are_decoded(tmp_path: Path) -> None:
+    """On a caller's own context (DataFusion's defaults: no filter pushed into the Parquet
+    decoder, bloom filters read), a statement with no outer join scans the files pruner
+    selects filtering rows as they are decoded, as pruner's shared context does, with the
+    files' bloom filters left to pruner; the context's own settings stay as they were. With
+    an outer join (DataFusion 55 then keeps a null-extended row it must drop:
+    tests/adapters/test_datafusion_bugs.py) the scan is DataFusion's as before."""
+    path = tmp_path / "t"
+    path.mkdir()
+    rows = _rows()
+    for i in range(3):  # one row group a file: a point lookup reads one file whole
+        pq.write_table(
+            rows.slice(i * 2_000, 2_000),
+            path / f"part-{i}.parquet",
+            bloom_filter_options={"id": {"ndv": 2_000, "fpp": 0.01}},
+        )
+    build_index(path, "id", items=500)
+    key = rows.column("id")[1_234].as_py()
+    context = datafusion.SessionContext()
+    settings = {
+        name: context.sql(f"SHOW datafusion.execution.parquet.{name}").to_pylist()[0]["value"]
+        for name in ("pushdown_filters", "bloom_filter_on_read")
+    }
+    assert settings == {"pushdown_filters": "false", "bloom_filter_on_read": "true"}
+    inner = f"SELECT * FROM t WHERE id = {key}"
+    outer = f"SELECT t.id, u.x FROM t RIGHT JOIN u ON t.id = u.x WHERE t.id = {key}"
+    context.register_record_batches("u", [[pa.record_batch({"x": [key, -1]})]])
+    for sql, pushed in ((inner, True), (outer, False)):
+        prepared = plan(sql, {"t": path}, dialect="datafusion")
+        assert len(parquet_parts(prepared.tables["t"], prepared.selections["t"])) == 1
+        frame = df_adapter.sql(context, sql, {"t": path})
+        assert (_pushed_rows(context, frame) > 0) is pushed, sql
+        got = df_adapter.sql(context, sql, {"t": path}).to_arrow_table()
+        alone = datafusion.SessionContext()
+        alone.register_parquet("t", str(path))
+        alone.register_record_batches("u", [[pa.record_batch({"x": [key, -1]})]])
+        assert multiset(got) == multiset(alone.sql(sql).to_arrow_table())
+        assert got.num_rows == 1
+    assert context.table_exist("u") and not context.table_exist("t")
+    assert not any("pruner" in name for name in context.catalog().schema().names())
+    for name, value in settings.items():
+        shown = context.sql(f"SHOW datafusion.execution.parquet.{name}").to_pylist()[0]
+        assert shown["value"] == value, name
 
 
 def test_whole_lance_selection_scans_as_the_dataset(
