@@ -301,7 +301,8 @@ def test_a_held_lance_table_looked_up_often_leaves_point_lookups_to_lance(
     lookups are probed by pruner; from the third (the threshold here), a statement of one
     SELECT whose terms are ``=`` of one literal is read whole, bound as for any query (a kept
     cursor serves it), and Lance's scanner probes the index pruner checked; explain says so,
-    and the next text of that shape reuses the plan without an analysis. An IN list, an OR,
+    and the next text of that shape reuses the plan without an analysis. An IN list (of one
+    key too), a BETWEEN, an OR,
     a join, a second SELECT, another engine, a Parquet table and a table read whole ahead
     are still probed. Every answer is the engine alone's."""
     monkeypatch.setattr(costs, "LANCE_WARM_LOOKUPS", 3.0)
@@ -340,6 +341,9 @@ def test_a_held_lance_table_looked_up_often_leaves_point_lookups_to_lance(
     assert "ScalarIndexQuery" in source.scanner(filter=pc.field("id") == ids[3]).explain_plan()
     check(f"SELECT id, tag FROM t WHERE id = {ids[4]} AND tag = 't3'", True)
     check(f"SELECT id FROM t WHERE id IN ({ids[5]}, {ids[6]})", False)
+    # one key written as a list or a range: DuckDB pushes no equality into Lance's scan
+    check(f"SELECT id FROM t WHERE id IN ({ids[5]})", False)
+    check(f"SELECT id FROM t WHERE id BETWEEN {ids[5]} AND {ids[5]}", False)
     check(f"SELECT id FROM t WHERE id = {ids[5]} OR id = {ids[6]}", False)
     check(f"SELECT t.id, s.k FROM t JOIN s ON t.id = s.id WHERE t.id = {ids[5]}", False)
     check(f"SELECT id FROM t WHERE id = {ids[5]} UNION ALL SELECT id FROM t WHERE id = 3", False)
