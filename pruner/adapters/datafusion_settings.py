@@ -188,6 +188,8 @@ def pushed_scan(
         return None
     try:
         frame = context.table(name)
+        return frame if frame.schema() == schema else None
+    except Exception:  # as above
+        return None
     finally:
         context.deregister_table(name)
-    return frame if frame.schema() == schema else None
