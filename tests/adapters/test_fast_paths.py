@@ -127,6 +127,18 @@ def test_scans_that_add_the_keys_to_their_filter_answer_as_the_engine_alone(
     assert multiset(pruner.query(sql, {"t": table}, engine=engine)) == expected
 
 
+@pytest.mark.parametrize("sql", STREAMED)
+def test_a_callers_context_scanning_the_selected_files_answers_as_datafusion_alone(
+    sql: str, parquet_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Files scanned whole (nothing read ahead) on a caller's own context: with no outer
+    join, each scan filters rows as it decodes them (:func:`pushed_scan`); joins, unions,
+    subqueries and NULL literals answer as DataFusion alone."""
+    monkeypatch.setattr(reads, "PARQUET_READ_AHEAD_BYTES", 0)
+    got = df_adapter.query(sql, {"t": parquet_path}, context=datafusion.SessionContext())
+    assert multiset(got) == engine_answer("datafusion", sql, {"t": parquet_path})
+
+
 def test_a_streamed_scan_reads_only_the_rows_of_its_keys(
     lance_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
