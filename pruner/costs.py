@@ -31,7 +31,7 @@ selections and queries to show it).
   literal`` into its scan, as it does for DuckDB alone, and costs less than pruner's own
   probe and read of the zone (docs/scale.md, 5M rows: 3.0-3.8 against 4.8-5.2 ms). So a
   statement of one SELECT of the table whose terms are ``=`` of one literal, written so
-  (:func:`pushes_equalities`: not ``IN (5)``, which DuckDB pushes as a list), is read whole,
+  (:func:`equalities_pushed`: not ``IN (5)``, which DuckDB pushes as a list), is read whole,
   with Lance probing the index, once pruner has checked every zone of that index
   (:func:`pruner.table.trust.lance_may_probe`), which it does only after the held table was
   looked up :data:`LANCE_WARM_LOOKUPS_PER_MIB` times (the check and Lance's load of the
@@ -94,6 +94,7 @@ __all__ = [
     "VIEW_SELECT_ROWS",
     "VIEW_SELECT_ROWS_PER_LITERAL",
     "WHOLE_FRACTION",
+    "equalities_pushed",
     "join_read_reason",
     "lance_probes_reason",
     "lance_still_probes",
@@ -101,7 +102,6 @@ __all__ = [
     "may_hold_term",
     "needs_analysis",
     "probe_reason",
-    "pushes_equalities",
     "single_select",
     "sql_words",
     "whole_files_reason",
@@ -364,14 +364,16 @@ def lance_probes_reason(table: Table, predicate: Predicate, dialect: str) -> str
 _NOT_PUSHED_AS_EQUALITY = frozenset({"in", "between"})
 
 
-def pushes_equalities(sql: str) -> bool:
-    """Does DuckDB push the ``=`` terms of ``sql`` into Lance's scan as the equalities
-    Lance's scanner probes an index for? Judged by its words: not where it says IN or
-    BETWEEN, which may write one key (``id IN (5)``, ``id BETWEEN 5 AND 5``: an ``=`` to the
-    analysis). DuckDB pushes ``id IN (5)`` as ``if_else(is_valid(id), is_in(id, [5]),
-    null)``, for which Lance probes no index: 11.5 ms at 1M rows against 2.7 for ``id = 5``,
-    and pruner's own probe of the same key takes about what the latter takes."""
-    return _NOT_PUSHED_AS_EQUALITY.isdisjoint(sql_words(sql))
+def equalities_pushed(sql: str) -> bool:
+    """Is ``sql`` (by its words) one SELECT with no join and no set operation
+    (:func:`single_select`) whose ``=`` terms DuckDB pushes into Lance's scan as the
+    equalities Lance's scanner probes an index for: the statements whose terms
+    :func:`lance_probes_reason` may leave to Lance. Not where it says IN or BETWEEN, which
+    may write one key (``id IN (5)``, ``id BETWEEN 5 AND 5``: an ``=`` to the analysis).
+    DuckDB pushes ``id IN (5)`` as ``if_else(is_valid(id), is_in(id, [5]), null)``, for
+    which Lance probes no index: 11.5 ms at 1M rows against 2.7 for ``id = 5``, and pruner's
+    own probe of the same key takes about what the latter takes."""
+    return single_select(sql) and _NOT_PUSHED_AS_EQUALITY.isdisjoint(sql_words(sql))
 
 
 LEFT_TO_LANCE = (

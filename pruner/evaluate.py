@@ -25,13 +25,7 @@ from pruner import storage
 from pruner.analysis.model import JoinEdge
 from pruner.analyzer import Analysis, Scan
 from pruner.binding import bind
-from pruner.costs import (
-    join_read_reason,
-    lance_probes_reason,
-    probe_reason,
-    pushes_equalities,
-    single_select,
-)
+from pruner.costs import equalities_pushed, join_read_reason, lance_probes_reason, probe_reason
 from pruner.discover import ParquetFile, open_parquet
 from pruner.errors import IndexFormatError, PrunerError
 from pruner.expressions import (
@@ -346,9 +340,8 @@ def _run(
     predicate: Predicate, table: Table, dialect: str, alone: bool = False
 ) -> tuple[_Evaluator, Selection | None, Predicate]:
     """The evaluator (its term reports, its layout), the selection (None for every row) and
-    the bound predicate. ``alone``: the statement is one SELECT of this one scan, whose ``=``
-    terms DuckDB pushes into Lance's scan as equalities (:func:`pruner.costs.pushes_equalities`),
-    which may then be left to Lance's scanner (:func:`pruner.costs.lance_probes_reason`)."""
+    the bound predicate. ``alone``: :func:`pruner.costs.equalities_pushed` of the statement
+    of this one scan: its terms may be left to Lance's scanner (``lance_probes_reason``)."""
     evaluator = _Evaluator(table)
     lance = lance_probes_reason(table, predicate, dialect) if alone else None
     bound = bind(
@@ -573,9 +566,7 @@ def _select_scan(
 
 def select_scans(analysis: Analysis, tables: Mapping[str, Table]) -> list[ScanSelection]:
     """Evaluate every scan of a known table in the analysis."""
-    alone = (
-        len(analysis.scans) == 1 and single_select(analysis.sql) and pushes_equalities(analysis.sql)
-    )
+    alone = len(analysis.scans) == 1 and equalities_pushed(analysis.sql)
     return [
         _select_scan(scan, tables[scan.table], analysis.dialect, tables, alone)
         for scan in analysis.scans

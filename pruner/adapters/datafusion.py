@@ -136,18 +136,14 @@ def parquet_frame(
                 pushed[str(file.path)] = frame
     if len(pushed) < len(scanned):
         before_scan([file for file in scanned if str(file.path) not in pushed])
-    frames = [
-        _as_table(
-            table,
-            part,
-            pushed.get(str(part.file.path))
-            or context.read_parquet(
-                part.file.path.as_uri(), schema=file_schema(part.file), file_extension=""
-            ),
-        )
-        for part in parts
-        if part.row_groups is None
-    ]
+
+    def scan(file: ParquetFile) -> datafusion.DataFrame:
+        frame = pushed.get(str(file.path))
+        if frame is not None:
+            return frame
+        return context.read_parquet(file.path.as_uri(), schema=file_schema(file), file_extension="")
+
+    frames = [_as_table(table, part, scan(part.file)) for part in parts if part.row_groups is None]
     if partial or not frames:
         frames.append(_memory_frame(context, read_row_groups(table, partial).cast(schema)))
     if len(frames) == 1:
