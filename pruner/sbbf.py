@@ -384,8 +384,14 @@ def check(filters: np.ndarray, hashes: np.ndarray) -> np.ndarray:
 def check_blocks(blocks: np.ndarray, hashes: np.ndarray) -> np.ndarray:
     """(K,) bool: value k may be in ``blocks[k]``, the (K, 32) uint8 block its hash points
     at (read by offset from a filter, so only the blocks probed are ever read)."""
-    words = np.ascontiguousarray(blocks).view("<u4").reshape(len(hashes), WORDS_PER_BLOCK)
-    wanted = masks(hashes)
+    return blocks_hold(blocks, masks(hashes))
+
+
+def blocks_hold(blocks: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """(K,) bool: ``blocks[k]`` (a (K, 32) uint8 block) holds the bits of ``wanted[k]``, or
+    of ``wanted`` itself when it is one value's (1, 8) :func:`masks` (its blocks in many
+    filters)."""
+    words = np.ascontiguousarray(blocks).view("<u4").reshape(-1, WORDS_PER_BLOCK)
     return np.asarray(((words & wanted) == wanted).all(axis=1))
 
 

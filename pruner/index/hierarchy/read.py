@@ -203,6 +203,7 @@ class Hierarchy:
         self.has_null = view[24 * zones :].astype(bool)
         self.files = None if files_text is None else decode_files(files_text, str(self.path))
         self.num_zones = zones
+        self._edges = np.array([*self._first_zone, zones], np.int64)  # each fragment's zones
         self._offsets = offsets
         if len(self._first_zone) != len(self.fragments) or (
             zones and (self._first_zone[0] != 0 or self._first_zone != sorted(self._first_zone))
@@ -550,6 +551,8 @@ class Hierarchy:
                 _WARMERS.submit(self._warm)
             if len(hashes) <= _AHEAD_VALUES:
                 self._units_of(self._ahead(hashes))
+        if len(hashes) == 1:
+            return self._pairs_of_one(hashes)
         count = len(self.fragments)
         # Dataset level.
         chunk = min(self.dataset_bytes, _DATASET_CHUNK)
@@ -578,7 +581,7 @@ class Hierarchy:
         # unit: a fragment's zones in one block row).
         zone_rows = self.zone_bytes // _BLOCK
         blocks = sbbf.block_of(hashes, zone_rows)
-        edges = np.array([*self._first_zone, self.num_zones], np.int64)
+        edges = self._edges
         data = self._units("zones", distinct(blocks[value] * count + fragment))
         sizes = edges[fragment + 1] - edges[fragment]
         pair = np.repeat(np.arange(len(value)), sizes)
@@ -588,3 +591,34 @@ class Hierarchy:
         hits = sbbf.check_blocks(by_zone[blocks[value][pair], zone], hashes[value][pair])
         touched = len(distinct(fragment))
         return kept[value[pair[hits]]].astype(np.int64), zone[hits].astype(np.int64), touched
+
+    def _pairs_of_one(self, hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray, int | None]:
+        """:meth:`_pairs` of one hash: the same units read, the same blocks checked, with
+        each level's block number found by integer arithmetic and the hash's masks made
+        once (a warm lookup's probe: ~30 numpy calls fewer, 0.19 against 0.05 ms at 200
+        fragments)."""
+        hashed, wanted, count = int(hashes[0]), sbbf.masks(hashes), len(self.fragments)
+        none = np.zeros(0, np.int64)
+        chunk = min(self.dataset_bytes, _DATASET_CHUNK)
+        block = _block_of(hashed, self.dataset_bytes // _BLOCK)
+        data = self._units("dataset", np.array([block // (chunk // _BLOCK)]))
+        if not sbbf.blocks_hold(data.reshape(-1, _BLOCK)[block : block + 1], wanted)[0]:
+            return none, none, None
+        rows = self.fragment_bytes // _BLOCK
+        block = _block_of(hashed, rows)
+        by_fragment = self._units("fragments", np.array([block])).reshape(rows, count, _BLOCK)
+        fragments = np.flatnonzero(sbbf.blocks_hold(by_fragment[block], wanted))
+        if not len(fragments):
+            return none, none, 0
+        zone_rows, edges = self.zone_bytes // _BLOCK, self._edges
+        block = _block_of(hashed, zone_rows)
+        data = self._units("zones", block * count + fragments)
+        zones = np.concatenate([np.arange(edges[f], edges[f + 1]) for f in fragments])
+        by_zone = data.reshape(zone_rows, self.num_zones, _BLOCK)[block, zones]
+        hits = zones[sbbf.blocks_hold(by_zone, wanted)]
+        return np.zeros(len(hits), np.int64), hits, len(fragments)
+
+
+def _block_of(hashed: int, num_blocks: int) -> int:
+    """:func:`pruner.sbbf.block_of` of one hash, in integers."""
+    return ((hashed >> 32) * num_blocks) >> 32
