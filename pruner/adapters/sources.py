@@ -234,8 +234,7 @@ def lance_source(
     dataset = table.dataset
     fragments = table.lance_fragments()
     if selection is not None:
-        wanted = set(selection.fragment_ids())
-        fragments = [f for f in fragments if f.fragment_id in wanted]
+        fragments = table.lance_fragments_of(selection.fragment_ids())
     partial: dict[int, list[tuple[int, int]]] = {}
     if selection is not None and not dataset.has_stable_row_ids:
         for fragment, ranges in selection.by_fragment().items():

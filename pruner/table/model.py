@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -160,6 +160,7 @@ class Table:
         self._lock = threading.Lock()
         self._whole: Selection | None = None
         self._fragments: list[Any] | None = None
+        self._fragment_places: dict[int, int] | None = None  # by id: place in _fragments
         # A local directory's (mtime, ctime, inode, device) when its names last matched
         # (_names_unchanged)
         self._names_seen: tuple[int, int, int, int] | None = None
@@ -273,6 +274,15 @@ class Table:
         if self._fragments is None:
             self._fragments = self.dataset.get_fragments()
         return self._fragments
+
+    def lance_fragments_of(self, fragment_ids: Iterable[int]) -> list[Any]:
+        """The fragments of :meth:`lance_fragments` with those ids, in its order (a
+        fragment's ``fragment_id`` is a call into Lance: 1 us, 0.2 ms for 200 of them)."""
+        if self._fragment_places is None:
+            fragments = self.lance_fragments()
+            self._fragment_places = {f.fragment_id: n for n, f in enumerate(fragments)}
+        places, fragments = self._fragment_places, self.lance_fragments()
+        return [fragments[n] for n in sorted(places[f] for f in fragment_ids if f in places)]
 
     def index(self, column: str) -> TableIndex | None:
         """The bound index of ``column``, or None when it has none.
