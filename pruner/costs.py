@@ -86,6 +86,7 @@ from pruner.table.trust import lance_lookup, lance_may_probe
 __all__ = [
     "FILES_SKIP_FRACTION",
     "JOIN_READ_RATIO",
+    "LANCE_LEFT_FRAGMENTS",
     "LANCE_WARM_LOOKUPS",
     "LANCE_WARM_LOOKUPS_PER_MIB",
     "LEFT_TO_LANCE",
@@ -149,6 +150,15 @@ zone read and checked: ~1.5 ms a MiB) and Lance's load of it into its cache (~2.
 cost, and then saves 0.6-1.8 ms a lookup (docs/scale.md, 5M to 100M rows; 1.1-1.8 ms up to
 20M): pruner switches once its own lookups have cost about what the switch costs, so a
 table looked up a few times never pays for it, and one looked up often at most twice."""
+
+LANCE_LEFT_FRAGMENTS = 500
+"""A lookup left to Lance's scanner (:data:`LEFT_TO_LANCE`) of a table of at least this many
+fragments is given only the fragments pruner's probe of its key selects
+(:attr:`pruner.plan.Plan.lance_probes`). Lance's scan costs about 1 us more per fragment it
+is given (DuckDB over Lance, one key: 4.19 against 3.06 ms given all 1,000 fragments or the
+one holding it, 20M rows; 0.27 ms at 200 fragments, 5M rows), and the probe and binding cost
+0.3-0.5 ms: at 200 fragments a lookup took 1.35x DuckDB alone's with them, 1.17x without;
+at 1,000, 1.02x against 1.13x (/tmp/prof/lk2.py)."""
 
 JOIN_READ_RATIO = 1.0
 """A join's keys are not read at run time from another side that holds at least this many

@@ -56,6 +56,7 @@ __all__ = [
     "RowKeys",
     "ScanSelection",
     "TermReport",
+    "fragments_selected",
     "row_keys",
     "select_scans",
     "table_keys",
@@ -354,6 +355,17 @@ def _run(
     selected = visit(bound, evaluator)
     evaluator.unused_keys()
     return evaluator, selected, bound
+
+
+def fragments_selected(predicate: Predicate, table: Table, dialect: str) -> Selection:
+    """Every row of the fragments of ``table`` that hold a row pruner's probe of
+    ``predicate`` selects (no term left to Lance's scanner; the fragments its index does
+    not cover included): where Lance's scanner may probe its own index
+    (:attr:`pruner.plan.Plan.lance_probes`)."""
+    selected, rows = _run(predicate, table, dialect)[1], table.fragment_rows
+    if selected is None:
+        return table.whole()
+    return Selection.whole({f: rows[f] for f in selected.fragment_ids() if f in rows})
 
 
 def row_keys(bound: Predicate) -> RowKeys | None:

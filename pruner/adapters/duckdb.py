@@ -36,9 +36,9 @@ import numpy as np
 import pyarrow as pa
 
 from pruner import reads, storage
-from pruner.adapters.kept import kept_cursors, reusable_binding
+from pruner.adapters.kept import Pointed, kept_cursors, reusable_binding
 from pruner.adapters.naming import quote_identifier
-from pruner.adapters.sources import lance_source
+from pruner.adapters.sources import lance_source, point
 from pruner.discover import ParquetFile, hive_partitioned
 from pruner.errors import EngineError
 from pruner.evaluate import RowKeys
@@ -296,7 +296,9 @@ def _bind_table(
     opened: Table,
     selection: Selection | None,
     keys: RowKeys | None = None,
-) -> None:
+    lance_probes: bool = False,
+) -> Any:
+    """Bind as :func:`bind_table` does, on a new cursor; return a Lance table's source."""
     if opened.kind == "parquet" and storage.is_remote(opened.path):
         from pruner.adapters.stores import read_store  # fsspec: only for tables on a store
 
@@ -306,15 +308,17 @@ def _bind_table(
         # they are: DuckDB scans it with its own filters (DuckDB 2.0.0 dropped an outer
         # join's ON condition over one, fixed in 2.0.1, which pyproject requires:
         # tests/adapters/test_duckdb_bugs.py).
-        connection.register(name, lance_source(opened, selection, keys))
-        return
+        source = lance_source(opened, selection, keys, lance_probes)
+        connection.register(name, source)
+        return source
     rows = _parquet_rows(opened, selection)
     if rows is not None:
         connection.register(name, rows)
-        return
+        return None
     connection.execute(
         f"CREATE TEMP VIEW {quote_identifier(name)} AS {parquet_view_sql(opened, selection)}"
     )
+    return None
 
 
 def _reads_alike(arrow_type: pa.DataType) -> bool:
@@ -356,9 +360,12 @@ def _parquet_rows(table: Table, selection: Selection | None) -> pa.Table | None:
     return read_row_groups(table, parts)
 
 
-def registered(connection: duckdb.DuckDBPyConnection, prepared: Plan) -> duckdb.DuckDBPyConnection:
+def registered(
+    connection: duckdb.DuckDBPyConnection, prepared: Plan, pointed: Pointed | None = None
+) -> duckdb.DuckDBPyConnection:
     """A new cursor of ``connection`` with every table of ``prepared`` bound to its pruned
-    source; the caller's connection and its other tables are untouched.
+    source; the caller's connection and its other tables are untouched. ``pointed`` gets
+    the datasets of the tables bound as ``lance`` (:data:`pruner.adapters.kept.Pointed`).
 
     A view or macro of the database resolves a table name to the cursor's binding when the
     query runs, and the analyzer never saw its body: a table such a definition names is
@@ -375,7 +382,10 @@ def registered(connection: duckdb.DuckDBPyConnection, prepared: Plan) -> duckdb.
         keys = prepared.keys(name)
         if catalog.collation or any(named_in(name, text) for text in catalog.definitions):
             selection = keys = None
-        _bind_table(cursor, name, table, selection, keys)
+        probes = name in prepared.lance_probes and selection is not None and selection.num_rows
+        source = _bind_table(cursor, name, table, selection, keys, bool(probes))
+        if probes and pointed is not None:
+            pointed[name] = source
         bound += 1
     catalog.after_own_changes(connection, bound)
     return cursor
@@ -506,11 +516,18 @@ def query(
         prepared = plan(query_text, tables, dialect="duckdb", parameters=parameters, prune=prune)
     database = connection if connection is not None else shared_connection()
     bindings = reusable_binding(prepared, query_text)
-    cursor = None
+    taken = None
     if bindings is not None and _binds_as_planned(database, prepared):
-        cursor = kept_cursors(database).take(bindings)
-    if cursor is None:
-        cursor = registered(database, prepared)
+        taken = kept_cursors(database).take(bindings)
+    if taken is None:
+        pointed: Pointed = {}
+        cursor = registered(database, prepared, pointed)
+    else:
+        cursor, pointed = taken
+        for name, source in pointed.items():
+            selection = prepared.selections[name]
+            assert selection is not None
+            point(source, prepared.tables[name], selection)
     answered = False
     try:
         if parameters:
@@ -522,7 +539,7 @@ def query(
         return result
     finally:
         if answered and bindings is not None:
-            kept_cursors(database).keep(bindings, cursor)
+            kept_cursors(database).keep(bindings, cursor, pointed)
         else:
             cursor.close()
 

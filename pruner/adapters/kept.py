@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 import time
 import weakref
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pruner import storage
 from pruner.adapters.naming import quote_identifier
@@ -33,6 +33,7 @@ __all__ = [
     "KeptCursors",
     "KeptFooters",
     "KeptViews",
+    "Pointed",
     "kept_cursors",
     "kept_footers",
     "kept_views",
@@ -44,7 +45,14 @@ __all__ = [
 Bindings = tuple[tuple[str, Table, str], ...]
 """Per table name, the table and how it is bound, the same for every query that binds it so:
 ``unpruned`` (no selection: no index at all, Lance's own included), ``whole`` (a whole
-Selection, with no keys to filter by) or ``empty`` (no row selected: bound as no rows)."""
+Selection, with no keys to filter by), ``empty`` (no row selected: bound as no rows) or
+``lance`` (a Lance dataset whose scans Lance's scanner probes within whole fragments,
+:attr:`pruner.plan.Plan.lance_probes`: the next query points it at its own fragments)."""
+
+Pointed = dict[str, Any]
+"""The datasets a cursor binds as ``lance`` (:data:`Bindings`), by table name: each query
+that takes the cursor points them at its own fragments
+(:func:`pruner.adapters.sources.point`)."""
 
 
 class KeptCursors:
@@ -65,22 +73,26 @@ class KeptCursors:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.idle: list[tuple[Bindings, duckdb.DuckDBPyConnection]] = []
+        self.idle: list[tuple[Bindings, duckdb.DuckDBPyConnection, Pointed]] = []
 
-    def take(self, bindings: Bindings) -> duckdb.DuckDBPyConnection | None:
+    def take(self, bindings: Bindings) -> tuple[duckdb.DuckDBPyConnection, Pointed] | None:
         with self.lock:
-            for position, (tables, cursor) in enumerate(self.idle):
+            for position, (tables, cursor, pointed) in enumerate(self.idle):
                 if _same_tables(tables, bindings):
                     del self.idle[position]
-                    return cursor
+                    return cursor, pointed
         return None
 
-    def keep(self, bindings: Bindings, cursor: duckdb.DuckDBPyConnection) -> None:
+    def keep(self, bindings: Bindings, cursor: duckdb.DuckDBPyConnection, pointed: Pointed) -> None:
+        """Keep ``cursor``, unless a table it binds as ``lance`` is not in ``pointed``."""
+        if any(how == "lance" and name not in pointed for name, _, how in bindings):
+            cursor.close()
+            return
         with self.lock:
-            self.idle.append((bindings, cursor))
+            self.idle.append((bindings, cursor, pointed))
             dropped = self.idle[: -self.LIMIT]
             del self.idle[: -self.LIMIT]
-        for _, old in dropped:
+        for _, old, _ in dropped:
             old.close()
 
 
@@ -107,7 +119,8 @@ def kept_cursors(connection: duckdb.DuckDBPyConnection) -> KeptCursors:
 
 def reusable_binding(prepared: Plan, query_text: str) -> Bindings | None:
     """The tables of ``prepared`` by name, with how each is bound, when every one is bound
-    the same way for any query (read whole, unpruned, or no row selected) and the statement
+    the same way for any query (read whole, unpruned, no row selected, or as ``lance``) and
+    the statement
     only reads (a cursor bound for it may serve the next such query); else None."""
     if not reads_only(query_text):
         return None
@@ -118,6 +131,8 @@ def reusable_binding(prepared: Plan, query_text: str) -> Bindings | None:
             how = "unpruned"
         elif selection.num_rows == 0:
             how = "empty"
+        elif name in prepared.lance_probes:
+            how = "lance"
         elif prepared.reads_whole(name):
             how = "whole"
         else:

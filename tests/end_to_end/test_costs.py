@@ -99,6 +99,7 @@ def _in_list(keys: list[int]) -> str:
     files_skip=st.floats(0.0, 1.01),
     read_ahead=st.sampled_from([0, 64 << 20]),
     lance_warm=st.sampled_from([0.0, math.inf]),
+    lance_left=st.sampled_from([0, 10**9]),
     lance_read=st.sampled_from([0, 1 << 18]),
 )
 def test_every_choice_answers_as_the_engine_alone(
@@ -116,11 +117,13 @@ def test_every_choice_answers_as_the_engine_alone(
     files_skip: float,
     read_ahead: int,
     lance_warm: float,
+    lance_left: int,
     lance_read: int,
 ) -> None:
     """Thresholds drawn anywhere from 'always read whole' to 'never' (and DuckDB's files
     read whole, from none to every file it reads in part, read ahead or not; point lookups
-    left to Lance's scanner from the first or never; Lance's rows read ahead or streamed):
+    left to Lance's scanner from the first or never, given the fragments pruner's probe
+    selects or all of them; Lance's rows read ahead or streamed):
     the answer never changes, only what is read."""
     if engine == "datafusion" and kind == "lance":
         engine = "duckdb"
@@ -146,6 +149,7 @@ def test_every_choice_answers_as_the_engine_alone(
     monkeypatch.setattr(reads, "DUCKDB_READ_AHEAD_BYTES", read_ahead)
     monkeypatch.setattr(costs, "LANCE_WARM_LOOKUPS", lance_warm)
     monkeypatch.setattr(costs, "LANCE_WARM_LOOKUPS_PER_MIB", 0.0)
+    monkeypatch.setattr(costs, "LANCE_LEFT_FRAGMENTS", lance_left)
     monkeypatch.setattr(reads, "LANCE_READ_AHEAD_VALUES", lance_read)
     named = {"t": tables[kind], "s": tables["s"]}
     expected = engine_alone(engine, sql, named)
@@ -356,6 +360,53 @@ def test_a_held_lance_table_looked_up_often_leaves_point_lookups_to_lance(
     check(point.format(ids[7]), False)
 
 
+def test_a_lookup_left_to_lance_reads_the_fragments_pruners_probe_selects(
+    tmp_path: Path, cost_model: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A held table of at least LANCE_LEFT_FRAGMENTS fragments (4 here): its lookups left to
+    Lance's scanner are given only the fragments pruner's probe of the key selects, with one
+    appended after the index build (which the index does not cover), on one kept cursor
+    whose dataset each lookup points at its own fragments; Lance probes its index within
+    them. Keys of one fragment after another, an appended, a deleted and an absent key, and
+    a key beside another condition, answer as DuckDB alone."""
+    monkeypatch.setattr(costs, "LANCE_WARM_LOOKUPS", 3.0)
+    monkeypatch.setattr(costs, "LANCE_WARM_LOOKUPS_PER_MIB", 0.0)
+    monkeypatch.setattr(costs, "LANCE_LEFT_FRAGMENTS", 4)
+    monkeypatch.setattr(reads, "LANCE_READ_AHEAD_VALUES", 0)  # a table too large to read ahead
+    data, per = _data(), ROWS // 6
+    path = tmp_path / "t.lance"
+    lance.write_dataset(data, str(path), max_rows_per_file=per)
+    build_index(path, "id", items=500)
+    extra = pa.table({"id": pa.array([ROWS + 1], pa.int64()), "amount": [1.0], "tag": ["t9"]})
+    lance.write_dataset(extra, str(path), mode="append")
+    ids = data.column("id").to_pylist()
+    deleted = next(i for i in ids[per : 2 * per] if i is not None)
+    lance.dataset(str(path)).delete(f"id = {deleted}")
+    held = pruner.open_table(path)
+    last = max(held.fragment_rows)  # the appended fragment
+    point = "SELECT id, amount FROM t WHERE id = {}"
+    beside = "SELECT id, tag FROM t WHERE id = {} AND tag = 't3'"
+    for key in ids[3:6]:  # probed by pruner, then left to Lance (either shape)
+        duck_adapter.query(point.format(key), {"t": held})
+        duck_adapter.query(beside.format(key), {"t": held})
+    firsts = [next(i for i in ids[f * per : (f + 1) * per] if i is not None) for f in range(6)]
+    sqls = [point.format(key) for key in firsts + firsts[::-1] + [ROWS + 1, deleted, ROWS + 50]]
+    sqls += [beside.format(key) for key in firsts]
+    connection = duck_adapter.shared_connection()
+    for sql in sqls:
+        prepared = plan(sql, {"t": held}, dialect="duckdb")
+        assert prepared.explanation is None and prepared.lance_probes == {"t"}, sql
+        fragments = prepared.selections["t"].fragment_ids()  # type: ignore[union-attr]
+        assert last in fragments and len(fragments) < len(held.fragment_rows), (sql, fragments)
+        assert reusable_binding(prepared, sql) == (("t", held, "lance"),)
+        got = duck_adapter.query(sql, {"t": held}, prepared=prepared)
+        assert multiset(got) == multiset(engine_alone("duckdb", sql, {"t": path})), sql
+    idle = kept.kept_cursors(connection).idle
+    [pointed] = [p for bindings, _, p in idle if bindings == (("t", held, "lance"),)]
+    condition = pc.field("id") == firsts[1]
+    assert "ScalarIndexQuery" in pointed["t"].scanner(filter=condition).explain_plan()
+
+
 def test_a_long_in_list_is_not_probed(tables: dict[str, Path], cost_model: None) -> None:
     """300 keys over 12 row groups (or 15 zones) would select them all: the term is not
     hashed nor probed, and explain says why."""
@@ -439,9 +490,9 @@ def test_an_unpruned_cursor_never_serves_a_pruned_query(
     assert bare is not None and whole is not None
     cursors = kept.KeptCursors()
     cursor = duck_adapter.shared_connection().cursor()
-    cursors.keep(bare, cursor)
+    cursors.keep(bare, cursor, {})
     assert cursors.take(whole) is None, "a pruned query took the unpruned cursor"
-    assert cursors.take(bare) is cursor
+    assert cursors.take(bare) == (cursor, {})
     for prune in (False, True, False):
         got = pruner.query(sql, {"t": table}, prune=prune)
         assert got == engine_alone("duckdb", sql, {"t": tables["lance"]})
