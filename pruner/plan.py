@@ -138,7 +138,8 @@ columns by table. That choice reads each table whole and depends on no literal o
 the same tables gets the same plan without an analysis: 0.1 ms where analysing and choosing
 cost 0.45 ms of a 3 ms lookup (5M rows, DuckDB). The choice is checked again
 (:func:`pruner.costs.lance_still_probes`: the table and its index's files as they are now)
-before the plan is reused."""
+before the plan is reused. On a table of many fragments the next text's plan also gives
+Lance the fragments pruner's probe of its key selects (:func:`_lookup_fragments`)."""
 
 _LEFT_SIZE = 256
 _LEFT_LOCK = threading.Lock()

@@ -382,8 +382,8 @@ def registered(
         keys = prepared.keys(name)
         if catalog.collation or any(named_in(name, text) for text in catalog.definitions):
             selection = keys = None
-        probes = name in prepared.lance_probes and selection is not None and selection.num_rows
-        source = _bind_table(cursor, name, table, selection, keys, bool(probes))
+        probes = name in prepared.lance_probes and selection is not None and selection.num_rows > 0
+        source = _bind_table(cursor, name, table, selection, keys, probes)
         if probes and pointed is not None:
             pointed[name] = source
         bound += 1

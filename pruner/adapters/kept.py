@@ -120,8 +120,8 @@ def kept_cursors(connection: duckdb.DuckDBPyConnection) -> KeptCursors:
 def reusable_binding(prepared: Plan, query_text: str) -> Bindings | None:
     """The tables of ``prepared`` by name, with how each is bound, when every one is bound
     the same way for any query (read whole, unpruned, no row selected, or as ``lance``) and
-    the statement
-    only reads (a cursor bound for it may serve the next such query); else None."""
+    the statement only reads (a cursor bound for it may serve the next such query); else
+    None."""
     if not reads_only(query_text):
         return None
     bound = []
