@@ -105,7 +105,7 @@ fuzz: $(STAMP)
 # _Negate, rewrite_not) and from pruner/discover.py the file identities (FileIdentity.matches,
 # read_footer, read_parquet_file, signature) and which files form a table (parquet_names,
 # hive_partitioned) and pruner/storage/'s listing (walk_files).
-MUTANTS ?= 'pruner.binding.*' 'pruner.selection.*' 'pruner.evaluate.*' \
+MUTANTS ?= 'pruner.binding.*' 'pruner.selection.*' 'pruner.evaluate.*' 'pruner.join_keys.*' \
 	'pruner.expressions.x_not_*' 'pruner.expressions.*_Negate*' \
 	'pruner.expressions.*_RewriteNot*' 'pruner.expressions.x_rewrite_not*' \
 	'pruner.analysis.scopes.*' 'pruner.analysis.joins.*' 'pruner.analysis.pushdown.*' \

@@ -428,6 +428,7 @@ def test_a_big_other_side_is_not_read(
     tables: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import pruner.evaluate as evaluate
+    import pruner.join_keys as join_keys
 
     monkeypatch.setattr(evaluate, "JOIN_ROWS", 4)
     sql = "SELECT o.x FROM o JOIN v ON o.k = v.k"
@@ -435,7 +436,7 @@ def test_a_big_other_side_is_not_read(
     (term,) = [t for t in scan.terms if t.term == "o.k = v.k" and t.column == "k"]
     assert not term.used_index and "more than 4" in term.reason
     monkeypatch.setattr(evaluate, "JOIN_ROWS", 1_000_000)
-    monkeypatch.setattr(evaluate, "JOIN_KEYS", 2)
+    monkeypatch.setattr(join_keys, "JOIN_KEYS", 2)
     scan = _scan(sql, tables)
     (term,) = [t for t in scan.terms if t.term == "o.k = v.k" and t.column == "k"]
     assert not term.used_index and "more than 2 keys" in term.reason
