@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -360,15 +361,18 @@ def test_a_held_lance_table_looked_up_often_leaves_point_lookups_to_lance(
     check(point.format(ids[7]), False)
 
 
-def test_a_lookup_left_to_lance_reads_the_fragments_pruners_probe_selects(
-    tmp_path: Path, cost_model: None, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A held table of at least LANCE_LEFT_FRAGMENTS fragments (4 here): its lookups left to
-    Lance's scanner are given only the fragments pruner's probe of the key selects, with one
-    appended after the index build (which the index does not cover), on one kept cursor
-    whose dataset each lookup points at its own fragments; Lance probes its index within
-    them. Keys of one fragment after another, an appended, a deleted and an absent key, and
-    a key beside another condition, answer as DuckDB alone."""
+_POINT = "SELECT id, amount FROM t WHERE id = {}"
+_BESIDE = "SELECT id, tag FROM t WHERE id = {} AND tag = 't3'"
+
+
+def _held_in_fragments(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Path, pruner.Table, list[int], int]:
+    """A Lance table of 6 fragments and one appended after its index was built, a row
+    deleted, held open and looked up until its lookups of :data:`_POINT` and :data:`_BESIDE`
+    are left to Lance's scanner, given the fragments pruner's probe selects (from 4
+    fragments): its path, the table, a key of each of the first 6 fragments, the key
+    deleted."""
     monkeypatch.setattr(costs, "LANCE_WARM_LOOKUPS", 3.0)
     monkeypatch.setattr(costs, "LANCE_WARM_LOOKUPS_PER_MIB", 0.0)
     monkeypatch.setattr(costs, "LANCE_LEFT_FRAGMENTS", 4)
@@ -383,15 +387,26 @@ def test_a_lookup_left_to_lance_reads_the_fragments_pruners_probe_selects(
     deleted = next(i for i in ids[per : 2 * per] if i is not None)
     lance.dataset(str(path)).delete(f"id = {deleted}")
     held = pruner.open_table(path)
-    last = max(held.fragment_rows)  # the appended fragment
-    point = "SELECT id, amount FROM t WHERE id = {}"
-    beside = "SELECT id, tag FROM t WHERE id = {} AND tag = 't3'"
     for key in ids[3:6]:  # probed by pruner, then left to Lance (either shape)
-        duck_adapter.query(point.format(key), {"t": held})
-        duck_adapter.query(beside.format(key), {"t": held})
+        duck_adapter.query(_POINT.format(key), {"t": held})
+        duck_adapter.query(_BESIDE.format(key), {"t": held})
     firsts = [next(i for i in ids[f * per : (f + 1) * per] if i is not None) for f in range(6)]
-    sqls = [point.format(key) for key in firsts + firsts[::-1] + [ROWS + 1, deleted, ROWS + 50]]
-    sqls += [beside.format(key) for key in firsts]
+    return path, held, firsts, deleted
+
+
+def test_a_lookup_left_to_lance_reads_the_fragments_pruners_probe_selects(
+    tmp_path: Path, cost_model: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A held table of at least LANCE_LEFT_FRAGMENTS fragments (4 here): its lookups left to
+    Lance's scanner are given only the fragments pruner's probe of the key selects, with one
+    appended after the index build (which the index does not cover), on one kept cursor
+    whose dataset each lookup points at its own fragments; Lance probes its index within
+    them. Keys of one fragment after another, an appended, a deleted and an absent key, and
+    a key beside another condition, answer as DuckDB alone."""
+    path, held, firsts, deleted = _held_in_fragments(tmp_path, monkeypatch)
+    last = max(held.fragment_rows)  # the appended fragment
+    sqls = [_POINT.format(key) for key in firsts + firsts[::-1] + [ROWS + 1, deleted, ROWS + 50]]
+    sqls += [_BESIDE.format(key) for key in firsts]
     connection = duck_adapter.shared_connection()
     for sql in sqls:
         prepared = plan(sql, {"t": held}, dialect="duckdb")
@@ -405,6 +420,25 @@ def test_a_lookup_left_to_lance_reads_the_fragments_pruners_probe_selects(
     [pointed] = [p for bindings, _, p in idle if bindings == (("t", held, "lance"),)]
     condition = pc.field("id") == firsts[1]
     assert "ScalarIndexQuery" in pointed["t"].scanner(filter=condition).explain_plan()
+
+
+def test_lookups_left_to_lance_from_many_threads_answer_as_duckdb_alone(
+    tmp_path: Path, cost_model: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Threads looking up keys of different fragments of one held table at once, through the
+    shared connection: each lookup takes a kept cursor for itself (or binds a new one)
+    before pointing its dataset at the lookup's fragments, so no lookup reads another's."""
+    path, held, firsts, deleted = _held_in_fragments(tmp_path, monkeypatch)
+    sqls = [_POINT.format(key) for key in firsts if key != deleted] * 8
+    expected = {sql: multiset(engine_alone("duckdb", sql, {"t": path})) for sql in set(sqls)}
+    assert all(expected.values())
+
+    def answer(sql: str) -> bool:
+        return multiset(pruner.query(sql, {"t": held})) == expected[sql]
+
+    with ThreadPoolExecutor(4) as pool:
+        assert all(pool.map(answer, sqls))
+    assert plan(sqls[0], {"t": held}, dialect="duckdb").lance_probes == {"t"}
 
 
 def test_a_long_in_list_is_not_probed(tables: dict[str, Path], cost_model: None) -> None:
