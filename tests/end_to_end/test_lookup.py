@@ -253,8 +253,9 @@ def test_many_keys_never_trust_a_damaged_companion(
     the section whole: the lookup falls back to the zone filters and every present key keeps
     its rows."""
     from pruner.index.hierarchy import read as hierarchy
+    from pruner.index.hierarchy import units
 
-    monkeypatch.setattr(hierarchy, "_SMALL_READ", dense)
+    monkeypatch.setattr(units, "_SMALL_READ", dense)
     path = tmp_path / "t.lance"
     ids = np.random.default_rng(4).permutation(ROWS)
     lance.write_dataset(_data(ids), str(path), max_rows_per_file=1_500)

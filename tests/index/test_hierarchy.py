@@ -40,6 +40,7 @@ from pruner.index import (
 )
 from pruner.index.hierarchy import FragmentCoarse
 from pruner.index.hierarchy import read as hierarchy_module
+from pruner.index.hierarchy import units as hierarchy_units
 from pruner.index.hierarchy import write as hierarchy_write
 from pruner.table import open_table
 from tests.support.engine_check import engine_alone
@@ -268,7 +269,7 @@ def test_a_checked_unit_keeps_the_bytes_it_was_checked_with(
     after a probe of 7 checked it, and a many-value probe read unit by unit or whole
     (``_SMALL_READ``) still finds 7, where bytes read again would say "absent" (no checksum
     is consulted for a unit already checked)."""
-    monkeypatch.setattr(hierarchy_module, "_SMALL_READ", small_read)
+    monkeypatch.setattr(hierarchy_units, "_SMALL_READ", small_read)
     index = open_index(_index_file(table), "id")
     hierarchy = index.hierarchy
     assert hierarchy is not None
@@ -300,20 +301,20 @@ def test_past_the_budget_a_companion_keeps_nothing(
     hierarchy = index.hierarchy
     assert hierarchy is not None
     gc.collect()  # earlier tests' companions let go now, not while this one counts
-    before = hierarchy_module._kept_bytes
+    before = hierarchy_units._kept_bytes
     many = _hashes([*range(0, ROWS, 97), *range(-400, 0)], pa.int64())
     kept = hierarchy.probe(many)
-    assert hierarchy_module._kept_bytes > before
+    assert hierarchy_units._kept_bytes > before
     del index, hierarchy
     gc.collect()
-    assert hierarchy_module._kept_bytes == before
-    monkeypatch.setattr(hierarchy_module, "_KEEP_BYTES", 0)
+    assert hierarchy_units._kept_bytes == before
+    monkeypatch.setattr(hierarchy_units, "_KEEP_BYTES", 0)
     index = open_index(_index_file(table), "id")
     hierarchy = index.hierarchy
     assert hierarchy is not None
     first = hierarchy.probe(many)
     read = hierarchy.bytes_read
-    assert hierarchy_module._kept_bytes == before
+    assert hierarchy_units._kept_bytes == before
     again = hierarchy.probe(many)
     assert hierarchy.bytes_read > read
     assert again.mask.tolist() == first.mask.tolist() == kept.mask.tolist()
@@ -699,7 +700,7 @@ def test_the_probe_by_chunks_and_pieces_selects_as_value_by_value(
     cases = ([*range(0, ROWS, 131), *range(-300, 0)], list(range(-5_000, -4_000)))
     hashed = [np.unique(_hashes(values, pa.int64())) for values in cases]
     with monkeypatch.context() as reference:
-        reference.setattr(hierarchy_module, "_SMALL_READ", 10**9)
+        reference.setattr(hierarchy_units, "_SMALL_READ", 10**9)
         alone = open_index(_index_file(table), "id").hierarchy
         assert alone is not None
         one_by_one = []
@@ -708,7 +709,7 @@ def test_the_probe_by_chunks_and_pieces_selects_as_value_by_value(
             pairs_of = [alone.probe_each(hashes[i : i + 1])[1] for i in range(len(hashes))]
             one_by_one.append((probes, pairs_of))
     monkeypatch.setattr(hierarchy_module, "_BULK_PAIRS", pairs)
-    monkeypatch.setattr(hierarchy_module, "_SMALL_READ", dense)
+    monkeypatch.setattr(hierarchy_units, "_SMALL_READ", dense)
     index = open_index(_index_file(table), "id")
     hierarchy = index.hierarchy
     assert hierarchy is not None and len(hierarchy.fragments) == ROWS // PER_FRAGMENT

@@ -20,6 +20,7 @@ import pruner
 from pruner import discover, storage
 from pruner.index import update_index
 from pruner.index.hierarchy import read as hierarchy_read
+from pruner.index.hierarchy import units as hierarchy_units
 from tests.support.azure import AzuriteServer
 from tests.support.engine_check import multiset
 from tests.support.s3 import S3Server, duckdb_over_store
@@ -278,19 +279,19 @@ def test_tables_held_on_one_index_share_its_warm_companion(
     pruner.build_index(parquet_table, "id")
     ids = _data(8).column("id").to_pylist()
     gc.collect()
-    before = hierarchy_read._kept_bytes
+    before = hierarchy_units._kept_bytes
     tables = [pruner.open_table(parquet_table) for _ in range(2)]
     for table in tables:
         for key in ids[:2]:  # the second probe warms the companion up
             pruner.query(f"SELECT id FROM t WHERE id = {key}", {"t": table})
         hierarchy_read._WARMERS.submit(lambda: None).result()
         if table is tables[0]:
-            one_copy = hierarchy_read._kept_bytes - before
+            one_copy = hierarchy_units._kept_bytes - before
             assert one_copy > 0
-            monkeypatch.setattr(hierarchy_read, "_KEEP_BYTES", before + one_copy * 3 // 2)
+            monkeypatch.setattr(hierarchy_units, "_KEEP_BYTES", before + one_copy * 3 // 2)
             monkeypatch.setattr(storage.RangeFile, "_fetch", recorded)
     assert not any("warm" in thread for thread in whole_reads), "the second took the first's"
-    assert hierarchy_read._kept_bytes - before <= one_copy * 5 // 4, "counted once"
+    assert hierarchy_units._kept_bytes - before <= one_copy * 5 // 4, "counted once"
     whole_reads.clear()
     for key in [*ids[100:104], -3]:
         sql = f"SELECT id, v FROM t WHERE id = {key}"
