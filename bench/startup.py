@@ -23,7 +23,9 @@ compiles a wheel's: without it, a process whose environment sets ``PYTHONDONTWRI
 measured here), which no installed package does.
 
 ``--before REV`` runs the pruner cases on the ``pruner`` package of git revision ``REV`` too
-(``git archive``, unpacked in the temporary directory), in the same turns. Under two minutes
+(``git archive``, unpacked in the temporary directory), in the same turns; the command is
+then ``python -m pruner.cli`` for both (the console script names an entry point of this
+checkout's install, which ``REV`` may lack). Under two minutes
 with the defaults. Run it (from the project root)::
 
     .venv/bin/python bench/startup.py
@@ -127,7 +129,10 @@ def main() -> None:
         if args.before:
             versions[f" ({args.before})"] = unpack(args.before, work / "before")
         python = [sys.executable, "-c"]
-        cli = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "pruner.cli"]
+        # the console script imports the entry point the checkout's install named, which an
+        # earlier revision may not have: with --before, both run as `python -m pruner.cli`
+        script = SCRIPT.exists() and not args.before
+        cli = [str(SCRIPT)] if script else [sys.executable, "-m", "pruner.cli"]
         cases = {
             "import pyarrow": process([*python, "import pyarrow"], work, None),
             "import duckdb, lance": process([*python, "import duckdb, lance"], work, None),

@@ -29,23 +29,52 @@ what ``index list`` shows is :func:`pruner.index_status` (:mod:`pruner.status`).
 
 from __future__ import annotations
 
+import gc
 import sys
 import traceback
 from collections.abc import Sequence
 
-from pruner.analysis.stored import default_directory
-from pruner.analyzer import analyses_kept_in
-from pruner.cli.commands import _cmd_lookup, _missing
-from pruner.cli.parser import _parser
-from pruner.cli.printing import _one_line
-
-__all__ = ["main"]
+__all__ = ["command", "main"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``pruner`` command; returns the exit status."""
+    """The ``pruner`` command run in this process (``argv``, else ``sys.argv``); returns the
+    exit status. The garbage collector is paused as in :func:`command`, then resumed as it
+    was."""
+    enabled = gc.isenabled()
+    try:
+        return _run(argv, collect=enabled)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def command() -> None:
+    """The ``pruner`` console script and ``python -m pruner.cli``: run, then exit.
+
+    Python's cyclic garbage collector is paused while the command starts, and for the whole
+    of a one-shot command (``query``, ``explain``, ``lookup``, ``index list``) until the
+    process exits: what they make is modules, classes and one plan, all alive until the end,
+    and each collection during the imports walks every object pyarrow, pandas (Lance's
+    import), DuckDB and sqlglot made before it (resumed before the exit, one collection
+    walks them all). The commands that work through data (``index build``, ``index
+    update``, ``write``, ``demo``) collect as usual once their arguments are read.
+    """
+    sys.exit(_run(None, collect=gc.isenabled()))
+
+
+def _run(argv: Sequence[str] | None, *, collect: bool) -> int:
+    gc.disable()  # see command(); the imports below are made under it
+    from pruner.analysis.stored import default_directory
+    from pruner.analyzer import analyses_kept_in
+    from pruner.cli.commands import _cmd_lookup, _missing
+    from pruner.cli.parser import _parser
+    from pruner.cli.printing import _one_line
+
     parser = _parser()
     args, extra = parser.parse_known_args(argv)
+    if collect and not getattr(args, "one_shot", False):
+        gc.enable()
     if extra:
         # KEY ... of `lookup` may follow its options (argparse gives them out as extras)
         if getattr(args, "run", None) is not _cmd_lookup or any(e.startswith("--") for e in extra):

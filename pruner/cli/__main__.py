@@ -1,8 +1,6 @@
 """``python -m pruner.cli``: the ``pruner`` command."""
 
-import sys
-
-from pruner.cli import main
+from pruner.cli import command
 
 if __name__ == "__main__":
-    sys.exit(main())
+    command()

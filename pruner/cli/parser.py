@@ -149,7 +149,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     listing.add_argument("path", help=TABLE_HELP)
     listing.add_argument("--json", action="store_true")
-    listing.set_defaults(run=_cmd_index_list)
+    listing.set_defaults(run=_cmd_index_list, one_shot=True)
 
     write = commands.add_parser(
         "write",
@@ -181,7 +181,7 @@ def _parser() -> argparse.ArgumentParser:
     look.add_argument(
         "--json", action="store_true", help='[{"key": ..., "ranges": [[fragment, start, length]]}]'
     )
-    look.set_defaults(run=_cmd_lookup)
+    look.set_defaults(run=_cmd_lookup, one_shot=True)
 
     explain = commands.add_parser(
         "explain", help="what each table scan of a query would read", parents=store
@@ -189,7 +189,7 @@ def _parser() -> argparse.ArgumentParser:
     _query_arguments(explain, "the query")
     explain.add_argument("--dialect", default="duckdb", choices=["duckdb", "spark", "datafusion"])
     explain.add_argument("--json", action="store_true")
-    explain.set_defaults(run=_cmd_explain)
+    explain.set_defaults(run=_cmd_explain, one_shot=True)
 
     run = commands.add_parser(
         "query", help="run a query, each table pruned by its indexes", parents=store
@@ -198,7 +198,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--engine", default="duckdb", choices=["duckdb", "datafusion", "spark"])
     run.add_argument("--no-prune", action="store_true", help="read every table whole")
     run.add_argument("--format", default="table", choices=["table", "csv", "json"])
-    run.set_defaults(run=_cmd_query)
+    run.set_defaults(run=_cmd_query, one_shot=True)
 
     demo = commands.add_parser("demo", help="generate data, build indexes, show pruning")
     demo.add_argument("--directory", default="demo_data")

@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import lance
 import numpy as np
@@ -130,6 +131,47 @@ def test_query_prints_the_result_and_what_it_scanned(tmp_path: Path) -> None:
     assert [line.split() for line in lines[4:6]] == [["7", "│", "14"], ["11", "│", "22"]]
     other = run("query", sql, "--table", f"e={path}", "--engine", "datafusion")
     assert other.returncode == 0 and "┃ id" in other.stdout and "│ 11 │ 22 │" in other.stdout
+
+
+def test_the_collector_is_paused_for_one_shot_commands_and_restored_after(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import gc
+
+    import pruner.cli.commands as commands
+    import pruner.engines as engines
+
+    path = tmp_path / "t.lance"
+    lance.write_dataset(pa.table({"id": np.arange(3000, dtype=np.int64)}), str(path))
+    seen: dict[str, bool] = {}
+    build, timed = commands.build_index, engines.timed_query
+
+    def recorded(name: str, real: Any) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            seen[name] = gc.isenabled()
+            return real(*args, **kwargs)
+
+        return call
+
+    monkeypatch.setattr(commands, "build_index", recorded("build", build))
+    monkeypatch.setattr(engines, "timed_query", recorded("query", timed))
+    assert gc.isenabled()
+    assert main(["index", "build", str(path), "--column", "id"]) == 0
+    assert seen == {"build": True} and gc.isenabled()  # works through data: collects
+    assert main(["query", "SELECT * FROM t WHERE id = 7", "--table", f"t={path}"]) == 0
+    assert seen["query"] is False and gc.isenabled()  # one-shot: paused, then resumed
+    assert "7" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert gc.isenabled()
+    assert main(["query", "SELECT nope FROM t", "--table", f"t={path}"]) == 2
+    assert gc.isenabled()
+    gc.disable()  # a caller's paused collector stays paused, even through a build
+    try:
+        assert main(["index", "build", str(path), "--column", "id"]) == 0
+        assert seen["build"] is False and not gc.isenabled()
+    finally:
+        gc.enable()
 
 
 def test_query_errors_are_one_line(tmp_path: Path) -> None:
