@@ -174,6 +174,34 @@ def test_the_collector_is_paused_for_one_shot_commands_and_restored_after(
         gc.enable()
 
 
+def test_duckdbs_database_opened_while_planning_leaves_no_thread_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import threading
+    import time
+
+    import duckdb
+
+    import pruner.adapters.duckdb as duck
+
+    path = tmp_path / "t.lance"
+    lance.write_dataset(pa.table({"id": np.arange(3000, dtype=np.int64)}), str(path))
+    connect = duckdb.connect
+
+    def slow_connect(*args: Any, **kwargs: Any) -> duckdb.DuckDBPyConnection:
+        time.sleep(0.3)  # DuckDB's database still opening when the planning fails or ends
+        return connect(*args, **kwargs)
+
+    monkeypatch.setattr(duck.duckdb, "connect", slow_connect)
+    before = {t.ident for t in threading.enumerate()}
+    for table, status in (("t", 2), (f"t={path}", 0)):  # "t": refused before any query
+        monkeypatch.setattr(duck, "_shared", None)  # opened anew, as in a new process
+        assert main(["query", "SELECT * FROM t WHERE id = 7", "--table", table]) == status
+        assert {t.ident for t in threading.enumerate()} == before, table
+    out = capsys.readouterr()
+    assert "7" in out.out and "pruner: error:" in out.err
+
+
 def test_query_errors_are_one_line(tmp_path: Path) -> None:
     path = _events(tmp_path)
     cases = {
