@@ -13,6 +13,11 @@ connection (so nothing leaks into the caller's session), to:
   one list scan of the files read whole, plus, per partial file, a ``file_row_number`` scan
   of its selected row groups (DuckDB skips the others).
 
+A query whose every table is bound the same way for any query of its shape takes a cursor
+kept from an earlier one (:class:`~pruner.adapters.kept.KeptCursors`): rows read ahead few
+enough to be held (:class:`~pruner.adapters.kept.HeldRows`; a point lookup's, from one file
+too) and a dataset a lookup leaves to Lance's scanner are pointed at the query's own.
+
 >>> import tempfile, pyarrow as pa, lance, duckdb
 >>> from pruner.index import build_index
 >>> path = tempfile.mkdtemp() + "/t.lance"
@@ -36,7 +41,7 @@ import numpy as np
 import pyarrow as pa
 
 from pruner import reads, storage
-from pruner.adapters.kept import Pointed, kept_cursors, reusable_binding
+from pruner.adapters.kept import HeldRows, Pointed, kept_cursors, reusable_binding
 from pruner.adapters.naming import quote_identifier
 from pruner.adapters.sources import lance_source, point
 from pruner.discover import ParquetFile, hive_partitioned
@@ -297,8 +302,10 @@ def _bind_table(
     selection: Selection | None,
     keys: RowKeys | None = None,
     lance_probes: bool = False,
+    source: Any = None,
 ) -> Any:
-    """Bind as :func:`bind_table` does, on a new cursor; return a Lance table's source."""
+    """Bind as :func:`bind_table` does, on a new cursor (``source``: the table's, as
+    :func:`_sources` made it, else made here); return a Lance table's source."""
     if opened.kind == "parquet" and storage.is_remote(opened.path):
         from pruner.adapters.stores import read_store  # fsspec: only for tables on a store
 
@@ -308,10 +315,11 @@ def _bind_table(
         # they are: DuckDB scans it with its own filters (DuckDB 2.0.0 dropped an outer
         # join's ON condition over one, fixed in 2.0.1, which pyproject requires:
         # tests/adapters/test_duckdb_bugs.py).
-        source = lance_source(opened, selection, keys, lance_probes)
+        if source is None:
+            source = lance_source(opened, selection, keys, lance_probes)
         connection.register(name, source)
         return source
-    rows = _parquet_rows(opened, selection)
+    rows = source if source is not None else _parquet_rows(opened, selection)
     if rows is not None:
         connection.register(name, rows)
         return None
@@ -336,12 +344,15 @@ def _reads_alike(arrow_type: pa.DataType) -> bool:
     )
 
 
-def _parquet_rows(table: Table, selection: Selection | None) -> pa.Table | None:
+def _parquet_rows(
+    table: Table, selection: Selection | None, one_file: bool = False
+) -> pa.Table | None:
     """The selected row groups of ``table`` read ahead
     (:data:`pruner.reads.DUCKDB_READ_AHEAD_BYTES`; no rows when none is selected), or None
     when the view reads them: everything selected, a file read whole, row groups of one
-    file on the machine's own disk, files that disagree on their schema, hive partitions
-    (their columns come from the paths), or a column of a type that pyarrow and DuckDB read
+    file on the machine's own disk (with ``one_file``, only when too many to be held,
+    :data:`HeldRows.VALUES`), files that disagree on their schema, hive partitions (their
+    columns come from the paths), or a column of a type that pyarrow and DuckDB read
     differently."""
     if selection is None or not table.uniform_schema:
         return None
@@ -354,18 +365,27 @@ def _parquet_rows(table: Table, selection: Selection | None) -> pa.Table | None:
     if any(part.row_groups is None for part in parts):
         return None
     if len(parts) == 1 and not storage.is_remote(table.path):
-        return None
+        values = parts[0].rows() * max(1, len(table.schema))
+        if not one_file or values > HeldRows.VALUES:
+            return None
     if read_ahead_bytes(parts) > reads.DUCKDB_READ_AHEAD_BYTES:
         return None
     return read_row_groups(table, parts)
 
 
 def registered(
-    connection: duckdb.DuckDBPyConnection, prepared: Plan, pointed: Pointed | None = None
+    connection: duckdb.DuckDBPyConnection,
+    prepared: Plan,
+    pointed: Pointed | None = None,
+    sources: Mapping[str, Any] | None = None,
+    held: Mapping[str, pa.Table] | None = None,
 ) -> duckdb.DuckDBPyConnection:
     """A new cursor of ``connection`` with every table of ``prepared`` bound to its pruned
-    source; the caller's connection and its other tables are untouched. ``pointed`` gets
-    the datasets of the tables bound as ``lance`` (:data:`pruner.adapters.kept.Pointed`).
+    source (``sources``: those :func:`_sources` made; the others are made here); the
+    caller's connection and its other tables are untouched. The tables of ``held`` are
+    bound to their rows through a :class:`~pruner.adapters.kept.HeldRows`. ``pointed`` gets
+    those holders and the datasets of the tables bound as ``lance``
+    (:data:`pruner.adapters.kept.Pointed`).
 
     A view or macro of the database resolves a table name to the cursor's binding when the
     query runs, and the analyzer never saw its body: a table such a definition names is
@@ -380,10 +400,18 @@ def registered(
     for name, table in prepared.tables.items():
         selection = prepared.selections.get(name)
         keys = prepared.keys(name)
+        source = (sources or {}).get(name)
         if catalog.collation or any(named_in(name, text) for text in catalog.definitions):
-            selection = keys = None
+            selection = keys = source = None
+        elif held and name in held:
+            holder = HeldRows(held[name])
+            cursor.register(name, holder)
+            if pointed is not None:
+                pointed[name] = holder
+            bound += 1
+            continue
         probes = name in prepared.lance_probes and selection is not None and selection.num_rows > 0
-        source = _bind_table(cursor, name, table, selection, keys, probes)
+        source = _bind_table(cursor, name, table, selection, keys, probes, source)
         if probes and pointed is not None:
             pointed[name] = source
         bound += 1
@@ -515,19 +543,20 @@ def query(
     if prepared is None:
         prepared = plan(query_text, tables, dialect="duckdb", parameters=parameters, prune=prune)
     database = connection if connection is not None else shared_connection()
-    bindings = reusable_binding(prepared, query_text)
+    sources = _sources(prepared)
+    held = {n: s for n, s in sources.items() if HeldRows.holds(s)}
+    bindings = reusable_binding(prepared, query_text, held)
     taken = None
     if bindings is not None and _binds_as_planned(database, prepared):
         taken = kept_cursors(database).take(bindings)
+    if taken is not None and not _point(taken[1], prepared, held):
+        taken[0].close()  # rows of another schema than DuckDB bound: bound anew
+        taken = None
     if taken is None:
         pointed: Pointed = {}
-        cursor = registered(database, prepared, pointed)
+        cursor = registered(database, prepared, pointed, sources, held)
     else:
         cursor, pointed = taken
-        for name, source in pointed.items():
-            selection = prepared.selections[name]
-            assert selection is not None
-            point(source, prepared.tables[name], selection)
     answered = False
     try:
         if parameters:
@@ -542,6 +571,45 @@ def query(
             kept_cursors(database).keep(bindings, cursor, pointed)
         else:
             cursor.close()
+
+
+def _sources(prepared: Plan) -> dict[str, Any]:
+    """The sources of the tables ``prepared`` reads in part (neither whole, nor no row, nor
+    left to Lance's scanner), by name: a Lance table's rows read ahead or pruned dataset
+    (:func:`~pruner.adapters.sources.lance_source`), a Parquet table's rows read ahead
+    (:func:`_parquet_rows`, of one local file too when few enough to be held on a kept
+    cursor); a Parquet table read by its view has none."""
+    found: dict[str, Any] = {}
+    for name, table in prepared.tables.items():
+        selection = prepared.selections.get(name)
+        if (
+            selection is None
+            or selection.num_rows == 0
+            or name in prepared.lance_probes
+            or prepared.reads_whole(name)
+        ):
+            continue
+        if table.kind == "lance":
+            found[name] = lance_source(table, selection, prepared.keys(name))
+        else:
+            rows = _parquet_rows(table, selection, one_file=True)
+            if rows is not None:
+                found[name] = rows
+    return found
+
+
+def _point(pointed: Pointed, prepared: Plan, held: Mapping[str, pa.Table]) -> bool:
+    """Point what a kept cursor binds as ``lance`` or ``rows`` at ``prepared``'s fragments
+    and rows (``held``); False when rows cannot be held by the cursor's holder."""
+    for name, source in pointed.items():
+        if isinstance(source, HeldRows):
+            if not source.hold(held[name]):
+                return False
+            continue
+        selection = prepared.selections[name]
+        assert selection is not None
+        point(source, prepared.tables[name], selection)
+    return True
 
 
 def _engine_parameters(parameters: Parameters) -> Any:

@@ -1,6 +1,7 @@
 """What an adapter keeps bound between queries: tables bound the same way for any query
-(read whole, unpruned, or with no row selected), for the next query over the same tables;
-and the Parquet footers DataFusion parsed (:class:`KeptFooters`).
+(read whole, unpruned, with no row selected, or re-pointed by each query at its own rows
+or fragments), for the next query over the same tables; and the Parquet footers
+DataFusion parsed (:class:`KeptFooters`).
 
 Binding a table (a DuckDB view or registration on a new cursor, a DataFusion listing) costs
 about 1 ms, a tenth of a short scan of 1M rows, and a query pruner does not prune must cost
@@ -15,7 +16,10 @@ from __future__ import annotations
 import threading
 import time
 import weakref
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
 
 from pruner import storage
 from pruner.adapters.naming import quote_identifier
@@ -30,6 +34,7 @@ if TYPE_CHECKING:  # each adapter imports its engine, naming the extra when it i
 
 __all__ = [
     "Bindings",
+    "HeldRows",
     "KeptCursors",
     "KeptFooters",
     "KeptViews",
@@ -45,20 +50,65 @@ __all__ = [
 Bindings = tuple[tuple[str, Table, str], ...]
 """Per table name, the table and how it is bound, the same for every query that binds it so:
 ``unpruned`` (no selection: no index at all, Lance's own included), ``whole`` (a whole
-Selection, with no keys to filter by), ``empty`` (no row selected: bound as no rows) or
+Selection, with no keys to filter by), ``empty`` (no row selected: bound as no rows),
 ``lance`` (a Lance dataset whose scans Lance's scanner probes within whole fragments,
-:attr:`pruner.plan.Plan.lance_probes`: the next query points it at its own fragments)."""
+:attr:`pruner.plan.Plan.lance_probes`: the next query points it at its own fragments) or
+``rows`` (rows read ahead, held by a :class:`HeldRows` the next query points at its own)."""
 
 Pointed = dict[str, Any]
-"""The datasets a cursor binds as ``lance`` (:data:`Bindings`), by table name: each query
-that takes the cursor points them at its own fragments
-(:func:`pruner.adapters.sources.point`)."""
+"""What a cursor binds as ``lance`` or ``rows`` (:data:`Bindings`), by table name: each query
+that takes the cursor points the datasets at its own fragments
+(:func:`pruner.adapters.sources.point`) and the :class:`HeldRows` at its own rows."""
+
+
+class HeldRows:
+    """Rows read ahead (an Arrow table), as DuckDB scans them through the Arrow PyCapsule
+    stream interface, which it asks again at each query: registered once on a kept cursor,
+    then pointed at each query's rows (:meth:`hold`), which costs what a new cursor and a
+    registration of the rows cost (~1.4 ms, DuckDB 2.0.1) not at all. DuckDB pushes no
+    filter into a stream: it filters the rows itself, as over any rows it reads.
+
+    Once its query answered, the holder keeps only the schema (:meth:`release`), so a kept
+    cursor holds no rows between queries."""
+
+    VALUES = 1 << 18
+    """Rows read ahead of at most this many values (rows x columns: a zone of 8,192 rows of
+    up to 32 columns) are held; more are registered as the Arrow table they are, which
+    DuckDB scans on every core with its filters pushed into it (a stream, on one)."""
+
+    __slots__ = ("rows",)
+
+    def __init__(self, rows: pa.Table) -> None:
+        self.rows = rows
+
+    @classmethod
+    def holds(cls, source: object) -> bool:
+        """Whether ``source`` is rows read ahead few enough to be held."""
+        return (
+            isinstance(source, pa.Table)
+            and source.num_rows * max(1, source.num_columns) <= cls.VALUES
+        )
+
+    def hold(self, rows: pa.Table) -> bool:
+        """Point at ``rows``; False (and nothing changed) when their schema is not the one
+        DuckDB bound."""
+        if not rows.schema.equals(self.rows.schema, check_metadata=True):
+            return False
+        self.rows = rows
+        return True
+
+    def release(self) -> None:
+        self.rows = self.rows.schema.empty_table()
+
+    def __arrow_c_stream__(self, requested_schema: object = None) -> object:
+        return self.rows.__arrow_c_stream__(requested_schema)
 
 
 class KeptCursors:
     """Cursors of one connection with tables bound the same way for any query (whole,
-    unpruned or empty: :data:`Bindings`), kept for the next query over the same tables
-    bound so (an absent key's lookup binds its table empty every time). Binding a table on a
+    unpruned, empty, or re-pointed as ``lance`` or ``rows``: :data:`Bindings`), kept for the
+    next query over the same tables bound so (an absent key's lookup binds its table empty
+    every time; a point lookup holds its rows read ahead). Binding a table on a
     new cursor (a view, or a registration, and DuckDB binding it anew) costs about 1 ms, a
     tenth of a short scan of 1M rows, and a query pruner does not prune must cost what
     DuckDB alone costs (:mod:`pruner.costs`); an empty binding cost 0.9 ms of a 1.8 ms
@@ -84,16 +134,23 @@ class KeptCursors:
         return None
 
     def keep(self, bindings: Bindings, cursor: duckdb.DuckDBPyConnection, pointed: Pointed) -> None:
-        """Keep ``cursor``, unless a table it binds as ``lance`` is not in ``pointed``."""
-        if any(how == "lance" and name not in pointed for name, _, how in bindings):
+        """Keep ``cursor``, unless a table it binds as ``lance`` or ``rows`` is not in
+        ``pointed``; the rows it holds are released."""
+        if any(how in _POINTED and name not in pointed for name, _, how in bindings):
             cursor.close()
             return
+        for held in pointed.values():
+            if isinstance(held, HeldRows):
+                held.release()
         with self.lock:
             self.idle.append((bindings, cursor, pointed))
             dropped = self.idle[: -self.LIMIT]
             del self.idle[: -self.LIMIT]
         for _, old, _ in dropped:
             old.close()
+
+
+_POINTED = ("lance", "rows")
 
 
 def _same_tables(one: Bindings, other: Bindings) -> bool:
@@ -117,13 +174,16 @@ def kept_cursors(connection: duckdb.DuckDBPyConnection) -> KeptCursors:
         return found
 
 
-def reusable_binding(prepared: Plan, query_text: str) -> Bindings | None:
+def reusable_binding(
+    prepared: Plan, query_text: str, ahead: Mapping[str, pa.Table] | None = None
+) -> Bindings | None:
     """The tables of ``prepared`` by name, with how each is bound, when every one is bound
-    the same way for any query (read whole, unpruned, no row selected, or as ``lance``) and
-    the statement only reads (a cursor bound for it may serve the next such query); else
-    None."""
+    the same way for any query (read whole, unpruned, no row selected, as ``lance``, or as
+    ``rows``: those whose rows the adapter read ahead, ``ahead``) and the statement only
+    reads (a cursor bound for it may serve the next such query); else None."""
     if not reads_only(query_text):
         return None
+    ahead = ahead or {}
     bound = []
     for name, table in sorted(prepared.tables.items(), key=lambda item: item[0]):
         selection = prepared.selections.get(name)
@@ -133,6 +193,8 @@ def reusable_binding(prepared: Plan, query_text: str) -> Bindings | None:
             how = "empty"
         elif name in prepared.lance_probes:
             how = "lance"
+        elif name in ahead:
+            how = "rows"
         elif prepared.reads_whole(name):
             how = "whole"
         else:

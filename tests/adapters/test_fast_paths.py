@@ -500,10 +500,12 @@ def test_duckdb_reads_the_selected_row_groups_ahead(
 
 
 def test_duckdb_reads_one_files_row_groups_itself(parquet_path: Path) -> None:
-    """Row groups of one file are DuckDB's own read of that file, restricted to them by row
-    number (one reader's set-up costs less than pyarrow decoding every column of them): no
-    read-ahead, the plan reads Parquet, and the answer is DuckDB alone's, for one row group
-    and for two of the file; with nothing selected, no file is read."""
+    """Bound on a new cursor (``registered``, ``sql``), row groups of one file are DuckDB's
+    own read of that file, restricted to them by row number (one reader's set-up costs less
+    than pyarrow decoding every column of them): no read-ahead, the plan reads Parquet, and
+    the answer is DuckDB alone's, for one row group and for two of the file; with nothing
+    selected, no file is read. (A query, which may bind them on a kept cursor, reads them
+    ahead: test_lookups_on_a_kept_cursor_hold_their_own_rows.)"""
     table = pruner.open_table(parquet_path)
     for positions, groups in (([2_010], (0,)), ([2_010, 3_010], (0, 2))):
         sql = _point_sql(positions)
@@ -513,6 +515,8 @@ def test_duckdb_reads_one_files_row_groups_itself(parquet_path: Path) -> None:
             ("part-1.parquet", groups)
         ]
         assert duck_adapter._parquet_rows(table, prepared.selections["t"]) is None
+        ahead = duck_adapter._parquet_rows(table, prepared.selections["t"], one_file=True)
+        assert ahead is not None and ahead.num_rows == 500 * len(groups)
         physical = _duckdb_plan(table, sql)
         assert "READ_PARQUET" in physical and "file_row_number" in physical.replace(" ", "")
         assert multiset(pruner.query(sql, {"t": table})) == engine_answer(
@@ -522,6 +526,75 @@ def test_duckdb_reads_one_files_row_groups_itself(parquet_path: Path) -> None:
     selection = plan(absent, {"t": table}, dialect="duckdb").selections["t"]
     rows = duck_adapter._parquet_rows(table, selection)
     assert rows is not None and rows.num_rows == 0  # nothing selected: no file is opened
+
+
+@pytest.mark.parametrize("kind", ["lance", "parquet"])
+def test_lookups_on_a_kept_cursor_hold_their_own_rows(
+    kind: str, lance_path: Path, parquet_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Lookups whose rows are read ahead bind them once, on a cursor kept for the next
+    lookup, which points its holder at its own rows: keys of one file or fragment after
+    another, forwards and back, of two at once, an absent key between them, a parameter,
+    each answers as DuckDB alone; one kept cursor served every one of them, and it holds
+    no rows between queries. Past what a holder holds, the rows are registered anew."""
+    from pruner import discover
+    from pruner.adapters import kept
+
+    # files written in the last 2 s are not trusted as they are: the table would be opened
+    # anew, with a new cursor, for each query
+    monkeypatch.setattr(discover, "RACY_SECONDS", 0.0)
+    path = lance_path if kind == "lance" else parquet_path
+    table = pruner.open_table(path)
+    ids = _rows().column("id").to_pylist()
+    positions = [[10], [2_010], [4_010], [4_490], [2_010], [10], [10, 4_010], [3_900], [11]]
+    sqls = [_point_sql(p) for p in positions]
+    sqls.insert(3, "SELECT id, name, v FROM t WHERE id = -1")  # bound empty
+    connection = duck_adapter.shared_connection()
+    idle = kept.kept_cursors(connection).idle
+    idle.clear()
+    for sql in [*sqls, *sqls[::-1]]:
+        expected = engine_answer("duckdb", sql, {"t": path})
+        assert multiset(duck_adapter.query(sql, {"t": table})) == expected, sql
+    holding = [(cursor, p) for b, cursor, p in idle if b == (("t", table, "rows"),)]
+    assert len(holding) == 1, [b for b, _, _ in idle]
+    [(cursor, pointed)] = holding
+    assert isinstance(pointed["t"], kept.HeldRows) and pointed["t"].rows.num_rows == 0
+    # a parameter: the same kept cursor, pointed at the parameter's rows
+    sql = "SELECT id, name, v FROM t WHERE id = ?"
+    got = duck_adapter.query(sql, {"t": table}, parameters=[ids[1_500]])
+    assert got.to_pylist() == [r for r in _rows().to_pylist() if r["id"] == ids[1_500]]
+    assert [c for b, c, _ in idle if b == (("t", table, "rows"),)] == [cursor]
+    monkeypatch.setattr(kept.HeldRows, "VALUES", 0)  # too many rows to hold: not kept
+    idle.clear()
+    for sql in sqls[:3]:
+        expected = engine_answer("duckdb", sql, {"t": path})
+        assert multiset(duck_adapter.query(sql, {"t": table})) == expected, sql
+    assert not [b for b, _, _ in idle if b == (("t", table, "rows"),)]
+
+
+@pytest.mark.parametrize("kind", ["lance", "parquet"])
+def test_lookups_holding_their_rows_from_many_threads_answer_as_duckdb_alone(
+    kind: str, lance_path: Path, parquet_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Threads looking up keys of different files or fragments of one held table at once,
+    through the shared connection: each takes a kept cursor for itself (or binds a new one)
+    before pointing its holder at its rows, so no lookup answers from another's rows."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from pruner import discover
+
+    monkeypatch.setattr(discover, "RACY_SECONDS", 0.0)
+    path = lance_path if kind == "lance" else parquet_path
+    table = pruner.open_table(path)
+    sqls = [_point_sql([p]) for p in (10, 700, 2_010, 2_600, 4_010, 4_900)] * 8
+    expected = {sql: engine_answer("duckdb", sql, {"t": path}) for sql in set(sqls)}
+    assert all(expected.values())
+
+    def answer(sql: str) -> bool:
+        return multiset(duck_adapter.query(sql, {"t": table})) == expected[sql]
+
+    with ThreadPoolExecutor(4) as pool:
+        assert all(pool.map(answer, sqls))
 
 
 def test_duckdb_reads_ahead_only_what_it_reads_alike(tmp_path: Path) -> None:
