@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import pruner
-from pruner.adapters.duckdb import parquet_view_sql
+from pruner.adapters.duckdb_views import parquet_view_sql
 from pruner.discover import table_format
 from pruner.errors import InvalidParameterError
 from pruner.index import build_index, update_index
