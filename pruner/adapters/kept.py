@@ -176,15 +176,15 @@ def kept_cursors(connection: duckdb.DuckDBPyConnection) -> KeptCursors:
 
 
 def reusable_binding(
-    prepared: Plan, query_text: str, ahead: Mapping[str, pa.Table] | None = None
+    prepared: Plan, query_text: str, held: Mapping[str, pa.Table] | None = None
 ) -> Bindings | None:
     """The tables of ``prepared`` by name, with how each is bound, when every one is bound
     the same way for any query (read whole, unpruned, no row selected, as ``lance``, or as
-    ``rows``: those whose rows the adapter read ahead, ``ahead``) and the statement only
+    ``rows``: those whose rows the adapter read ahead to hold, ``held``) and the statement only
     reads (a cursor bound for it may serve the next such query); else None."""
     if not reads_only(query_text):
         return None
-    ahead = ahead or {}
+    held = held or {}
     bound = []
     for name, table in sorted(prepared.tables.items(), key=lambda item: item[0]):
         selection = prepared.selections.get(name)
@@ -194,7 +194,7 @@ def reusable_binding(
             how = "empty"
         elif name in prepared.lance_probes:
             how = "lance"
-        elif name in ahead:
+        elif name in held:
             how = "rows"
         elif prepared.reads_whole(name):
             how = "whole"
