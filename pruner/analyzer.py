@@ -33,6 +33,7 @@ conditions).
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 import sys
 import threading
@@ -141,12 +142,16 @@ def names_table(name: str, sql: str) -> bool:
     >>> names_table("t", "SELECT * FROM t2 JOIN tt"), names_table("t", "SELECT * FROM main.T")
     (False, True)
     """
-    text = sql.casefold()
+    return _name_pattern(name).search(sql.casefold()) is not None
+
+
+@functools.lru_cache(maxsize=1024)
+def _name_pattern(name: str) -> re.Pattern[str]:
+    """:func:`names_table`'s pattern of ``name``: each of its forms as a token of its own
+    (compiled once a name: a plan asks it of every table it is given, every query)."""
     folded = name.casefold()
-    forms = {folded, *(folded.replace(q, q + q) for q in "\"`'")}
-    return any(
-        re.search(rf"(?<![\w$]){re.escape(form)}(?![\w$])", text) is not None for form in forms
-    )
+    forms = sorted({folded, *(folded.replace(q, q + q) for q in "\"`'")})
+    return re.compile("|".join(rf"(?<![\w$]){re.escape(form)}(?![\w$])" for form in forms))
 
 
 def analyze_uncached(

@@ -44,7 +44,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pruner.analysis.model import DIALECTS, Analysis, Scan
 from pruner.expressions import (
@@ -89,8 +89,7 @@ class Template:
     values: tuple[Literal, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class _Lexeme:
+class _Lexeme(NamedTuple):
     """A token as the slot finder sees it: its kind ("column", "=", "in", "(", ")", ",",
     "literal", "end" for a token that ends a condition, "other"), its literal class, its
     characters' span and its text (a string literal's without the quotes)."""

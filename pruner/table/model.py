@@ -108,6 +108,9 @@ class TableIndex:
         return found | self.null_only if nulls else found
 
 
+_UNLOADED = object()  # Table.index: a column whose index is not loaded yet
+
+
 class Table:
     """One Lance dataset or Parquet directory, with its indexes loaded on first use."""
 
@@ -154,6 +157,7 @@ class Table:
         # where its indexes are and what they are (storage.listed), without a request each.
         self.listing: storage.Listing | None = None
         self._indexes: dict[str, TableIndex | None] = {}
+        self._num_rows: int | None = None
         self._indexed_columns: list[str] | None = None
         self._keys: list[Key] | None = None
         self._key_indexes: dict[Key, TableIndex | str] = {}
@@ -187,7 +191,9 @@ class Table:
 
     @property
     def num_rows(self) -> int:
-        return sum(self.fragment_rows.values())
+        if self._num_rows is None:  # fragment_rows are fixed when the table is opened
+            self._num_rows = sum(self.fragment_rows.values())
+        return self._num_rows
 
     def files_unchanged(self) -> bool:
         """Are a Parquet table's files those it was opened with, each of the size,
@@ -291,6 +297,9 @@ class Table:
         Raises:
             IndexFormatError: the index exists but is damaged.
         """
+        bound = self._indexes.get(column, _UNLOADED)  # loaded: read without the lock
+        if bound is not _UNLOADED:
+            return bound  # type: ignore[return-value]
         with self._lock, storage.listed(self.listing):
             if column not in self._indexes:
                 self._indexes[column] = self._load(column)
