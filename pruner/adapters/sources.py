@@ -168,8 +168,11 @@ as one level per term), where pyarrow's own filter takes 0.2 s at 1,000 levels."
 
 
 def _too_deep_for_lance(condition: pc.Expression) -> bool:
+    text = str(condition)
+    if text.count("(") <= _LANCE_FILTER_DEPTH:
+        return False  # no deeper than it has parentheses (the usual filter: one pass in C)
     depth = deepest = 0
-    for char in re.sub(r"[^()]", "", str(condition)):
+    for char in re.sub(r"[^()]", "", text):
         depth += 1 if char == "(" else -1
         deepest = max(deepest, depth)
     return deepest > _LANCE_FILTER_DEPTH
