@@ -70,14 +70,24 @@ to Lance's scanner (:data:`pruner.costs.LANCE_WARM_LOOKUPS_PER_MIB`)."""
 
 
 def against_alone(data: LookupData, copy: str) -> dict[str, list[Run]]:
-    """Per engine / format (:data:`GROUPS`): the engine alone, then pruner (on a table opened
-    once), on ``lance`` and on the Parquet ``copy``."""
+    """Per engine / format (:data:`GROUPS`): the engine alone, the engine alone again (its
+    own connection or context: the A/A control, whose ratio to the first is this machine's
+    noise), then pruner (on a table opened once), on ``lance`` and on the Parquet ``copy``."""
     lance_table, parquet_table = (pruner.open_table(data.path(c)) for c in ("lance", copy))
     parquet = {"t": data.path(copy)}
+    lance_alone = {"t": data.path("lance")}
     return {
-        GROUPS[0]: [duckdb_alone({"t": data.path("lance")}), pruned({"t": lance_table})],
-        GROUPS[1]: [duckdb_alone(parquet), pruned({"t": parquet_table})],
-        GROUPS[2]: [datafusion_alone(parquet), pruned({"t": parquet_table}, "datafusion")],
+        GROUPS[0]: [
+            duckdb_alone(lance_alone),
+            duckdb_alone(lance_alone),
+            pruned({"t": lance_table}),
+        ],
+        GROUPS[1]: [duckdb_alone(parquet), duckdb_alone(parquet), pruned({"t": parquet_table})],
+        GROUPS[2]: [
+            datafusion_alone(parquet),
+            datafusion_alone(parquet),
+            pruned({"t": parquet_table}, "datafusion"),
+        ],
     }
 
 
@@ -163,20 +173,34 @@ def in_lists(data: LookupData, rows: int, repeat: int, report: Report) -> dict[i
         sqls = [sql_in(keys[i:] + keys[:i]) for i in range(3)]  # new texts, same keys
         results[size] = {}
         # answers compared within each engine pair (orders differ between engines)
-        for group, (alone, mine) in against_alone(data, "parquet8k").items():
+        for group, (alone, again, mine) in against_alone(data, "parquet8k").items():
             alone_name, mine_name = group.replace(" / ", " alone / "), f"pruner {group}"
-            cases = {alone_name: alone, mine_name: mine}
-            alone_ms, mine_ms = medians(cases, sqls, repeat)  # turns cycle the 3 texts
+            cases = {alone_name: alone, "again": again, mine_name: mine}
+            alone_ms, again_ms, mine_ms = medians(cases, sqls, repeat)  # turns cycle the texts
             results[size].update({alone_name: alone_ms, mine_name: mine_ms})
             lines.append(
-                [str(size), group, f"{alone_ms:.1f}", f"{mine_ms:.1f}", f"{mine_ms / alone_ms:.2f}"]
+                [
+                    str(size),
+                    group,
+                    f"{alone_ms:.1f}",
+                    f"{mine_ms:.1f}",
+                    f"{mine_ms / alone_ms:.2f}",
+                    f"{again_ms / alone_ms:.2f}",
+                ]
             )
             if size >= 100:  # issue 44: never slower than the engine alone
                 text = f"{rows:,} rows, IN of {size:,} ids, {mine_name}: pruner / alone"
                 report.target(text, mine_ms / alone_ms, 1.0)
     report.table(
         f"IN lists on id, {rows:,} rows (ms)",
-        ["keys", "engine / format", "alone", "pruner", "pruner / alone"],
+        [
+            "keys",
+            "engine / format",
+            "alone",
+            "pruner",
+            "pruner / alone",
+            "A/A: alone again / alone",
+        ],
         lines,
     )
     return results
@@ -190,21 +214,45 @@ def never_slower(data: LookupData, rows: int, repeat: int, report: Report) -> No
     """Queries pruner cannot prune: it must cost what the engine alone costs."""
     lines = []
     ratios: dict[str, list[float]] = {}
+    noise: dict[str, list[float]] = {}  # the A/A control's ratios
     for name, sql in NEVER_SLOWER.items():
-        for label, (alone, mine) in against_alone(data, "parquet").items():
-            alone_ms, mine_ms = medians({"alone": alone, "pruner": mine}, [sql], repeat)
+        for label, (alone, again, mine) in against_alone(data, "parquet").items():
+            cases = {"alone": alone, "again": again, "pruner": mine}
+            alone_ms, again_ms, mine_ms = medians(cases, [sql], repeat)
             ratios.setdefault(label, []).append(mine_ms / alone_ms)
+            noise.setdefault(label, []).append(again_ms / alone_ms)
             lines.append(
-                [name, label, f"{alone_ms:.1f}", f"{mine_ms:.1f}", f"{mine_ms / alone_ms:.2f}"]
+                [
+                    name,
+                    label,
+                    f"{alone_ms:.1f}",
+                    f"{mine_ms:.1f}",
+                    f"{mine_ms / alone_ms:.2f}",
+                    f"{again_ms / alone_ms:.2f}",
+                ]
             )
     report.table(
         f"Queries that cannot prune, {rows:,} rows (ms)",
-        ["query", "engine / format", "alone", "pruner", "pruner / alone"],
+        [
+            "query",
+            "engine / format",
+            "alone",
+            "pruner",
+            "pruner / alone",
+            "A/A: alone again / alone",
+        ],
         lines,
     )
     for label, values in ratios.items():
         report.target(f"{label}: median pruner / alone", statistics.median(values), 1.05)
         report.target(f"{label}: worst pruner / alone", max(values), 1.10)
+        control = noise[label]
+        report.note(
+            f"Cannot prune, {label}: the A/A control (the engine alone against itself, in the "
+            f"same turns) gave median {statistics.median(control):.2f}, range "
+            f"{min(control):.2f}-{max(control):.2f}: ratios within that range of 1.0 are "
+            "this machine's noise"
+        )
 
 
 def callers_objects(data: LookupData, rows: int, repeat: int, report: Report) -> None:
