@@ -138,12 +138,18 @@ def pruned(
 
 def warmed(table: pruner.Table, sql_of: Callable[[int], str], limit: int = 100_000) -> int:
     """Plan point lookups of ``table`` (held open) on DuckDB, the ``n``-th ``sql_of(n)``, until
-    one is read whole for Lance's scanner to probe the index
-    (:func:`pruner.costs.lance_probes_reason`), as a table a user holds is after that many
-    lookups: how many it took. Raises when ``limit`` lookups are not enough."""
+    one is left to Lance's scanner to probe the index (read whole, or given the fragments
+    pruner's probe selects: :func:`pruner.costs.lance_probes_reason`), as a table a user holds
+    is after that many lookups: how many it took; 0 for a table of so many fragments that
+    pruner keeps its lookups (:data:`pruner.costs.LANCE_OWN_FRAGMENTS`). Raises when ``limit``
+    lookups are not enough."""
+    from pruner import costs
     from pruner.plan import plan
 
+    if len(table.fragment_rows) >= costs.LANCE_OWN_FRAGMENTS:
+        return 0
     for count in range(1, limit + 1):
-        if plan(sql_of(count), {"t": table}, dialect="duckdb").reads_whole("t"):
+        prepared = plan(sql_of(count), {"t": table}, dialect="duckdb")
+        if prepared.reads_whole("t") or prepared.lance_probes:
             return count
     raise SystemExit(f"{table.path}: no lookup left to Lance's scanner after {limit:,}")

@@ -526,8 +526,9 @@ def main() -> None:
     report.table(
         "Point lookups (median ms of the keys; warm: the table held, its first lookups probed by "
         "pruner, and a table held past the N lookups after which pruner leaves them to Lance's "
-        "scanner over the index it checked (pruner.costs.LANCE_WARM_LOOKUPS_PER_MIB); cold: "
-        "opened per query)",
+        "scanner over the index it checked (pruner.costs.LANCE_WARM_LOOKUPS_PER_MIB; N = 0: "
+        "a table of so many fragments that pruner keeps them, pruner.costs.LANCE_OWN_FRAGMENTS); "
+        "cold: opened per query)",
         [
             "rows / fragments",
             "pruner warm",

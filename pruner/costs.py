@@ -29,7 +29,9 @@ selections and queries to show it).
 * :func:`lance_probes_reason`, before binding a scan's terms, DuckDB over a local Lance table
   held open: Lance's scanner probes a bloom index itself when DuckDB pushes ``column =
   literal`` into its scan, as it does for DuckDB alone, and costs less than pruner's own
-  probe and read of the zone (docs/scale.md, 5M rows: 3.0-3.8 against 4.8-5.2 ms). So a
+  probe and read of the zone (docs/scale.md, 5M rows: 3.0-3.8 against 4.8-5.2 ms), on a
+  table of fewer fragments than :data:`LANCE_OWN_FRAGMENTS` (with more, Lance's costs more,
+  and pruner keeps the lookup). So a
   statement of one SELECT of the table whose terms are ``=`` of one literal, written so
   (:func:`equalities_pushed`: not ``IN (5)``, which DuckDB pushes as a list), is read whole,
   with Lance probing the index, once pruner has checked every zone of that index
@@ -87,6 +89,7 @@ __all__ = [
     "FILES_SKIP_FRACTION",
     "JOIN_READ_RATIO",
     "LANCE_LEFT_FRAGMENTS",
+    "LANCE_OWN_FRAGMENTS",
     "LANCE_WARM_LOOKUPS",
     "LANCE_WARM_LOOKUPS_PER_MIB",
     "LEFT_TO_LANCE",
@@ -150,6 +153,15 @@ zone read and checked: ~1.5 ms a MiB) and Lance's load of it into its cache (~2.
 cost, and then saves 0.6-1.8 ms a lookup (docs/scale.md, 5M to 100M rows; 1.1-1.8 ms up to
 20M): pruner switches once its own lookups have cost about what the switch costs, so a
 table looked up a few times never pays for it, and one looked up often at most twice."""
+
+LANCE_OWN_FRAGMENTS = 750
+"""A Lance table of at least this many fragments keeps its lookups in pruner's own probe
+and read: none is left to Lance's scanner (:func:`lance_probes_reason`). Lance's lookup costs
+more with every fragment (DuckDB alone over its index: 2.4-2.6 ms at 5M rows in 200
+fragments, 4.7-5.2 at 20M in 1,000), pruner's own does not. Measured warm, each path in a
+process of its own, against DuckDB alone (/tmp/prof/own5.py): 200 fragments, left 1.13-1.15,
+own 1.26-1.30 (5M and 20M rows); 500 fragments (10M rows), left 1.12, own 1.08-1.12; 1,000
+fragments, left 0.96 and own 0.93 at 20M rows, left 0.96-0.98 and own 0.79-0.83 at 100M."""
 
 LANCE_LEFT_FRAGMENTS = 500
 """A lookup left to Lance's scanner (:data:`LEFT_TO_LANCE`) of a table of at least this many
@@ -415,9 +427,12 @@ def lance_still_probes(
 
 
 def _lance_table(table: Table, dialect: str) -> bool:
-    """DuckDB, a local Lance table too large to read whole ahead, with no compound key."""
+    """DuckDB, a local Lance table too large to read whole ahead, of fewer fragments than
+    :data:`LANCE_OWN_FRAGMENTS`, with no compound key."""
     if dialect != "duckdb" or table.kind != "lance" or storage.is_remote(table.path):
         return False
+    if len(table.fragment_rows) >= LANCE_OWN_FRAGMENTS:
+        return False  # Lance's lookup costs more than pruner's own at this many fragments
     if table.num_rows * max(1, len(table.schema)) <= reads.LANCE_READ_AHEAD_VALUES:
         return False  # read whole ahead, as pruner reads a zone: no index of Lance's probed
     return not table.compound_keys()

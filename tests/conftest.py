@@ -24,6 +24,7 @@ COST_MODEL = {
     "LANCE_WARM_LOOKUPS": costs.LANCE_WARM_LOOKUPS,
     "LANCE_WARM_LOOKUPS_PER_MIB": costs.LANCE_WARM_LOOKUPS_PER_MIB,
     "LANCE_LEFT_FRAGMENTS": costs.LANCE_LEFT_FRAGMENTS,
+    "LANCE_OWN_FRAGMENTS": costs.LANCE_OWN_FRAGMENTS,
 }
 """pruner's cost model as shipped (pruner.costs)."""
 

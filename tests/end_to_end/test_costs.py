@@ -101,6 +101,7 @@ def _in_list(keys: list[int]) -> str:
     read_ahead=st.sampled_from([0, 64 << 20]),
     lance_warm=st.sampled_from([0.0, math.inf]),
     lance_left=st.sampled_from([0, 10**9]),
+    lance_own=st.sampled_from([0, 10**9]),
     lance_read=st.sampled_from([0, 1 << 18]),
 )
 def test_every_choice_answers_as_the_engine_alone(
@@ -119,12 +120,14 @@ def test_every_choice_answers_as_the_engine_alone(
     read_ahead: int,
     lance_warm: float,
     lance_left: int,
+    lance_own: int,
     lance_read: int,
 ) -> None:
     """Thresholds drawn anywhere from 'always read whole' to 'never' (and DuckDB's files
     read whole, from none to every file it reads in part, read ahead or not; point lookups
     left to Lance's scanner from the first or never, given the fragments pruner's probe
-    selects or all of them; Lance's rows read ahead or streamed):
+    selects or all of them, or kept by pruner whatever its fragments; Lance's rows read ahead
+    or streamed):
     the answer never changes, only what is read."""
     if engine == "datafusion" and kind == "lance":
         engine = "duckdb"
@@ -151,6 +154,7 @@ def test_every_choice_answers_as_the_engine_alone(
     monkeypatch.setattr(costs, "LANCE_WARM_LOOKUPS", lance_warm)
     monkeypatch.setattr(costs, "LANCE_WARM_LOOKUPS_PER_MIB", 0.0)
     monkeypatch.setattr(costs, "LANCE_LEFT_FRAGMENTS", lance_left)
+    monkeypatch.setattr(costs, "LANCE_OWN_FRAGMENTS", lance_own)
     monkeypatch.setattr(reads, "LANCE_READ_AHEAD_VALUES", lance_read)
     named = {"t": tables[kind], "s": tables["s"]}
     expected = engine_alone(engine, sql, named)
@@ -359,6 +363,44 @@ def test_a_held_lance_table_looked_up_often_leaves_point_lookups_to_lance(
     # a table read whole ahead (its rows held in memory) probes no index of Lance's
     monkeypatch.setattr(reads, "LANCE_READ_AHEAD_VALUES", 1 << 18)
     check(point.format(ids[7]), False)
+
+
+def test_a_lance_table_of_many_fragments_keeps_its_lookups(
+    tables: dict[str, Path], cost_model: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A held Lance table of at least LANCE_OWN_FRAGMENTS fragments: however often it is
+    looked up, pruner probes and reads its point lookups itself, also those of a shape an
+    earlier plan left to Lance's scanner (when the table counted fewer fragments than the
+    threshold); explain says the index was used. Every answer is DuckDB alone's."""
+    monkeypatch.setattr(costs, "LANCE_WARM_LOOKUPS", 1.0)
+    monkeypatch.setattr(costs, "LANCE_WARM_LOOKUPS_PER_MIB", 0.0)
+    monkeypatch.setattr(reads, "LANCE_READ_AHEAD_VALUES", 0)  # a table too large to read ahead
+    held = pruner.open_table(tables["lance"])
+    fragments = len(held.fragment_rows)
+    assert fragments > 1
+    ids = [i for i in _data().column("id").to_pylist() if i is not None]
+
+    def left(sql: str) -> bool:
+        prepared = plan(sql, {"t": held}, dialect="duckdb")
+        got = duck_adapter.query(sql, {"t": held}, prepared=prepared)
+        assert multiset(got) == multiset(engine_alone("duckdb", sql, {"t": held.path})), sql
+        if prepared.explanation is None:  # a remembered plan, left to Lance
+            return prepared.reads_whole("t")
+        found: Any = prepared.explanation.to_json()["scans"]
+        terms = [term for scan in found for term in scan["terms"]]
+        if any("left to Lance's scanner" in (term["reason"] or "") for term in terms):
+            assert prepared.reads_whole("t")
+            return True
+        on_id = [term for term in terms if term["column"] == "id"]
+        assert on_id and all(term["used_index"] for term in on_id), (sql, terms)
+        assert not prepared.reads_whole("t")
+        return False
+
+    monkeypatch.setattr(costs, "LANCE_OWN_FRAGMENTS", fragments + 1)
+    assert [left(_POINT.format(key)) for key in ids[:3]] == [True] * 3
+    monkeypatch.setattr(costs, "LANCE_OWN_FRAGMENTS", fragments)
+    assert [left(_POINT.format(key)) for key in ids[3:8]] == [False] * 5
+    assert not left(_BESIDE.format(ids[8]))
 
 
 _POINT = "SELECT id, amount FROM t WHERE id = {}"
