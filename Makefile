@@ -115,7 +115,7 @@ MUTANTS ?= 'pruner.binding.*' 'pruner.selection.*' 'pruner.evaluate.*' 'pruner.j
 	'pruner.table.model.*_parquet_ids__mutmut_*' \
 	'pruner.table.model.*_unexplained_gaps__mutmut_*' 'pruner.table.model.x__file_ids__mutmut_*' \
 	'pruner.table.model.x__overlapping__mutmut_*' \
-	'pruner.table.model.*TableIndex*coverage__mutmut_*' \
+	'pruner.table.bound.*TableIndex*coverage__mutmut_*' \
 	'pruner.table.model.*Table*_load_key__mutmut_*' \
 	'pruner.table.opening.x__parquet_table__mutmut_*' \
 	'pruner.discover.*FileIdentity*matches__mutmut_*' 'pruner.discover.x_read_footer__mutmut_*' \

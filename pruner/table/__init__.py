@@ -16,8 +16,9 @@ So a stale or damaged index widens a selection; it never drops a row.
 
 from __future__ import annotations
 
+from pruner.table.bound import TableIndex
 from pruner.table.cache import TableSource, as_table, open_tables
-from pruner.table.model import Table, TableIndex
+from pruner.table.model import Table
 from pruner.table.opening import open_table
 
 __all__ = ["Table", "TableIndex", "TableSource", "as_table", "open_table", "open_tables"]

@@ -1,13 +1,12 @@
 """A table's schema and fragments with its indexes loaded on first use (:class:`Table`),
-and each index fitted to the fragments it proves something about (:class:`TableIndex`)."""
+each fitted to the fragments it proves something about (:mod:`pruner.table.bound`)."""
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 import time
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -30,83 +29,12 @@ from pruner.index import (
 from pruner.index.constants import constant_index
 from pruner.index.keys import Key, key_index_path, lance_fragment_file, stored_keys
 from pruner.index.native import (
-    STATISTICS_ZONES,
     IntegerWidths,
     NativeFilters,
     native_index,
-    ruled_out_by_statistics,
 )
 from pruner.selection import FRAGMENT_SHIFT, Selection
-
-
-@dataclass(eq=False)
-class TableIndex:
-    """A ZoneIndex matched to the table's current fragments.
-
-    ``zone_starts`` / ``zone_ends`` are row addresses in the table's fragment numbering;
-    ``valid`` is False for zones of fragments that are gone or changed; ``uncovered`` holds
-    every fragment no valid zone covers, whole.
-    """
-
-    index: ZoneIndex
-    valid: np.ndarray
-    zone_starts: np.ndarray
-    zone_ends: np.ndarray
-    uncovered: Selection
-    stale_zones: int = 0
-    damaged_fragments: frozenset[int] = frozenset()
-    # A Parquet table's files and the column's Arrow type, for row-group statistics.
-    files: dict[int, ParquetFile] | None = None
-    arrow_type: pa.DataType | None = None
-    # each file's name for the column (None: it holds it by its name: Table.stored_names)
-    names: dict[int, str | None] | None = None
-    # The files of a Delta or Iceberg table whose column is NULL in every row (written
-    # before it was added): only a term matching NULL selects them.
-    null_only: Selection = dataclasses.field(default_factory=Selection.empty)
-
-    def coverage(self, fragment_rows: dict[int, int]) -> dict[str, int]:
-        """Fragments and rows the index proves something about, of the table's total."""
-        covered = set(np.unique(self.zone_starts[self.valid] >> FRAGMENT_SHIFT).tolist())
-        covered |= {f for f, rows in fragment_rows.items() if rows == 0}  # nothing to cover
-        covered |= set(self.null_only.fragment_ids())  # NULL in every row
-        return {
-            "fragments_indexed": len(covered),
-            "fragments_total": len(fragment_rows),
-            "rows_indexed": sum(fragment_rows[f] for f in covered),
-            "rows_total": sum(fragment_rows.values()),
-            "stale_zones": self.stale_zones,
-            "damaged_fragments": len(self.damaged_fragments),
-        }
-
-    def ruled_out(self, mask: np.ndarray, values: Sequence[object]) -> np.ndarray:
-        """The zones of ``mask`` (at most :data:`STATISTICS_ZONES` of them are checked)
-        whose Parquet row group's min/max statistics prove that no row holds one of
-        ``values`` (:func:`pruner.index.native.ruled_out_by_statistics`); none for a Lance
-        table."""
-        out = np.zeros(len(mask), bool)
-        if self.files is None or self.arrow_type is None:
-            return out
-        zones = np.flatnonzero(mask & self.valid)
-        if not len(zones) or len(zones) > STATISTICS_ZONES:
-            return out
-        out[zones] = ruled_out_by_statistics(
-            self.files,
-            self.index.column,
-            self.arrow_type,
-            self.zone_starts[zones],
-            self.zone_ends[zones],
-            values,
-            self.names,
-        )
-        return out
-
-    def zones(self, mask: np.ndarray, nulls: bool = False) -> Selection:
-        """The selected zones' rows, plus every uncovered fragment (``nulls``: the term
-        matches NULL, and the fragments holding no such column too)."""
-        keep = mask & self.valid
-        found = Selection.normalize(self.zone_starts[keep], self.zone_ends[keep]) | self.uncovered
-        return found | self.null_only if nulls else found
-
+from pruner.table.bound import TableIndex
 
 _UNLOADED = object()  # Table.index: a column whose index is not loaded yet
 
