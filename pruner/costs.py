@@ -156,12 +156,10 @@ table looked up a few times never pays for it, and one looked up often at most t
 
 LANCE_OWN_FRAGMENTS = 750
 """A Lance table of at least this many fragments keeps its lookups in pruner's own probe
-and read: none is left to Lance's scanner (:func:`lance_probes_reason`). Lance's lookup costs
-more with every fragment (DuckDB alone over its index: 2.4-2.6 ms at 5M rows in 200
-fragments, 4.7-5.2 at 20M in 1,000), pruner's own does not. Measured warm, each path in a
-process of its own, against DuckDB alone (/tmp/prof/own5.py): 200 fragments, left 1.13-1.15,
-own 1.26-1.30 (5M and 20M rows); 500 fragments (10M rows), left 1.12, own 1.08-1.12; 1,000
-fragments, left 0.96 and own 0.93 at 20M rows, left 0.96-0.98 and own 0.79-0.83 at 100M."""
+and read (none is left to Lance's scanner): Lance's lookup costs more with every fragment,
+pruner's does not. Warm, against DuckDB alone (/tmp/prof/own5.py), left to Lance / pruner's
+own: 1.13-1.15 / 1.26-1.30 at 200 fragments, 1.12 / 1.08-1.12 at 500 (10M rows), 0.96 /
+0.93 at 1,000 (20M), 0.96-0.98 / 0.79-0.83 at 1,000 (100M)."""
 
 LANCE_LEFT_FRAGMENTS = 500
 """A lookup left to Lance's scanner (:data:`LEFT_TO_LANCE`) of a table of at least this many
