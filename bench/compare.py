@@ -160,6 +160,20 @@ def point_lookups(
     return results
 
 
+AGAINST_COLUMNS = ["alone", "pruner", "pruner / alone", "A/A: alone again / alone"]
+
+
+def _against(alone_ms: float, again_ms: float, mine_ms: float) -> list[str]:
+    """A row's :data:`AGAINST_COLUMNS`: the engine alone's and pruner's ms, their ratio, and
+    the A/A control's (:func:`against_alone`)."""
+    return [
+        f"{alone_ms:.1f}",
+        f"{mine_ms:.1f}",
+        f"{mine_ms / alone_ms:.2f}",
+        f"{again_ms / alone_ms:.2f}",
+    ]
+
+
 def in_lists(data: LookupData, rows: int, repeat: int, report: Report) -> dict[int, dict]:
     """IN lists of 1 to 10,000 ids; Parquet: both on ``parquet8k`` (8,192-row row groups)."""
     ids = pa.array(np.random.default_rng(3).choice(rows, max(IN_SIZES), replace=False))
@@ -178,29 +192,13 @@ def in_lists(data: LookupData, rows: int, repeat: int, report: Report) -> dict[i
             cases = {alone_name: alone, "again": again, mine_name: mine}
             alone_ms, again_ms, mine_ms = medians(cases, sqls, repeat)  # turns cycle the texts
             results[size].update({alone_name: alone_ms, mine_name: mine_ms})
-            lines.append(
-                [
-                    str(size),
-                    group,
-                    f"{alone_ms:.1f}",
-                    f"{mine_ms:.1f}",
-                    f"{mine_ms / alone_ms:.2f}",
-                    f"{again_ms / alone_ms:.2f}",
-                ]
-            )
+            lines.append([str(size), group, *_against(alone_ms, again_ms, mine_ms)])
             if size >= 100:  # issue 44: never slower than the engine alone
                 text = f"{rows:,} rows, IN of {size:,} ids, {mine_name}: pruner / alone"
                 report.target(text, mine_ms / alone_ms, 1.0)
     report.table(
         f"IN lists on id, {rows:,} rows (ms)",
-        [
-            "keys",
-            "engine / format",
-            "alone",
-            "pruner",
-            "pruner / alone",
-            "A/A: alone again / alone",
-        ],
+        ["keys", "engine / format", *AGAINST_COLUMNS],
         lines,
     )
     return results
@@ -221,26 +219,10 @@ def never_slower(data: LookupData, rows: int, repeat: int, report: Report) -> No
             alone_ms, again_ms, mine_ms = medians(cases, [sql], repeat)
             ratios.setdefault(label, []).append(mine_ms / alone_ms)
             noise.setdefault(label, []).append(again_ms / alone_ms)
-            lines.append(
-                [
-                    name,
-                    label,
-                    f"{alone_ms:.1f}",
-                    f"{mine_ms:.1f}",
-                    f"{mine_ms / alone_ms:.2f}",
-                    f"{again_ms / alone_ms:.2f}",
-                ]
-            )
+            lines.append([name, label, *_against(alone_ms, again_ms, mine_ms)])
     report.table(
         f"Queries that cannot prune, {rows:,} rows (ms)",
-        [
-            "query",
-            "engine / format",
-            "alone",
-            "pruner",
-            "pruner / alone",
-            "A/A: alone again / alone",
-        ],
+        ["query", "engine / format", *AGAINST_COLUMNS],
         lines,
     )
     for label, values in ratios.items():

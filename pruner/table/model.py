@@ -36,8 +36,6 @@ from pruner.index.native import (
 from pruner.selection import FRAGMENT_SHIFT, Selection
 from pruner.table.bound import TableIndex
 
-_UNLOADED = object()  # Table.index: a column whose index is not loaded yet
-
 
 class Table:
     """One Lance dataset or Parquet directory, with its indexes loaded on first use."""
@@ -225,9 +223,8 @@ class Table:
         Raises:
             IndexFormatError: the index exists but is damaged.
         """
-        bound = self._indexes.get(column, _UNLOADED)  # loaded: read without the lock
-        if bound is not _UNLOADED:
-            return bound  # type: ignore[return-value]
+        if column in self._indexes:  # loaded: read without the lock (an entry is only
+            return self._indexes[column]  # ever replaced whole, never removed)
         with self._lock, storage.listed(self.listing):
             if column not in self._indexes:
                 self._indexes[column] = self._load(column)
