@@ -174,6 +174,34 @@ def test_the_collector_is_paused_for_one_shot_commands_and_restored_after(
         gc.enable()
 
 
+def test_the_command_freezes_what_is_left_before_it_exits_and_main_does_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import gc
+
+    from pruner.cli import command
+
+    path = tmp_path / "t.lance"
+    lance.write_dataset(pa.table({"id": np.arange(3000, dtype=np.int64)}), str(path))
+    query = ["query", "SELECT * FROM t WHERE id = 7", "--table", f"t={path}"]
+    gc.unfreeze()
+    try:
+        assert main(query) == 0  # a caller's process goes on: its objects stay collectable
+        assert gc.get_freeze_count() == 0
+        wrong = ["query", "SELECT nope FROM t", "--table", f"t={path}"]
+        for argv, status in ((query, 0), (wrong, 2)):
+            monkeypatch.setattr(sys, "argv", ["pruner", *argv])
+            with pytest.raises(SystemExit) as exited:
+                command()
+            assert exited.value.code == status  # the status is the command's, as before
+            assert gc.get_freeze_count() > 0  # the exit walks none of them
+            gc.unfreeze()
+    finally:
+        gc.unfreeze()
+    out = capsys.readouterr()
+    assert out.out.count(" 7 │") == 2 and "pruner: error:" in out.err
+
+
 def test_duckdbs_database_opened_while_planning_leaves_no_thread_behind(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
