@@ -3,8 +3,9 @@
 ``SELECT * FROM t WHERE id = 7`` and ``... id = 9`` have the same analysis but for the
 literal, and parsing and analysing a short query costs a millisecond or more where a point
 lookup's whole budget is a few. So :func:`template_of` finds the **slots** of a SQL text: a
-plain literal right after ``column =``, or in an ``IN (...)`` list of plain literals after a
-column, followed by the end of a condition (AND, OR, a parenthesis, the next clause). Plain
+plain literal right after ``column =`` (or right before ``= column``, the whole condition),
+or in an ``IN (...)`` list of plain literals after a column, followed by the end of a
+condition (AND, OR, a parenthesis, the next clause). Plain
 SQL is read by one regular expression (:data:`_SIMPLE`); anything else (comments, escapes,
 placeholders, backticks) by sqlglot's tokenizer for the dialect. The template's key is the
 dialect and the SQL's text with each slot replaced by its class (an integer, a decimal with
@@ -295,6 +296,29 @@ def _ends_condition(lexemes: list[_Lexeme], j: int) -> bool:
     return j >= len(lexemes) or lexemes[j].kind in ("end", ")")
 
 
+def _after_column(lexemes: list[_Lexeme], i: int) -> bool:
+    """Is the literal ``lexemes[i]`` the right side of ``column = literal``, a condition?"""
+    return (
+        i >= 2
+        and lexemes[i - 1].kind == "="
+        and lexemes[i - 2].kind == "column"
+        and _ends_condition(lexemes, i + 1)
+    )
+
+
+def _before_column(lexemes: list[_Lexeme], i: int) -> bool:
+    """Is the literal ``lexemes[i]`` the left side of ``literal = column``, a condition of
+    its own (after WHERE, AND, OR or a parenthesis, and before the condition's end)?"""
+    return (
+        i >= 1
+        and lexemes[i - 1].kind in ("end", "(")
+        and i + 2 < len(lexemes)
+        and lexemes[i + 1].kind == "="
+        and lexemes[i + 2].kind == "column"
+        and _ends_condition(lexemes, i + 3)
+    )
+
+
 def _in_list_end(lexemes: list[_Lexeme], i: int) -> int:
     """After ``IN`` at ``lexemes[i]``: the index of the list's ``)`` when ``( literal, ... )``
     holds only slot-class literals, else -1."""
@@ -338,12 +362,9 @@ def template_of(sql: str, dialect: str) -> Template | None:
         elif (
             lexeme.kind == "literal"
             and lexeme.literal_class is not None
-            and i >= 2
-            and lexemes[i - 1].kind == "="
-            and lexemes[i - 2].kind == "column"
-            and _ends_condition(lexemes, i + 1)
+            and (_after_column(lexemes, i) or _before_column(lexemes, i))
         ):
-            slot[i] = True
+            slot[i] = True  # (an IN list's literals were made slots at its IN)
     if not any(slot):
         return None
     key: list[object] = [dialect]

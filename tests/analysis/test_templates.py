@@ -53,6 +53,11 @@ SHAPES = [
     ("i = {} OR s IS NULL", 1),
     ("i NOT IN ({}, {})", 2),
     ("{} = i", 1),
+    ("{} = s", 1),
+    ("({} = i OR {} = s)", 2),
+    ("{} + 1 = i", 1),
+    ("{} = t.i", 1),
+    ("{} = i + 1", 1),
     ("(i = {} /* read by sqlglot's tokenizer */)", 1),
     ("(s IN ({}, {}) /* idem */)", 2),
     ("`i` = {}", 1),
@@ -158,6 +163,27 @@ def test_point_lookups_share_one_template() -> None:
     # template.
     assert len(calls) == 2
     assert "900000001" in calls[1]
+
+
+def test_a_literal_left_of_its_column_is_a_slot_where_the_comparison_is_a_condition() -> None:
+    def slots(sql: str) -> list[str]:
+        found = template_of(sql, "duckdb")
+        return [] if found is None else [value.text for value in found.values]
+
+    assert slots("SELECT * FROM t WHERE 7 = i AND (8 = s OR s = '9') LIMIT 2") == ["7", "8", "9"]
+    for sql in (
+        "SELECT * FROM t WHERE x + 7 = i",  # the literal is part of an expression
+        "SELECT * FROM t WHERE 7 = i + 1",  # so is the column
+        "SELECT * FROM t WHERE 7 = t.i",  # a qualified column: not read as one
+        "SELECT * FROM t WHERE 7 = f(i)",
+        "SELECT 7 = i FROM t",  # not a condition
+    ):
+        assert slots(sql) == [], sql
+    cache = Templates(analyze_uncached)
+    for key in range(3):
+        sql = f"SELECT * FROM t WHERE {key} = i"
+        assert cache.analysis(sql, "duckdb", SCHEMAS) == analyze_uncached(sql, "duckdb", SCHEMAS)
+    assert len(cache._known) == 1
 
 
 @pytest.mark.parametrize(

@@ -349,6 +349,10 @@ def test_a_held_lance_table_looked_up_often_leaves_point_lookups_to_lance(
     assert not isinstance(source, pa.Table)
     assert "ScalarIndexQuery" in source.scanner(filter=pc.field("id") == ids[3]).explain_plan()
     check(f"SELECT id, tag FROM t WHERE id = {ids[4]} AND tag = 't3'", True)
+    # the literal on the left: the same, and its next text reuses the plan too
+    reversed_point = "SELECT id, amount FROM t WHERE {} = id"
+    check(reversed_point.format(ids[4]), True)
+    assert plan(reversed_point.format(ids[5]), {"t": held}, dialect="duckdb").explanation is None
     check(f"SELECT id FROM t WHERE id IN ({ids[5]}, {ids[6]})", False)
     # one key written as a list or a range: DuckDB pushes no equality into Lance's scan
     check(f"SELECT id FROM t WHERE id IN ({ids[5]})", False)
