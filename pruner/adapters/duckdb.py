@@ -41,7 +41,7 @@ from pruner import reads, storage
 from pruner.adapters.duckdb_views import parquet_view_sql, quote_path, quote_string
 from pruner.adapters.kept import HeldRows, Pointed, kept_cursors, reusable_binding
 from pruner.adapters.naming import quote_identifier
-from pruner.adapters.sources import lance_source, point
+from pruner.adapters.sources import PrunedLanceDataset, lance_source, point
 from pruner.discover import hive_partitioned
 from pruner.evaluate import RowKeys
 from pruner.parameters import Parameters
@@ -207,8 +207,9 @@ def registered(
             bound += 1
             continue
         probes = name in prepared.lance_probes and selection is not None and selection.num_rows > 0
+        made = source  # the query's own restriction of a Lance table, bound as ``pruned``
         source = _bind_table(cursor, name, table, selection, keys, probes, source)
-        if probes and pointed is not None:
+        if pointed is not None and (probes or isinstance(made, PrunedLanceDataset)):
             pointed[name] = source
         bound += 1
     catalog.after_own_changes(connection, bound)
@@ -341,11 +342,12 @@ def query(
     database = connection if connection is not None else shared_connection()
     sources = _sources(prepared)
     held = {n: s for n, s in sources.items() if HeldRows.holds(s)}
-    bindings = reusable_binding(prepared, query_text, held)
+    pruned = {n for n, s in sources.items() if isinstance(s, PrunedLanceDataset)}
+    bindings = reusable_binding(prepared, query_text, held, pruned)
     taken = None
     if bindings is not None and _binds_as_planned(database, prepared):
         taken = kept_cursors(database).take(bindings)
-    if taken is not None and not _point(taken[1], prepared, held):
+    if taken is not None and not _point(taken[1], prepared, sources):
         taken[0].close()  # rows of another schema than DuckDB bound: bound anew
         taken = None
     if taken is None:
@@ -394,17 +396,18 @@ def _sources(prepared: Plan) -> dict[str, Any]:
     return found
 
 
-def _point(pointed: Pointed, prepared: Plan, held: Mapping[str, pa.Table]) -> bool:
-    """Point what a kept cursor binds as ``lance`` or ``rows`` at ``prepared``'s fragments
-    and rows (``held``); False when rows cannot be held by the cursor's holder."""
+def _point(pointed: Pointed, prepared: Plan, sources: Mapping[str, Any]) -> bool:
+    """Point what a kept cursor binds as ``lance``, ``pruned`` or ``rows`` at ``prepared``'s
+    fragments, selections and rows (``sources``, :func:`_sources`'); False when rows cannot be
+    held by the cursor's holder."""
     for name, source in pointed.items():
         if isinstance(source, HeldRows):
-            if not source.hold(held[name]):
+            if not source.hold(sources[name]):
                 return False
             continue
         selection = prepared.selections[name]
         assert selection is not None
-        point(source, prepared.tables[name], selection)
+        point(source, prepared.tables[name], selection, sources.get(name))
     return True
 
 

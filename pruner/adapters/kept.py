@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 import time
 import weakref
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -52,12 +52,14 @@ Bindings = tuple[tuple[str, Table, str], ...]
 ``unpruned`` (no selection: no index at all, Lance's own included), ``whole`` (a whole
 Selection, with no keys to filter by), ``empty`` (no row selected: bound as no rows),
 ``lance`` (a Lance dataset whose scans Lance's scanner probes within whole fragments,
-:attr:`pruner.plan.Plan.lance_probes`: the next query points it at its own fragments) or
-``rows`` (rows read ahead, held by a :class:`HeldRows` the next query points at its own)."""
+:attr:`pruner.plan.Plan.lance_probes`: the next query points it at its own fragments),
+``pruned`` (a Lance dataset whose scans read only a selection's rows, pruner's own read of
+more rows than are read ahead: the next query points it at its own selection) or ``rows``
+(rows read ahead, held by a :class:`HeldRows` the next query points at its own)."""
 
 Pointed = dict[str, Any]
-"""What a cursor binds as ``lance`` or ``rows`` (:data:`Bindings`), by table name: each query
-that takes the cursor points the datasets at its own fragments
+"""What a cursor binds as ``lance``, ``pruned`` or ``rows`` (:data:`Bindings`), by table
+name: each query that takes the cursor points the datasets at its own fragments or selection
 (:func:`pruner.adapters.sources.point`) and the :class:`HeldRows` at its own rows."""
 
 
@@ -151,7 +153,7 @@ class KeptCursors:
             old.close()
 
 
-_POINTED = ("lance", "rows")
+_POINTED = ("lance", "pruned", "rows")
 
 
 def _same_tables(one: Bindings, other: Bindings) -> bool:
@@ -176,11 +178,15 @@ def kept_cursors(connection: duckdb.DuckDBPyConnection) -> KeptCursors:
 
 
 def reusable_binding(
-    prepared: Plan, query_text: str, held: Mapping[str, pa.Table] | None = None
+    prepared: Plan,
+    query_text: str,
+    held: Mapping[str, pa.Table] | None = None,
+    pruned: Collection[str] = (),
 ) -> Bindings | None:
     """The tables of ``prepared`` by name, with how each is bound, when every one is bound
-    the same way for any query (read whole, unpruned, no row selected, as ``lance``, or as
-    ``rows``: those whose rows the adapter read ahead to hold, ``held``) and the statement only
+    the same way for any query (read whole, unpruned, no row selected, as ``lance``, as
+    ``rows``: those whose rows the adapter read ahead to hold, ``held``, or as ``pruned``: the
+    Lance tables the adapter restricted to their selection, ``pruned``) and the statement only
     reads (a cursor bound for it may serve the next such query); else None."""
     if not reads_only(query_text):
         return None
@@ -198,6 +204,8 @@ def reusable_binding(
             how = "rows"
         elif prepared.reads_whole(name):
             how = "whole"
+        elif name in pruned:
+            how = "pruned"
         else:
             return None
         bound.append((name, table, how))

@@ -292,11 +292,18 @@ def lance_source(
     return pruned
 
 
-def point(dataset: PrunedLanceDataset, table: Table, selection: Selection) -> None:
-    """Point ``dataset``, bound on a kept cursor by :func:`lance_source` with
-    ``lance_probes``, at ``selection`` (whole fragments of ``table``, as it was): the next
-    query's scans read those fragments, without a new binding (~0.6 ms)."""
-    pointed = lance_source(table, selection, lance_probes=True)
+def point(
+    dataset: PrunedLanceDataset,
+    table: Table,
+    selection: Selection,
+    made: PrunedLanceDataset | None = None,
+) -> None:
+    """Point ``dataset``, bound on a kept cursor by :func:`lance_source`, at the next
+    query's read of ``table``: ``made``, the dataset :func:`lance_source` made for it (a
+    binding of a table restricted to its selection), else whole fragments of ``selection``,
+    with ``lance_probes`` (as it was bound). Its scans then read those rows, without a new
+    binding (~0.6 ms)."""
+    pointed = made if made is not None else lance_source(table, selection, lance_probes=True)
     assert isinstance(pointed, PrunedLanceDataset)
     dataset.__dict__.update(pointed.__dict__)
 

@@ -572,7 +572,42 @@ def test_lookups_on_a_kept_cursor_hold_their_own_rows(
     assert not [b for b, _, _ in idle if b == (("t", table, "rows"),)]
 
 
-@pytest.mark.parametrize("kind", ["lance", "parquet"])
+def test_lookups_on_a_kept_cursor_point_a_pruned_lance_dataset_at_their_own_selection(
+    lance_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Lookups of a Lance table read past the read-ahead (a dataset restricted to their
+    selection: fragments, row addresses, keys) bind it once, on a cursor kept for the next
+    such lookup, which points the dataset at its own selection: keys of one fragment after
+    another, forwards and back, two at once, a CTE, a parameter; each answers as DuckDB
+    alone, and one kept cursor served them all. An absent key binds its table empty."""
+    from pruner import discover
+    from pruner.adapters import kept
+
+    monkeypatch.setattr(discover, "RACY_SECONDS", 0.0)  # as in the test above
+    monkeypatch.setattr(reads, "LANCE_READ_AHEAD_VALUES", 0)  # every selection: a dataset
+    table = pruner.open_table(lance_path)
+    ids = _rows().column("id").to_pylist()
+    positions = [[10], [2_010], [4_010], [4_490], [2_010], [10], [10, 4_010], [3_900], [11]]
+    sqls = [_point_sql(p) for p in positions]
+    sqls.insert(3, "SELECT id, name, v FROM t WHERE id = -1")  # bound empty
+    sqls.append(f"WITH m AS (SELECT * FROM t WHERE id = {ids[50]}) SELECT count(*) AS n FROM m")
+    connection = duck_adapter.shared_connection()
+    idle = kept.kept_cursors(connection).idle
+    idle.clear()
+    for sql in [*sqls, *sqls[::-1]]:
+        expected = engine_answer("duckdb", sql, {"t": lance_path})
+        assert multiset(duck_adapter.query(sql, {"t": table})) == expected, sql
+    pruned = [(cursor, p) for b, cursor, p in idle if b == (("t", table, "pruned"),)]
+    assert len(pruned) == 1, [b for b, _, _ in idle]
+    [(cursor, pointed)] = pruned
+    assert isinstance(pointed["t"], PrunedLanceDataset)
+    sql = "SELECT id, name, v FROM t WHERE id = ?"
+    got = duck_adapter.query(sql, {"t": table}, parameters=[ids[1_500]])
+    assert got.to_pylist() == [r for r in _rows().to_pylist() if r["id"] == ids[1_500]]
+    assert [c for b, c, _ in idle if b == (("t", table, "pruned"),)] == [cursor]
+
+
+@pytest.mark.parametrize("kind", ["lance", "parquet", "lance pruned"])
 def test_lookups_holding_their_rows_from_many_threads_answer_as_duckdb_alone(
     kind: str, lance_path: Path, parquet_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -584,7 +619,9 @@ def test_lookups_holding_their_rows_from_many_threads_answer_as_duckdb_alone(
     from pruner import discover
 
     monkeypatch.setattr(discover, "RACY_SECONDS", 0.0)
-    path = lance_path if kind == "lance" else parquet_path
+    if kind == "lance pruned":  # restricted datasets, pointed at each lookup's selection
+        monkeypatch.setattr(reads, "LANCE_READ_AHEAD_VALUES", 0)
+    path = parquet_path if kind == "parquet" else lance_path
     table = pruner.open_table(path)
     sqls = [_point_sql([p]) for p in (10, 700, 2_010, 2_600, 4_010, 4_900)] * 8
     expected = {sql: engine_answer("duckdb", sql, {"t": path}) for sql in set(sqls)}
