@@ -5,7 +5,8 @@
 * :mod:`pruner.analysis.parsing`: SQL text -> sqlglot trees (placeholders numbered, long
   literal lists folded out and checked, depth and size limits).
 * :mod:`pruner.analysis.statements`: the parsed statements -> an :class:`Analysis`.
-* :mod:`pruner.analysis.templates`: analyses shared by texts that differ only in literals.
+* :mod:`pruner.analysis.templates`: analyses shared by texts that differ only in literals,
+  the literals a condition compares a column with (its slots: :mod:`pruner.analysis.slots`).
 
 Only ``parsing``, ``statements`` and the modules they use import sqlglot (~0.1 s): a process
 whose every analysis comes from a template does not import it.
