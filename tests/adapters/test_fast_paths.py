@@ -8,6 +8,7 @@ import re
 from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import datafusion
 import duckdb
@@ -528,6 +529,36 @@ def test_duckdb_reads_one_files_row_groups_itself(parquet_path: Path) -> None:
     assert rows is not None and rows.num_rows == 0  # nothing selected: no file is opened
 
 
+def _served_by_one_kept_cursor(
+    path: Path, table: pruner.Table, how: str, extra: tuple[str, ...] = ()
+) -> tuple[list[str], Any, Any]:
+    """Lookups of ``table`` (at ``path``): keys of one file or fragment after another,
+    forwards and back, of two at once, an absent key between them, ``extra``, then a
+    parameter; each answers as DuckDB alone, and one cursor kept bound as ``how`` served
+    them all. The lookups' SQL, that cursor and what it points."""
+    from pruner.adapters import kept
+
+    ids = _rows().column("id").to_pylist()
+    positions = [[10], [2_010], [4_010], [4_490], [2_010], [10], [10, 4_010], [3_900], [11]]
+    sqls = [_point_sql(p) for p in positions]
+    sqls.insert(3, "SELECT id, name, v FROM t WHERE id = -1")  # bound empty
+    sqls += extra
+    idle = kept.kept_cursors(duck_adapter.shared_connection()).idle
+    idle.clear()
+    for sql in [*sqls, *sqls[::-1]]:
+        expected = engine_answer("duckdb", sql, {"t": path})
+        assert multiset(duck_adapter.query(sql, {"t": table})) == expected, sql
+    found = [(cursor, p) for b, cursor, p in idle if b == (("t", table, how),)]
+    assert len(found) == 1, [b for b, _, _ in idle]
+    [(cursor, pointed)] = found
+    # a parameter: the same kept cursor, pointed at the parameter's rows
+    sql = "SELECT id, name, v FROM t WHERE id = ?"
+    got = duck_adapter.query(sql, {"t": table}, parameters=[ids[1_500]])
+    assert got.to_pylist() == [r for r in _rows().to_pylist() if r["id"] == ids[1_500]]
+    assert [c for b, c, _ in idle if b == (("t", table, how),)] == [cursor]
+    return sqls, cursor, pointed
+
+
 @pytest.mark.parametrize("kind", ["lance", "parquet"])
 def test_lookups_on_a_kept_cursor_hold_their_own_rows(
     kind: str, lance_path: Path, parquet_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -545,26 +576,10 @@ def test_lookups_on_a_kept_cursor_hold_their_own_rows(
     monkeypatch.setattr(discover, "RACY_SECONDS", 0.0)
     path = lance_path if kind == "lance" else parquet_path
     table = pruner.open_table(path)
-    ids = _rows().column("id").to_pylist()
-    positions = [[10], [2_010], [4_010], [4_490], [2_010], [10], [10, 4_010], [3_900], [11]]
-    sqls = [_point_sql(p) for p in positions]
-    sqls.insert(3, "SELECT id, name, v FROM t WHERE id = -1")  # bound empty
-    connection = duck_adapter.shared_connection()
-    idle = kept.kept_cursors(connection).idle
-    idle.clear()
-    for sql in [*sqls, *sqls[::-1]]:
-        expected = engine_answer("duckdb", sql, {"t": path})
-        assert multiset(duck_adapter.query(sql, {"t": table})) == expected, sql
-    holding = [(cursor, p) for b, cursor, p in idle if b == (("t", table, "rows"),)]
-    assert len(holding) == 1, [b for b, _, _ in idle]
-    [(cursor, pointed)] = holding
+    sqls, _, pointed = _served_by_one_kept_cursor(path, table, "rows")
     assert isinstance(pointed["t"], kept.HeldRows) and pointed["t"].rows.num_rows == 0
-    # a parameter: the same kept cursor, pointed at the parameter's rows
-    sql = "SELECT id, name, v FROM t WHERE id = ?"
-    got = duck_adapter.query(sql, {"t": table}, parameters=[ids[1_500]])
-    assert got.to_pylist() == [r for r in _rows().to_pylist() if r["id"] == ids[1_500]]
-    assert [c for b, c, _ in idle if b == (("t", table, "rows"),)] == [cursor]
     monkeypatch.setattr(kept.HeldRows, "VALUES", 0)  # too many rows to hold: not kept
+    idle = kept.kept_cursors(duck_adapter.shared_connection()).idle
     idle.clear()
     for sql in sqls[:3]:
         expected = engine_answer("duckdb", sql, {"t": path})
@@ -581,30 +596,14 @@ def test_lookups_on_a_kept_cursor_point_a_pruned_lance_dataset_at_their_own_sele
     another, forwards and back, two at once, a CTE, a parameter; each answers as DuckDB
     alone, and one kept cursor served them all. An absent key binds its table empty."""
     from pruner import discover
-    from pruner.adapters import kept
 
     monkeypatch.setattr(discover, "RACY_SECONDS", 0.0)  # as in the test above
     monkeypatch.setattr(reads, "LANCE_READ_AHEAD_VALUES", 0)  # every selection: a dataset
     table = pruner.open_table(lance_path)
-    ids = _rows().column("id").to_pylist()
-    positions = [[10], [2_010], [4_010], [4_490], [2_010], [10], [10, 4_010], [3_900], [11]]
-    sqls = [_point_sql(p) for p in positions]
-    sqls.insert(3, "SELECT id, name, v FROM t WHERE id = -1")  # bound empty
-    sqls.append(f"WITH m AS (SELECT * FROM t WHERE id = {ids[50]}) SELECT count(*) AS n FROM m")
-    connection = duck_adapter.shared_connection()
-    idle = kept.kept_cursors(connection).idle
-    idle.clear()
-    for sql in [*sqls, *sqls[::-1]]:
-        expected = engine_answer("duckdb", sql, {"t": lance_path})
-        assert multiset(duck_adapter.query(sql, {"t": table})) == expected, sql
-    pruned = [(cursor, p) for b, cursor, p in idle if b == (("t", table, "pruned"),)]
-    assert len(pruned) == 1, [b for b, _, _ in idle]
-    [(cursor, pointed)] = pruned
+    key = _rows().column("id")[50].as_py()
+    cte = f"WITH m AS (SELECT * FROM t WHERE id = {key}) SELECT count(*) AS n FROM m"
+    _, _, pointed = _served_by_one_kept_cursor(lance_path, table, "pruned", (cte,))
     assert isinstance(pointed["t"], PrunedLanceDataset)
-    sql = "SELECT id, name, v FROM t WHERE id = ?"
-    got = duck_adapter.query(sql, {"t": table}, parameters=[ids[1_500]])
-    assert got.to_pylist() == [r for r in _rows().to_pylist() if r["id"] == ids[1_500]]
-    assert [c for b, c, _ in idle if b == (("t", table, "pruned"),)] == [cursor]
 
 
 @pytest.mark.parametrize("kind", ["lance", "parquet", "lance pruned"])
