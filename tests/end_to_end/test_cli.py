@@ -184,6 +184,7 @@ def test_the_command_freezes_what_is_left_before_it_exits_and_main_does_not(
     path = tmp_path / "t.lance"
     lance.write_dataset(pa.table({"id": np.arange(3000, dtype=np.int64)}), str(path))
     query = ["query", "SELECT * FROM t WHERE id = 7", "--table", f"t={path}"]
+    enabled = gc.isenabled()  # command() pauses the collector until its exit: restored below
     gc.unfreeze()
     try:
         assert main(query) == 0  # a caller's process goes on: its objects stay collectable
@@ -198,6 +199,8 @@ def test_the_command_freezes_what_is_left_before_it_exits_and_main_does_not(
             gc.unfreeze()
     finally:
         gc.unfreeze()
+        if enabled:
+            gc.enable()
     out = capsys.readouterr()
     assert out.out.count(" 7 │") == 2 and "pruner: error:" in out.err
 
